@@ -1,0 +1,103 @@
+//! A TLS accept loop serving an axum router over HTTP/1.1 and HTTP/2 (with upgrades).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::service::TowerToHyperService;
+use rustls::ServerConfig;
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+use crate::sim::tls::common_name;
+
+/// What is known about the peer of a TLS connection; inserted into each request's extensions.
+#[derive(Clone, Debug)]
+pub struct PeerInfo {
+    pub remote: SocketAddr,
+    /// Common Name of the verified client certificate, when one was presented.
+    pub client_cn: Option<String>,
+}
+
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Accepts TLS connections until `shutdown` is cancelled. Cancelling also drops every
+/// connection accepted by this loop (upgraded connections are not tracked here).
+pub async fn serve_tls(
+    listener: TcpListener,
+    tls: Arc<ServerConfig>,
+    router: Router,
+    shutdown: CancellationToken,
+) {
+    let acceptor = TlsAcceptor::from(tls);
+    loop {
+        let accepted = tokio::select! {
+            () = shutdown.cancelled() => break,
+            accepted = listener.accept() => accepted,
+        };
+        let (tcp, remote) = match accepted {
+            Ok(pair) => pair,
+            Err(err) => {
+                tracing::warn!(error = %err, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = tcp.set_nodelay(true);
+        let acceptor = acceptor.clone();
+        let router = router.clone();
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await
+            {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(err)) => {
+                    tracing::debug!(%remote, error = %err, "TLS handshake failed");
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!(%remote, "TLS handshake timed out");
+                    return;
+                }
+            };
+            let client_cn = stream
+                .get_ref()
+                .1
+                .peer_certificates()
+                .and_then(|certs| certs.first())
+                .and_then(common_name);
+            let peer = PeerInfo { remote, client_cn };
+            let service = router.map_request(move |mut req: http::Request<Incoming>| {
+                req.extensions_mut().insert(peer.clone());
+                req
+            });
+            let mut builder = Builder::new(TokioExecutor::new());
+            builder.http2().enable_connect_protocol();
+            let conn = builder
+                .serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(service));
+            tokio::select! {
+                () = shutdown.cancelled() => {}
+                result = conn => {
+                    if let Err(err) = result {
+                        tracing::debug!(%remote, error = %err, "connection ended with an error");
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// Writes `contents` to `path` atomically (temporary file, then rename), so readers that poll
+/// the file never see it half-written.
+pub fn write_addr_file(path: &std::path::Path, contents: &str) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    std::fs::write(&tmp, contents)?;
+    std::fs::rename(&tmp, path)
+}
