@@ -1,0 +1,124 @@
+//! The authentication/authorization layer both listeners share.
+//!
+//! Authentication, in order: a front-proxy client certificate (user from the
+//! configured identity headers), a client certificate signed by the client
+//! CA (user from CN, groups from O), a bearer token (TokenReview). Identity
+//! headers are read only on the first path. Authorization is a
+//! SubjectAccessReview, cached briefly.
+
+pub mod access;
+pub mod caller;
+pub mod requestheader;
+pub mod token;
+
+use std::sync::Arc;
+
+use http::HeaderMap;
+
+pub use access::{AccessReview, ResourceAttributes};
+pub use caller::{AuthMethod, BearerToken, Caller};
+pub use requestheader::{RequestHeaderConfig, RequestHeaderSource};
+pub use token::TokenReviewer;
+
+use crate::serve::PeerCertificates;
+use crate::tls::DynamicClientVerifier;
+
+/// Longest bearer token accepted.
+pub const MAX_TOKEN_BYTES: usize = 16 << 10;
+
+/// Why a request could not be authenticated.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    #[error("no credentials: send a bearer token or a client certificate")]
+    NoCredentials,
+    #[error("the bearer token is invalid or expired")]
+    InvalidToken,
+    #[error("the bearer token is longer than {MAX_TOKEN_BYTES} bytes")]
+    TokenTooLong,
+    #[error("the Authorization header is malformed: {0}")]
+    MalformedHeader(&'static str),
+    #[error("the client certificate does not name a user")]
+    CertificateWithoutUser,
+    #[error("authentication is unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// Authenticates the requests of one listener.
+#[derive(Clone)]
+pub struct Authenticator {
+    verifier: Arc<DynamicClientVerifier>,
+    request_header: Option<RequestHeaderSource>,
+    tokens: TokenReviewer,
+}
+
+impl Authenticator {
+    /// `request_header` is the front-proxy configuration (the aggregated
+    /// listener only); `verifier` holds the listener's client trust roots.
+    pub fn new(
+        verifier: Arc<DynamicClientVerifier>,
+        request_header: Option<RequestHeaderSource>,
+        tokens: TokenReviewer,
+    ) -> Self {
+        Self {
+            verifier,
+            request_header,
+            tokens,
+        }
+    }
+
+    pub fn tokens(&self) -> &TokenReviewer {
+        &self.tokens
+    }
+
+    /// The caller from the connection's certificate, else from the bearer token in `headers`.
+    pub async fn authenticate(&self, headers: &HeaderMap, peer: &PeerCertificates) -> Result<Caller, AuthError> {
+        if let Some(caller) = self.from_certificate(headers, peer)? {
+            return Ok(caller);
+        }
+        match bearer_token(headers)? {
+            Some(token) => self.tokens.review(token).await,
+            None => Err(AuthError::NoCredentials),
+        }
+    }
+
+    /// Authenticates with a certificate only (for callers that take the token from elsewhere).
+    pub fn from_certificate(&self, headers: &HeaderMap, peer: &PeerCertificates) -> Result<Option<Caller>, AuthError> {
+        if peer.0.is_empty() {
+            return Ok(None);
+        }
+        let roots = self.verifier.roots();
+        let (front_proxy, client_ca) = roots.classify(&peer.0);
+        if front_proxy && let Some(source) = &self.request_header {
+            let config = source.current();
+            if let Some(caller) = config.caller_from(&peer.0[0], headers) {
+                return Ok(Some(caller));
+            }
+        }
+        if client_ca {
+            return caller::from_client_certificate(&peer.0[0])
+                .map(Some)
+                .ok_or(AuthError::CertificateWithoutUser);
+        }
+        Ok(None)
+    }
+}
+
+/// The bearer token of an `Authorization` header, if any.
+pub fn bearer_token(headers: &HeaderMap) -> Result<Option<BearerToken>, AuthError> {
+    let Some(value) = headers.get(http::header::AUTHORIZATION) else {
+        return Ok(None);
+    };
+    if value.len() > MAX_TOKEN_BYTES + 7 {
+        return Err(AuthError::TokenTooLong);
+    }
+    let value = value
+        .to_str()
+        .map_err(|_| AuthError::MalformedHeader("it is not ASCII"))?;
+    let (scheme, token) = value
+        .split_once(' ')
+        .ok_or(AuthError::MalformedHeader("expected `Bearer <token>`"))?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Err(AuthError::MalformedHeader("only the Bearer scheme is accepted"));
+    }
+    BearerToken::new(token.trim()).map(Some)
+}

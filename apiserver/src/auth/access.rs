@@ -1,0 +1,179 @@
+//! Authorization with SubjectAccessReview, cached briefly by identity and
+//! request attributes.
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes as K8sResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+};
+use kube::api::PostParams;
+use kube::{Api, Client};
+use moka::Expiry;
+use moka::future::Cache;
+use sha2::{Digest, Sha256};
+
+use super::caller::Caller;
+use crate::metrics::{Metrics, ResultLabels};
+
+/// Longest time a decision is cached.
+pub const MAX_CACHE_TTL: Duration = Duration::from_secs(30);
+
+/// What is being asked for.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ResourceAttributes {
+    pub verb: &'static str,
+    pub group: &'static str,
+    pub resource: &'static str,
+    pub subresource: Option<&'static str>,
+    pub namespace: String,
+    pub name: Option<String>,
+}
+
+impl ResourceAttributes {
+    /// `kubectl auth can-i` form, for messages.
+    pub fn describe(&self) -> String {
+        let res = match self.subresource {
+            Some(s) => format!("{}/{}", self.resource, s),
+            None => self.resource.to_owned(),
+        };
+        let res = if self.group.is_empty() { res } else { format!("{res}.{}", self.group) };
+        match &self.name {
+            Some(n) => format!("{} {res} {n:?} in namespace {:?}", self.verb, self.namespace),
+            None => format!("{} {res} in namespace {:?}", self.verb, self.namespace),
+        }
+    }
+}
+
+/// A decision: allowed, or denied with the authorizer's reason.
+#[derive(Clone, Debug)]
+pub enum Decision {
+    Allowed,
+    Denied(String),
+}
+
+struct DecisionExpiry;
+
+impl Expiry<[u8; 32], (Decision, Duration)> for DecisionExpiry {
+    fn expire_after_create(&self, _k: &[u8; 32], v: &(Decision, Duration), _now: Instant) -> Option<Duration> {
+        Some(v.1)
+    }
+}
+
+/// Why a decision could not be made.
+#[derive(Debug, thiserror::Error)]
+#[error("authorization is unavailable: the SubjectAccessReview failed")]
+pub struct ReviewUnavailable;
+
+/// Decides with SubjectAccessReview using the server's own identity.
+#[derive(Clone)]
+pub struct AccessReview {
+    client: Client,
+    ttl: Duration,
+    cache: Cache<[u8; 32], (Decision, Duration)>,
+    metrics: Metrics,
+}
+
+impl AccessReview {
+    /// `ttl` is capped at [`MAX_CACHE_TTL`].
+    pub fn new(client: Client, ttl: Duration, metrics: Metrics) -> Self {
+        Self {
+            client,
+            ttl: ttl.min(MAX_CACHE_TTL),
+            cache: Cache::builder().max_capacity(100_000).expire_after(DecisionExpiry).build(),
+            metrics,
+        }
+    }
+
+    /// May `caller` do `attrs`?
+    pub async fn check(&self, caller: &Caller, attrs: &ResourceAttributes) -> Result<Decision, ReviewUnavailable> {
+        // As Kubernetes' delegated authorizer does, members of system:masters are always allowed.
+        if caller.in_group("system:masters") {
+            return Ok(Decision::Allowed);
+        }
+        let key = cache_key(caller, attrs);
+        if let Some((d, _)) = self.cache.get(&key).await {
+            self.metrics.access_review_cache_hits.inc();
+            return Ok(d);
+        }
+        let decision = self.call(caller, attrs).await?;
+        let mut ttl = self.ttl;
+        if let Some(exp) = caller.expires_at {
+            let left = exp - jiff::Timestamp::now().as_second();
+            ttl = ttl.min(Duration::from_secs(left.max(0) as u64));
+        }
+        if !ttl.is_zero() {
+            self.cache.insert(key, (decision.clone(), ttl)).await;
+        }
+        Ok(decision)
+    }
+
+    async fn call(&self, caller: &Caller, attrs: &ResourceAttributes) -> Result<Decision, ReviewUnavailable> {
+        let api: Api<SubjectAccessReview> = Api::all(self.client.clone());
+        let review = SubjectAccessReview {
+            spec: SubjectAccessReviewSpec {
+                user: Some(caller.user.clone()),
+                uid: caller.uid.clone(),
+                groups: Some(caller.groups.clone()),
+                extra: (!caller.extra.is_empty()).then(|| caller.extra.clone().into_iter().collect()),
+                resource_attributes: Some(K8sResourceAttributes {
+                    verb: Some(attrs.verb.to_owned()),
+                    group: Some(attrs.group.to_owned()),
+                    resource: Some(attrs.resource.to_owned()),
+                    subresource: attrs.subresource.map(str::to_owned),
+                    namespace: Some(attrs.namespace.clone()),
+                    name: attrs.name.clone(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let result = api.create(&PostParams::default(), &review).await.map_err(|error| {
+            tracing::warn!(%error, "SubjectAccessReview failed");
+            self.metrics.access_reviews.get_or_create(&ResultLabels { result: "error" }).inc();
+            ReviewUnavailable
+        })?;
+        let status = result.status.unwrap_or_default();
+        let allowed = status.allowed && status.denied != Some(true);
+        self.metrics
+            .access_reviews
+            .get_or_create(&ResultLabels {
+                result: if allowed { "allowed" } else { "denied" },
+            })
+            .inc();
+        Ok(if allowed {
+            Decision::Allowed
+        } else {
+            Decision::Denied(status.reason.unwrap_or_default())
+        })
+    }
+}
+
+fn cache_key(caller: &Caller, attrs: &ResourceAttributes) -> [u8; 32] {
+    let mut h = Sha256::new();
+    let mut field = |s: &str| {
+        h.update((s.len() as u64).to_le_bytes());
+        h.update(s.as_bytes());
+    };
+    field(&caller.user);
+    field(caller.uid.as_deref().unwrap_or(""));
+    field(&caller.groups.len().to_string());
+    for g in &caller.groups {
+        field(g);
+    }
+    field(&caller.extra.len().to_string());
+    for (k, vs) in &caller.extra {
+        field(k);
+        field(&vs.len().to_string());
+        for v in vs {
+            field(v);
+        }
+    }
+    field(attrs.verb);
+    field(attrs.group);
+    field(attrs.resource);
+    field(attrs.subresource.unwrap_or(""));
+    field(&attrs.namespace);
+    field(attrs.name.as_deref().unwrap_or(""));
+    h.finalize().into()
+}

@@ -1,0 +1,157 @@
+//! Who is calling.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use rustls_pki_types::CertificateDer;
+use sha2::{Digest, Sha256};
+
+use super::{AuthError, MAX_TOKEN_BYTES};
+
+/// How a caller proved who they are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuthMethod {
+    FrontProxy,
+    ClientCertificate,
+    BearerToken,
+}
+
+/// A bearer token. Its `Debug` never shows it; it is never logged.
+#[derive(Clone)]
+pub struct BearerToken(Arc<str>);
+
+impl fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("BearerToken(<redacted>)")
+    }
+}
+
+impl BearerToken {
+    /// Validates the token's shape: non-empty, bounded, visible ASCII.
+    pub fn new(token: &str) -> Result<Self, AuthError> {
+        if token.is_empty() {
+            return Err(AuthError::MalformedHeader("the token is empty"));
+        }
+        if token.len() > MAX_TOKEN_BYTES {
+            return Err(AuthError::TokenTooLong);
+        }
+        if !token.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(AuthError::MalformedHeader("the token has characters a token cannot have"));
+        }
+        Ok(Self(token.into()))
+    }
+
+    /// The token itself, for an outgoing `Authorization` header only.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// A digest that identifies the token in caches without holding it.
+    pub fn digest(&self) -> [u8; 32] {
+        Sha256::digest(self.0.as_bytes()).into()
+    }
+
+    /// The `exp` claim when the token is a JWT (read, not verified: TokenReview verifies).
+    pub fn jwt_expiry(&self) -> Option<i64> {
+        use base64::Engine;
+        let mut parts = self.0.split('.');
+        let (_, payload, _) = (parts.next()?, parts.next()?, parts.next()?);
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(payload.trim_end_matches('='))
+            .ok()?;
+        let claims: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+        claims.get("exp")?.as_i64()
+    }
+}
+
+/// An authenticated caller.
+#[derive(Clone, Debug)]
+pub struct Caller {
+    pub user: String,
+    pub uid: Option<String>,
+    pub groups: Vec<String>,
+    pub extra: BTreeMap<String, Vec<String>>,
+    pub method: AuthMethod,
+    /// The caller's token when they authenticated with one (for acting as them).
+    pub token: Option<BearerToken>,
+    /// Unix time after which the credential is known to be invalid.
+    pub expires_at: Option<i64>,
+}
+
+impl Caller {
+    pub fn in_group(&self, group: &str) -> bool {
+        self.groups.iter().any(|g| g == group)
+    }
+}
+
+/// The user a client certificate names: CN the user, O the groups.
+pub fn from_client_certificate(cert: &CertificateDer<'_>) -> Option<Caller> {
+    let (_, parsed) = x509_parser::parse_x509_certificate(cert.as_ref()).ok()?;
+    let subject = parsed.subject();
+    let user = subject.iter_common_name().next()?.as_str().ok()?.to_owned();
+    if user.is_empty() {
+        return None;
+    }
+    let groups = subject
+        .iter_organization()
+        .filter_map(|o| o.as_str().ok().map(str::to_owned))
+        .collect();
+    let not_after = parsed.validity().not_after.timestamp();
+    Some(Caller {
+        user,
+        uid: None,
+        groups,
+        extra: BTreeMap::new(),
+        method: AuthMethod::ClientCertificate,
+        token: None,
+        expires_at: Some(not_after),
+    })
+}
+
+/// The common name of a certificate.
+pub fn common_name(cert: &CertificateDer<'_>) -> Option<String> {
+    let (_, parsed) = x509_parser::parse_x509_certificate(cert.as_ref()).ok()?;
+    let cn = parsed.subject().iter_common_name().next()?.as_str().ok()?.to_owned();
+    Some(cn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_debug_is_redacted() {
+        let t = BearerToken::new("secret-value").unwrap();
+        assert!(!format!("{t:?}").contains("secret-value"));
+    }
+
+    #[test]
+    fn token_shape() {
+        assert!(BearerToken::new("").is_err());
+        assert!(BearerToken::new("a b").is_err());
+        assert!(BearerToken::new(&"a".repeat(MAX_TOKEN_BYTES + 1)).is_err());
+        assert!(BearerToken::new("abc.def").is_ok());
+    }
+
+    #[test]
+    fn jwt_expiry_is_read() {
+        use base64::Engine;
+        let enc = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+        let t = format!("{}.{}.sig", enc(r#"{"alg":"RS256"}"#), enc(r#"{"exp":1700000000}"#));
+        assert_eq!(BearerToken::new(&t).unwrap().jwt_expiry(), Some(1_700_000_000));
+        assert_eq!(BearerToken::new("opaque").unwrap().jwt_expiry(), None);
+    }
+
+    #[test]
+    fn client_certificate_names_user_and_groups() {
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name.push(rcgen::DnType::CommonName, "alice");
+        params.distinguished_name.push(rcgen::DnType::OrganizationName, "devs");
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        let caller = from_client_certificate(cert.der()).unwrap();
+        assert_eq!(caller.user, "alice");
+        assert_eq!(caller.groups, ["devs"]);
+    }
+}

@@ -1,0 +1,13 @@
+//! The aggregated Run-log API (`logs.kruntimes.io/v1alpha1`) and the
+//! authentication/authorization layer shared with the Console listener.
+#![forbid(unsafe_code)]
+
+pub mod auth;
+pub mod discovery;
+pub mod logs;
+pub mod metrics;
+pub mod run;
+pub mod serve;
+pub mod server;
+pub mod status;
+pub mod tls;

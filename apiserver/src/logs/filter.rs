@@ -1,0 +1,283 @@
+//! Selects the lines of one Run out of a shared runtimed log.
+//!
+//! A `memchr` substring search for the Run UID rejects almost every line of
+//! other Runs without parsing; only candidate lines are parsed as JSON and
+//! kept when their `run_uid` field equals the UID exactly.
+
+use std::borrow::Cow;
+
+use memchr::memmem;
+use serde::{Deserialize, Serialize};
+
+/// One record of a Run's log, as the API returns it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LogRecord {
+    /// `stdout` or `stderr` as runtimed reported it.
+    pub stream: String,
+    pub message: String,
+    /// The Runtime Pod that wrote the record.
+    pub pod: String,
+    #[serde(rename = "invocationID", skip_serializing_if = "Option::is_none")]
+    pub invocation_id: Option<String>,
+    /// When the kubelet received the line (RFC 3339), when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
+    /// Set when the line was longer than the server keeps and its message was dropped.
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub truncated: bool,
+}
+
+impl LogRecord {
+    /// Bytes this record counts against `limitBytes`.
+    pub fn weight(&self) -> usize {
+        self.message.len()
+    }
+}
+
+/// Which runtimed streams a caller asked for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StreamFilter {
+    #[default]
+    Both,
+    Stdout,
+    Stderr,
+}
+
+impl StreamFilter {
+    fn admits(self, stream: &str) -> bool {
+        match self {
+            StreamFilter::Both => true,
+            StreamFilter::Stdout => stream == "stdout",
+            StreamFilter::Stderr => stream == "stderr",
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct RawLine<'a> {
+    #[serde(borrow)]
+    run_uid: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    stream: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    message: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pod: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    invocation_id: Option<Cow<'a, str>>,
+}
+
+/// The filter for one Run: its UID and the streams asked for.
+pub struct RunFilter {
+    uid: String,
+    finder: memmem::Finder<'static>,
+    streams: StreamFilter,
+    default_pod: String,
+}
+
+impl RunFilter {
+    pub fn new(uid: &str, streams: StreamFilter, default_pod: &str) -> Self {
+        Self {
+            uid: uid.to_owned(),
+            finder: memmem::Finder::new(uid.as_bytes()).into_owned(),
+            streams,
+            default_pod: default_pod.to_owned(),
+        }
+    }
+
+    /// Cheap test: can this line belong to the Run at all?
+    #[inline]
+    pub fn is_candidate(&self, line: &[u8]) -> bool {
+        self.finder.find(line).is_some()
+    }
+
+    /// The record of this line when it belongs to the Run and a wanted stream.
+    pub fn record(&self, line: &[u8], time: Option<&str>) -> Option<LogRecord> {
+        if !self.is_candidate(line) {
+            return None;
+        }
+        let raw: RawLine<'_> = serde_json::from_slice(line).ok()?;
+        if raw.run_uid.as_deref() != Some(self.uid.as_str()) {
+            return None;
+        }
+        let stream = raw.stream.as_deref().unwrap_or("stdout");
+        if !self.streams.admits(stream) {
+            return None;
+        }
+        Some(LogRecord {
+            stream: stream.to_owned(),
+            message: raw.message.map(Cow::into_owned).unwrap_or_default(),
+            pod: raw
+                .pod
+                .map(Cow::into_owned)
+                .unwrap_or_else(|| self.default_pod.clone()),
+            invocation_id: raw.invocation_id.map(Cow::into_owned),
+            time: time.map(str::to_owned),
+            truncated: false,
+        })
+    }
+
+    /// The record for a line longer than [`super::MAX_LINE_BYTES`], of which only
+    /// `prefix` was kept: the top-level fields before the message are read from
+    /// the prefix; the message itself is replaced by a note.
+    pub fn oversized_record(&self, prefix: &[u8], total_len: u64, time: Option<&str>) -> Option<LogRecord> {
+        if !self.is_candidate(prefix) {
+            return None;
+        }
+        let fields = scan_top_level_strings(prefix);
+        let get = |k: &str| fields.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+        if get("run_uid").as_deref() != Some(self.uid.as_str()) {
+            return None;
+        }
+        let stream = get("stream").unwrap_or_else(|| "stdout".to_owned());
+        if !self.streams.admits(&stream) {
+            return None;
+        }
+        Some(LogRecord {
+            stream,
+            message: format!(
+                "[record of {total_len} bytes exceeds the {} KiB line bound and was omitted]",
+                super::MAX_LINE_BYTES >> 10
+            ),
+            pod: get("pod").unwrap_or_else(|| self.default_pod.clone()),
+            invocation_id: get("invocation_id"),
+            time: time.map(str::to_owned),
+            truncated: true,
+        })
+    }
+}
+
+/// Reads the top-level string fields of a JSON object from a prefix of it,
+/// stopping at the first value that is not a string or is cut off.
+fn scan_top_level_strings(buf: &[u8]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut i = skip_ws(buf, 0);
+    if buf.get(i) != Some(&b'{') {
+        return out;
+    }
+    i += 1;
+    loop {
+        i = skip_ws(buf, i);
+        let Some((key, next)) = read_string(buf, i) else { return out };
+        i = skip_ws(buf, next);
+        if buf.get(i) != Some(&b':') {
+            return out;
+        }
+        i = skip_ws(buf, i + 1);
+        let Some((value, next)) = read_string(buf, i) else { return out };
+        out.push((key, value));
+        i = skip_ws(buf, next);
+        match buf.get(i) {
+            Some(b',') => i += 1,
+            _ => return out,
+        }
+    }
+}
+
+fn skip_ws(buf: &[u8], mut i: usize) -> usize {
+    while matches!(buf.get(i), Some(b' ' | b'\t' | b'\r' | b'\n')) {
+        i += 1;
+    }
+    i
+}
+
+/// Reads one complete JSON string starting at `i`; `None` when absent or cut off.
+fn read_string(buf: &[u8], i: usize) -> Option<(String, usize)> {
+    if buf.get(i) != Some(&b'"') {
+        return None;
+    }
+    let mut j = i + 1;
+    while j < buf.len() {
+        match buf[j] {
+            b'\\' => j += 2,
+            b'"' => {
+                let s: String = serde_json::from_slice(&buf[i..=j]).ok()?;
+                return Some((s, j + 1));
+            }
+            _ => j += 1,
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const UID: &str = "6f1c2b9e-1111-4a2b-9c3d-000000000001";
+
+    fn filter() -> RunFilter {
+        RunFilter::new(UID, StreamFilter::Both, "pool-0")
+    }
+
+    #[test]
+    fn keeps_exact_uid_only() {
+        let f = filter();
+        let mine = format!(r#"{{"run_uid":"{UID}","stream":"stdout","message":"hello","pod":"p1"}}"#);
+        let rec = f.record(mine.as_bytes(), Some("2026-01-01T00:00:00Z")).expect("own line kept");
+        assert_eq!(rec.message, "hello");
+        assert_eq!(rec.pod, "p1");
+        assert_eq!(rec.time.as_deref(), Some("2026-01-01T00:00:00Z"));
+    }
+
+    #[test]
+    fn rejects_uid_in_another_runs_message() {
+        let f = filter();
+        let other = format!(r#"{{"run_uid":"other","stream":"stdout","message":"see {UID}"}}"#);
+        assert!(f.is_candidate(other.as_bytes()));
+        assert!(f.record(other.as_bytes(), None).is_none());
+    }
+
+    #[test]
+    fn rejects_prefix_and_superstring_uids() {
+        let f = filter();
+        let longer = format!(r#"{{"run_uid":"{UID}x","message":"m"}}"#);
+        let shorter = format!(r#"{{"run_uid":"{}","message":"m"}}"#, &UID[..UID.len() - 1]);
+        assert!(f.record(longer.as_bytes(), None).is_none());
+        assert!(f.record(shorter.as_bytes(), None).is_none());
+    }
+
+    #[test]
+    fn rejects_non_json_and_missing_uid() {
+        let f = filter();
+        assert!(f.record(format!("plain text {UID}").as_bytes(), None).is_none());
+        assert!(f.record(format!(r#"{{"message":"{UID}"}}"#).as_bytes(), None).is_none());
+        assert!(f.record(format!(r#"{{"run_uid":null,"message":"{UID}"}}"#).as_bytes(), None).is_none());
+        assert!(f.record(format!(r#"["{UID}"]"#).as_bytes(), None).is_none());
+    }
+
+    #[test]
+    fn stream_filter_applies() {
+        let f = RunFilter::new(UID, StreamFilter::Stderr, "p");
+        let out = format!(r#"{{"run_uid":"{UID}","stream":"stdout","message":"o"}}"#);
+        let err = format!(r#"{{"run_uid":"{UID}","stream":"stderr","message":"e"}}"#);
+        assert!(f.record(out.as_bytes(), None).is_none());
+        assert_eq!(f.record(err.as_bytes(), None).map(|r| r.message), Some("e".into()));
+    }
+
+    #[test]
+    fn invocation_id_and_escapes() {
+        let f = filter();
+        let line = format!(r#"{{"run_uid":"{UID}","message":"a\"b\n","invocation_id":"inv-1"}}"#);
+        let rec = f.record(line.as_bytes(), None).expect("kept");
+        assert_eq!(rec.message, "a\"b\n");
+        assert_eq!(rec.invocation_id.as_deref(), Some("inv-1"));
+        assert_eq!(rec.pod, "pool-0", "falls back to the assigned pod")
+            ;
+    }
+
+    #[test]
+    fn oversized_reads_fields_before_the_cut() {
+        let f = filter();
+        let prefix = format!(r#"{{"run_uid":"{UID}","stream":"stderr","pod":"p9","message":"xxxxxxxx"#);
+        let rec = f.oversized_record(prefix.as_bytes(), 5 << 20, None).expect("kept");
+        assert!(rec.truncated);
+        assert_eq!(rec.stream, "stderr");
+        assert_eq!(rec.pod, "p9");
+        let other = format!(r#"{{"run_uid":"x","message":"{UID}"#);
+        assert!(f.oversized_record(other.as_bytes(), 5 << 20, None).is_none());
+        let nested = format!(r#"{{"meta":{{"run_uid":"{UID}"}},"message":"#);
+        assert!(f.oversized_record(nested.as_bytes(), 5 << 20, None).is_none());
+    }
+}

@@ -1,0 +1,286 @@
+//! `GET /apis/logs.kruntimes.io/v1alpha1/namespaces/{ns}/runs/{name}/log`.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Path, RawQuery, State};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use bytes::Bytes;
+use futures::StreamExt;
+use http::{HeaderValue, header};
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client};
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+use super::filter::{LogRecord, RunFilter};
+use super::params::{LogQuery, is_dns1123_label, is_dns1123_subdomain};
+use super::reader::LogSource;
+use super::tail::Cut;
+use crate::auth::access::Decision;
+use crate::auth::{AccessReview, Caller, ResourceAttributes};
+use crate::metrics::Metrics;
+use crate::run::Run;
+use crate::status::{ApiError, from_kube};
+
+pub const GROUP: &str = "logs.kruntimes.io";
+pub const VERSION: &str = "v1alpha1";
+
+/// What the Run-log handler needs.
+#[derive(Clone)]
+pub struct LogApi {
+    /// The server's own narrow identity: reads Runs, Pods and `pods/log`.
+    pub service_account: Client,
+    pub access: AccessReview,
+    pub metrics: Metrics,
+}
+
+/// The plain (non-follow) answer.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunLog {
+    pub kind: &'static str,
+    pub api_version: &'static str,
+    pub metadata: RunLogMeta,
+    /// The Runtime Pod read.
+    pub pod: String,
+    pub records: Vec<LogRecord>,
+    /// Whether a bound cut the result short.
+    pub truncated: bool,
+    /// Which bound, when `truncated`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated_by: Option<Cut>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RunLogMeta {
+    pub name: String,
+    pub namespace: String,
+    pub uid: String,
+}
+
+fn run_not_found(ns: &str, name: &str) -> ApiError {
+    ApiError::not_found(format!("runs.kruntimes.io {name:?} not found in namespace {ns:?}")).about(
+        "kruntimes.io",
+        "runs",
+        name,
+    )
+}
+
+/// Checks names, parameters and the caller's access; `Ok` means go ahead.
+pub async fn admit(
+    api: &LogApi,
+    caller: &Caller,
+    ns: &str,
+    name: &str,
+    raw_query: Option<&str>,
+) -> Result<LogQuery, ApiError> {
+    if !is_dns1123_label(ns) {
+        return Err(ApiError::bad_request(format!(
+            "namespace {ns:?} is not a valid name: lowercase letters, digits and '-', at most 63 characters"
+        )));
+    }
+    if !is_dns1123_subdomain(name) {
+        return Err(ApiError::bad_request(format!(
+            "run name {name:?} is not a valid name: lowercase letters, digits, '-' and '.', at most 253 characters"
+        )));
+    }
+    let query = LogQuery::parse(raw_query).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let attrs = ResourceAttributes {
+        verb: "get",
+        group: GROUP,
+        resource: "runs",
+        subresource: Some("log"),
+        namespace: ns.to_owned(),
+        name: Some(name.to_owned()),
+    };
+    match api.access.check(caller, &attrs).await {
+        Ok(Decision::Allowed) => Ok(query),
+        Ok(Decision::Denied(_)) => Err(ApiError::forbidden(format!(
+            "runs.logs.kruntimes.io {name:?} is forbidden: User {:?} cannot get resource \"runs/log\" in API group \"{GROUP}\" in the namespace {ns:?}",
+            caller.user
+        ))
+        .about(GROUP, "runs", name)),
+        Err(e) => Err(ApiError::unavailable(e.to_string())),
+    }
+}
+
+/// Serves a Run's log (tail as JSON, follow as NDJSON).
+pub async fn get_run_log(
+    State(api): State<Arc<LogApi>>,
+    Extension(caller): Extension<Caller>,
+    Path((ns, name)): Path<(String, String)>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let query = admit(&api, &caller, &ns, &name, raw.as_deref()).await?;
+    tracing::info!(user = %caller.user, namespace = %ns, run = %name, follow = query.follow, tail = query.tail, "runs/log");
+    serve(api, ns, name, query).await
+}
+
+/// Serves an admitted request.
+pub async fn serve(api: Arc<LogApi>, ns: String, name: String, query: LogQuery) -> Result<Response, ApiError> {
+    let runs: Api<Run> = Api::namespaced(api.service_account.clone(), &ns);
+    let run = runs
+        .get_opt(&name)
+        .await
+        .map_err(|e| from_kube(&e, &format!("reading run {ns}/{name}")))?
+        .ok_or_else(|| run_not_found(&ns, &name))?;
+    let pods: Api<Pod> = Api::namespaced(api.service_account.clone(), &ns);
+    if !query.follow {
+        let Some((pod, _)) = run.assignment() else {
+            return Err(ApiError::conflict(format!(
+                "run {ns}/{name} is not yet assigned to a Runtime Pod (phase {}); retry later or use follow=true to wait",
+                run.phase()
+            ))
+            .about("kruntimes.io", "runs", &name));
+        };
+        let pod = pod.to_owned();
+        check_pod(&pods, &run).await?;
+        let source = source_for(&api, pods, &run, &pod, &query);
+        let tail = source.tail(query.tail, query.limit_bytes).await?;
+        let body = RunLog {
+            kind: "RunLog",
+            api_version: "logs.kruntimes.io/v1alpha1",
+            metadata: RunLogMeta {
+                name: name.clone(),
+                namespace: ns.clone(),
+                uid: run.metadata.uid.clone().unwrap_or_default(),
+            },
+            pod,
+            records: tail.records,
+            truncated: tail.cut.is_some(),
+            truncated_by: tail.cut,
+        };
+        return Ok(Json(body).into_response());
+    }
+    if run.assignment().is_some() {
+        check_pod(&pods, &run).await?;
+    }
+    let (tx, rx) = mpsc::channel::<Bytes>(64);
+    let metrics = api.metrics.clone();
+    tokio::spawn(async move {
+        metrics.follow_streams.inc();
+        let _open = scopeguard(|| {
+            metrics.follow_streams.dec();
+        });
+        if let Err(error) = follow(api, runs, pods, run, query, &tx).await {
+            tracing::debug!(%error, namespace = %ns, run = %name, "follow ended");
+        }
+    });
+    let body = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (Ok::<_, Infallible>(b), rx)) });
+    let mut resp = Response::new(Body::from_stream(body));
+    let h = resp.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/x-ndjson"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    Ok(resp)
+}
+
+fn source_for(api: &LogApi, pods: Api<Pod>, run: &Run, pod: &str, query: &LogQuery) -> LogSource {
+    LogSource {
+        pods,
+        pod: pod.to_owned(),
+        filter: RunFilter::new(run.metadata.uid.as_deref().unwrap_or(""), query.stream, pod),
+        since: run.start_time(),
+        metrics: api.metrics.clone(),
+    }
+}
+
+/// The assigned Pod must exist and be the same Pod (UID) the Run was given.
+async fn check_pod(pods: &Api<Pod>, run: &Run) -> Result<(), ApiError> {
+    let Some((pod, uid)) = run.assignment() else {
+        return Ok(());
+    };
+    let name = run.metadata.name.as_deref().unwrap_or_default();
+    let live = pods
+        .get_opt(pod)
+        .await
+        .map_err(|e| from_kube(&e, &format!("reading pod {pod}")))?
+        .ok_or_else(|| {
+            ApiError::not_found(format!(
+                "pod {pod:?} that ran run {name:?} no longer exists; its log is gone"
+            ))
+            .about("", "pods", pod)
+        })?;
+    if live.metadata.uid.as_deref() != Some(uid) {
+        return Err(ApiError::not_found(format!(
+            "pod {pod:?} that ran run {name:?} was replaced by a new pod of the same name; the run's log is gone"
+        ))
+        .about("", "pods", pod));
+    }
+    Ok(())
+}
+
+async fn follow(
+    api: Arc<LogApi>,
+    runs: Api<Run>,
+    pods: Api<Pod>,
+    run: Run,
+    query: LogQuery,
+    tx: &mpsc::Sender<Bytes>,
+) -> Result<(), ApiError> {
+    let run = if run.assignment().is_some() {
+        run
+    } else {
+        match wait_for_assignment(&runs, &run, tx).await {
+            Some(run) => run,
+            None => return Ok(()),
+        }
+    };
+    check_pod(&pods, &run).await?;
+    let Some((pod, _)) = run.assignment() else { return Ok(()) };
+    let pod = pod.to_owned();
+    let source = source_for(&api, pods, &run, &pod, &query);
+    source.follow(query.tail, query.limit_bytes, tx).await
+}
+
+/// Waits until the Run is assigned; `None` when it is deleted, replaced,
+/// ends unassigned, or the caller goes away.
+async fn wait_for_assignment(runs: &Api<Run>, run: &Run, tx: &mpsc::Sender<Bytes>) -> Option<Run> {
+    let name = run.metadata.name.clone().unwrap_or_default();
+    let uid = run.metadata.uid.clone();
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    let mut stream = watcher::watcher(runs.clone(), config).default_backoff().boxed();
+    let mut listed = false;
+    loop {
+        let event = tokio::select! {
+            e = stream.next() => e?,
+            () = tx.closed() => return None,
+        };
+        match event {
+            Ok(watcher::Event::Init) => listed = false,
+            // The Run is gone if the (re)list did not contain it.
+            Ok(watcher::Event::InitDone) if !listed => return None,
+            Ok(watcher::Event::Apply(r) | watcher::Event::InitApply(r)) => {
+                listed = true;
+                if r.metadata.uid != uid {
+                    return None;
+                }
+                if r.assignment().is_some() {
+                    return Some(r);
+                }
+                if r.is_terminal() {
+                    return None;
+                }
+            }
+            Ok(watcher::Event::Delete(r)) if r.metadata.uid == uid => return None,
+            Ok(_) => {}
+            Err(error) => tracing::debug!(%error, "watching run for its assignment; retrying"),
+        }
+    }
+}
+
+struct Guard<F: FnMut()>(F);
+
+impl<F: FnMut()> Drop for Guard<F> {
+    fn drop(&mut self) {
+        (self.0)();
+    }
+}
+
+fn scopeguard<F: FnMut()>(f: F) -> Guard<F> {
+    Guard(f)
+}

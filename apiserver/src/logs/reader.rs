@@ -1,0 +1,192 @@
+//! Reading a Run's records from its Pod's `runtimed` log through `pods/log`.
+//!
+//! The kubelet's `tailLines` counts lines of the whole container log, not of
+//! one Run, so a tail reads growing windows from the end of the log (bounded
+//! below by the Run's start time with `sinceTime`) until it holds enough of
+//! the Run's records or has covered everything since the Run started. No
+//! window is ever held in memory: lines stream through the filter.
+
+use bytes::Bytes;
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use kube::api::LogParams;
+use tokio::sync::mpsc;
+
+use super::filter::{LogRecord, RunFilter};
+use super::lines::{Line, LineReader};
+use super::tail::{Cut, TailWindow};
+use super::{MAX_LINE_BYTES, RUNTIMED_CONTAINER};
+use crate::metrics::Metrics;
+use crate::status::{ApiError, from_kube};
+
+/// First tail window, in Pod log lines, before growing.
+pub const MIN_WINDOW: i64 = 1024;
+/// Growth factor of the window.
+pub const WINDOW_GROWTH: i64 = 8;
+/// Largest window searched (lines).
+pub const MAX_WINDOW: i64 = 1 << 24;
+/// How far before the Run's start the log is read, for clock skew.
+pub const START_SLACK_SECS: i64 = 5;
+
+/// Where a Run's records are.
+pub struct LogSource {
+    pub pods: Api<Pod>,
+    pub pod: String,
+    pub filter: RunFilter,
+    /// Only log lines at or after this time can belong to the Run.
+    pub since: Option<jiff::Timestamp>,
+    pub metrics: Metrics,
+}
+
+/// The outcome of a tail search.
+pub struct Tail {
+    pub records: Vec<LogRecord>,
+    pub cut: Option<Cut>,
+    /// The window that held the result, in Pod log lines.
+    pub window: i64,
+    /// Pod log lines read in the last pass.
+    pub lines: i64,
+    /// Bytes of Pod log read across all passes.
+    pub bytes_read: u64,
+}
+
+impl LogSource {
+    fn params(&self, window: i64, follow: bool) -> LogParams {
+        LogParams {
+            container: Some(RUNTIMED_CONTAINER.to_owned()),
+            follow,
+            tail_lines: Some(window),
+            since_time: self.since.map(|t| t - jiff::SignedDuration::from_secs(START_SLACK_SECS)),
+            timestamps: true,
+            ..LogParams::default()
+        }
+    }
+
+    async fn open(&self, window: i64, follow: bool) -> Result<LineReader<impl futures::io::AsyncBufRead + Unpin + use<>>, ApiError> {
+        let stream = self
+            .pods
+            .log_stream(&self.pod, &self.params(window, follow))
+            .await
+            .map_err(|e| from_kube(&e, &format!("reading the log of pod {:?}", self.pod)))?;
+        Ok(LineReader::new(Box::pin(stream), MAX_LINE_BYTES))
+    }
+
+    fn record_of(&self, line: &Line) -> Option<LogRecord> {
+        let (time, content) = line.split_timestamp();
+        if line.oversized {
+            self.filter.oversized_record(content, line.len, time)
+        } else {
+            self.filter.record(content, time)
+        }
+    }
+
+    /// The last `max_records` records within `max_bytes`.
+    pub async fn tail(&self, max_records: usize, max_bytes: usize) -> Result<Tail, ApiError> {
+        let mut window = MIN_WINDOW.max(max_records as i64 * 4);
+        let mut bytes_read = 0;
+        loop {
+            let mut reader = self.open(window, false).await?;
+            let mut tw = TailWindow::new(max_records, max_bytes);
+            let mut line = Line::default();
+            let mut lines = 0i64;
+            while reader
+                .next_line(&mut line)
+                .await
+                .map_err(|e| ApiError::unavailable(format!("the log of pod {:?} broke off: {e}", self.pod)))?
+            {
+                lines += 1;
+                if let Some(rec) = self.record_of(&line) {
+                    tw.push(rec);
+                }
+            }
+            bytes_read += reader.bytes_read();
+            self.metrics.log_bytes_read.inc_by(reader.bytes_read());
+            let covered = lines < window;
+            if covered || tw.is_full() || window >= MAX_WINDOW {
+                if !covered && !tw.is_full() {
+                    tw.mark_cut(Cut::SearchWindow);
+                }
+                let (records, cut) = tw.into_parts();
+                return Ok(Tail {
+                    records,
+                    cut,
+                    window,
+                    lines,
+                    bytes_read,
+                });
+            }
+            window = (window * WINDOW_GROWTH).min(MAX_WINDOW);
+        }
+    }
+
+    /// Sends the last `max_records` records, then every new record, as NDJSON
+    /// lines to `tx` until the Pod log ends or the receiver goes away.
+    pub async fn follow(&self, max_records: usize, max_bytes: usize, tx: &mpsc::Sender<Bytes>) -> Result<(), ApiError> {
+        let tail = self.tail(max_records, max_bytes).await?;
+        // The follow stream starts with the same window: its first `lines`
+        // lines (or, when the window covered the log since the Run's start,
+        // everything then) are history; the tail of them is sent once caught up.
+        let history = tail.lines;
+        let mut reader = self.open(tail.window, true).await?;
+        let mut tw = Some(TailWindow::new(max_records, max_bytes));
+        let mut line = Line::default();
+        let mut seen = 0i64;
+        if history == 0 && let Some(w) = tw.take() {
+            send_all(tx, w).await?;
+        }
+        loop {
+            let more = tokio::select! {
+                r = reader.next_line(&mut line) => r,
+                () = tx.closed() => return Ok(()),
+            };
+            match more {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(error) => {
+                    tracing::debug!(%error, pod = %self.pod, "follow stream broke off");
+                    break;
+                }
+            }
+            self.metrics.log_bytes_read.inc_by(line.len + 1);
+            let rec = self.record_of(&line);
+            match tw.as_mut() {
+                Some(w) => {
+                    if let Some(rec) = rec {
+                        w.push(rec);
+                    }
+                    seen += 1;
+                    if seen >= history
+                        && let Some(w) = tw.take()
+                    {
+                        send_all(tx, w).await?;
+                    }
+                }
+                None => {
+                    if let Some(rec) = rec {
+                        send(tx, &rec).await?;
+                    }
+                }
+            }
+        }
+        if let Some(w) = tw.take() {
+            send_all(tx, w).await?;
+        }
+        Ok(())
+    }
+}
+
+async fn send_all(tx: &mpsc::Sender<Bytes>, w: TailWindow) -> Result<(), ApiError> {
+    let (records, _) = w.into_parts();
+    for rec in &records {
+        send(tx, rec).await?;
+    }
+    Ok(())
+}
+
+async fn send(tx: &mpsc::Sender<Bytes>, rec: &LogRecord) -> Result<(), ApiError> {
+    let mut line = serde_json::to_vec(rec).map_err(|e| ApiError::internal(e.to_string()))?;
+    line.push(b'\n');
+    // A closed receiver means the caller went away: not an error to report.
+    let _ = tx.send(Bytes::from(line)).await;
+    Ok(())
+}

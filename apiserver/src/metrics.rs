@@ -1,0 +1,81 @@
+//! Prometheus metrics of the server, one registry for both listeners.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    pub listener: &'static str,
+    pub route: &'static str,
+    pub code: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RouteLabels {
+    pub listener: &'static str,
+    pub route: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResultLabels {
+    pub result: &'static str,
+}
+
+/// Every metric the server exports.
+#[derive(Clone)]
+pub struct Metrics {
+    pub requests: Family<RequestLabels, Counter>,
+    pub request_seconds: Family<RouteLabels, Histogram>,
+    pub token_reviews: Family<ResultLabels, Counter>,
+    pub token_review_cache_hits: Counter,
+    pub access_reviews: Family<ResultLabels, Counter>,
+    pub access_review_cache_hits: Counter,
+    pub follow_streams: Gauge,
+    pub log_bytes_read: Counter,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self {
+            requests: Family::default(),
+            request_seconds: Family::new_with_constructor(|| Histogram::new(exponential_buckets(0.0005, 2.0, 16))),
+            token_reviews: Family::default(),
+            token_review_cache_hits: Counter::default(),
+            access_reviews: Family::default(),
+            access_review_cache_hits: Counter::default(),
+            follow_streams: Gauge::default(),
+            log_bytes_read: Counter::default(),
+        }
+    }
+}
+
+impl Metrics {
+    /// Registers every metric under the `kruntimes_console` prefix.
+    pub fn register(&self, registry: &mut Registry) {
+        let r = registry.sub_registry_with_prefix("kruntimes_console");
+        r.register("http_requests", "HTTP requests by listener, route and status code", self.requests.clone());
+        r.register(
+            "http_request_duration_seconds",
+            "Time to the response head by listener and route",
+            self.request_seconds.clone(),
+        );
+        r.register("token_reviews", "TokenReview calls made, by result", self.token_reviews.clone());
+        r.register(
+            "token_review_cache_hits",
+            "Authentications answered from the TokenReview cache",
+            self.token_review_cache_hits.clone(),
+        );
+        r.register("access_reviews", "SubjectAccessReview calls made, by result", self.access_reviews.clone());
+        r.register(
+            "access_review_cache_hits",
+            "Authorizations answered from the SubjectAccessReview cache",
+            self.access_review_cache_hits.clone(),
+        );
+        r.register("log_follow_streams", "Run-log follow streams open now", self.follow_streams.clone());
+        r.register("log_bytes_read", "Bytes of Pod log read to answer runs/log", self.log_bytes_read.clone());
+    }
+}

@@ -1,0 +1,283 @@
+//! TLS for both listeners: serving certificates re-read from disk when they
+//! change (rotation without restart), and client-certificate verification
+//! against trust roots that can be replaced at run time.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::SystemTime;
+
+use rustls::client::danger::HandshakeSignatureValid;
+use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::server::{ClientHello, ResolvesServerCert, WebPkiClientVerifier};
+use rustls::sign::CertifiedKey;
+use rustls::{DigitallySignedStruct, DistinguishedName, RootCertStore, SignatureScheme};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
+
+/// A TLS file problem, naming the file.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("failed to read {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path} holds no PEM certificate")]
+    NoCertificate { path: PathBuf },
+    #[error("{path} holds no usable PEM private key: {reason}")]
+    Key { path: PathBuf, reason: String },
+    #[error("the CA bundle {what} holds no usable certificate")]
+    EmptyRoots { what: String },
+    #[error("TLS configuration failed: {0}")]
+    Rustls(#[from] rustls::Error),
+}
+
+/// Parses PEM certificates.
+pub fn parse_certs(pem: &[u8]) -> Vec<CertificateDer<'static>> {
+    CertificateDer::pem_slice_iter(pem).filter_map(Result::ok).collect()
+}
+
+/// A root store from a PEM CA bundle.
+pub fn root_store(pem: &[u8], what: &str) -> Result<RootCertStore, TlsError> {
+    let mut roots = RootCertStore::empty();
+    for cert in parse_certs(pem) {
+        let _ = roots.add(cert);
+    }
+    if roots.is_empty() {
+        return Err(TlsError::EmptyRoots { what: what.to_owned() });
+    }
+    Ok(roots)
+}
+
+fn read(path: &PathBuf) -> Result<Vec<u8>, TlsError> {
+    std::fs::read(path).map_err(|source| TlsError::Read {
+        path: path.clone(),
+        source,
+    })
+}
+
+/// Loads a certificate chain and key into a signing key.
+pub fn load_certified_key(cert: &PathBuf, key: &PathBuf) -> Result<CertifiedKey, TlsError> {
+    let chain = parse_certs(&read(cert)?);
+    if chain.is_empty() {
+        return Err(TlsError::NoCertificate { path: cert.clone() });
+    }
+    let key_der = PrivateKeyDer::from_pem_slice(&read(key)?).map_err(|e| TlsError::Key {
+        path: key.clone(),
+        reason: e.to_string(),
+    })?;
+    let provider = rustls::crypto::ring::default_provider();
+    let signing_key = provider.key_provider.load_private_key(key_der).map_err(|e| TlsError::Key {
+        path: key.clone(),
+        reason: e.to_string(),
+    })?;
+    Ok(CertifiedKey::new(chain, signing_key))
+}
+
+fn mtime(path: &PathBuf) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+/// Serves the certificate in a pair of PEM files, re-reading them when their
+/// modification time changes. A rotation that leaves a broken pair behind
+/// keeps the last good certificate and logs why.
+pub struct ReloadingCert {
+    cert: PathBuf,
+    key: PathBuf,
+    state: RwLock<(Option<SystemTime>, Option<SystemTime>, Arc<CertifiedKey>)>,
+}
+
+impl fmt::Debug for ReloadingCert {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReloadingCert").field("cert", &self.cert).finish()
+    }
+}
+
+impl ReloadingCert {
+    pub fn new(cert: PathBuf, key: PathBuf) -> Result<Self, TlsError> {
+        let loaded = load_certified_key(&cert, &key)?;
+        let state = RwLock::new((mtime(&cert), mtime(&key), Arc::new(loaded)));
+        Ok(Self { cert, key, state })
+    }
+
+    fn current(&self) -> Option<Arc<CertifiedKey>> {
+        let (cm, km) = (mtime(&self.cert), mtime(&self.key));
+        {
+            let state = self.state.read().ok()?;
+            if state.0 == cm && state.1 == km {
+                return Some(state.2.clone());
+            }
+        }
+        let mut state = self.state.write().ok()?;
+        match load_certified_key(&self.cert, &self.key) {
+            Ok(k) => {
+                tracing::info!(cert = %self.cert.display(), "serving certificate reloaded");
+                *state = (cm, km, Arc::new(k));
+            }
+            Err(error) => {
+                tracing::warn!(%error, "serving certificate changed on disk but could not be loaded; keeping the previous one");
+                state.0 = cm;
+                state.1 = km;
+            }
+        }
+        Some(state.2.clone())
+    }
+}
+
+impl ResolvesServerCert for ReloadingCert {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        self.current()
+    }
+}
+
+/// The trust roots a listener accepts client certificates from, by purpose.
+#[derive(Clone, Default)]
+pub struct ClientRoots {
+    /// Front-proxy (request-header) client CA: kube-apiserver's aggregator.
+    pub front_proxy: Option<Arc<dyn ClientCertVerifier>>,
+    /// Client CA whose certificates name a user directly.
+    pub client_ca: Option<Arc<dyn ClientCertVerifier>>,
+}
+
+impl fmt::Debug for ClientRoots {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientRoots")
+            .field("front_proxy", &self.front_proxy.is_some())
+            .field("client_ca", &self.client_ca.is_some())
+            .finish()
+    }
+}
+
+/// Builds a verifier for one CA bundle; clients without a certificate pass
+/// the handshake (they may authenticate with a token instead).
+pub fn client_verifier(roots: RootCertStore) -> Result<Arc<dyn ClientCertVerifier>, TlsError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+        .allow_unauthenticated()
+        .build()
+        .map_err(|e| TlsError::Rustls(rustls::Error::General(e.to_string())))
+}
+
+impl ClientRoots {
+    /// Which roots accept this chain, if any.
+    pub fn classify(&self, chain: &[CertificateDer<'_>]) -> (bool, bool) {
+        let Some((end, rest)) = chain.split_first() else {
+            return (false, false);
+        };
+        let now = UnixTime::now();
+        let ok = |v: &Option<Arc<dyn ClientCertVerifier>>| {
+            v.as_ref()
+                .is_some_and(|v| v.verify_client_cert(end, rest, now).is_ok())
+        };
+        (ok(&self.front_proxy), ok(&self.client_ca))
+    }
+}
+
+/// A client-certificate verifier whose trust roots can be swapped while the
+/// listener runs (the authentication ConfigMap and CA files change).
+#[derive(Debug)]
+pub struct DynamicClientVerifier {
+    roots: RwLock<ClientRoots>,
+    algorithms: WebPkiSupportedAlgorithms,
+}
+
+impl DynamicClientVerifier {
+    pub fn new(roots: ClientRoots) -> Self {
+        let provider: CryptoProvider = rustls::crypto::ring::default_provider();
+        Self {
+            roots: RwLock::new(roots),
+            algorithms: provider.signature_verification_algorithms,
+        }
+    }
+
+    /// Replaces the front-proxy roots.
+    pub fn set_front_proxy(&self, v: Option<Arc<dyn ClientCertVerifier>>) {
+        if let Ok(mut r) = self.roots.write() {
+            r.front_proxy = v;
+        }
+    }
+
+    /// Replaces the client CA roots.
+    pub fn set_client_ca(&self, v: Option<Arc<dyn ClientCertVerifier>>) {
+        if let Ok(mut r) = self.roots.write() {
+            r.client_ca = v;
+        }
+    }
+
+    /// The roots in force now.
+    pub fn roots(&self) -> ClientRoots {
+        self.roots.read().map(|r| r.clone()).unwrap_or_default()
+    }
+}
+
+impl ClientCertVerifier for DynamicClientVerifier {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        // No hints: clients send whatever certificate they hold.
+        &[]
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        let roots = self.roots();
+        let mut last = rustls::Error::General("no client CA is configured on this listener".into());
+        for v in [&roots.front_proxy, &roots.client_ca].into_iter().flatten() {
+            match v.verify_client_cert(end_entity, intermediates, now) {
+                Ok(ok) => return Ok(ok),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.algorithms.supported_schemes()
+    }
+}
+
+/// A server configuration with a reloading certificate and the dynamic client verifier.
+pub fn server_config(
+    cert: Arc<ReloadingCert>,
+    verifier: Arc<DynamicClientVerifier>,
+    alpn_h2: bool,
+) -> Result<rustls::ServerConfig, TlsError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_client_cert_verifier(verifier)
+        .with_cert_resolver(cert);
+    config.alpn_protocols = if alpn_h2 {
+        vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+    } else {
+        vec![b"http/1.1".to_vec()]
+    };
+    Ok(config)
+}
