@@ -97,6 +97,10 @@ impl RunFilter {
         if !self.is_candidate(line) {
             return None;
         }
+        // Only a JSON object is a runtimed record (serde would also read a struct from an array).
+        if line.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+            return None;
+        }
         let raw: RawLine<'_> = serde_json::from_slice(line).ok()?;
         if raw.run_uid.as_deref() != Some(self.uid.as_str()) {
             return None;
