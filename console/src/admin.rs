@@ -1,0 +1,62 @@
+//! The plain-HTTP admin listener: `/metrics`, `/live`, `/ready`.
+
+use axum::Router;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use http::{HeaderValue, StatusCode, header};
+use kruntimes_apiserver::auth::RequestHeaderSource;
+use kruntimes_apiserver::metrics::Metrics;
+use prometheus_client::registry::Registry;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+
+#[derive(Clone)]
+struct AdminState {
+    registry: Arc<Registry>,
+    request_header: RequestHeaderSource,
+}
+
+async fn metrics(State(s): State<AdminState>) -> Response {
+    let mut out = String::new();
+    if prometheus_client::encoding::text::encode(&mut out, &s.registry).is_err() {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    }
+    let mut resp = out.into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+    );
+    resp
+}
+
+async fn ready(State(s): State<AdminState>) -> Response {
+    if s.request_header.is_loaded() {
+        (StatusCode::OK, "ready\n").into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "authentication configuration not loaded\n").into_response()
+    }
+}
+
+/// Serves the admin endpoints until `shutdown` resolves.
+pub async fn serve(
+    listener: TcpListener,
+    metrics_set: Metrics,
+    request_header: RequestHeaderSource,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) {
+    let mut registry = Registry::default();
+    metrics_set.register(&mut registry);
+    let state = AdminState {
+        registry: Arc::new(registry),
+        request_header,
+    };
+    let app = Router::new()
+        .route("/metrics", get(metrics))
+        .route("/live", get(|| async { "live\n" }))
+        .route("/ready", get(ready))
+        .with_state(state);
+    if let Err(error) = axum::serve(listener, app).with_graceful_shutdown(shutdown).await {
+        tracing::error!(%error, "admin listener failed");
+    }
+}

@@ -1,0 +1,95 @@
+//! Command-line flags. Every flag is documented once, here.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Parser;
+
+/// A duration flag: `10s`, `500ms`, `2m`.
+#[derive(Clone, Copy, Debug)]
+pub struct DurationArg(pub std::time::Duration);
+
+impl std::str::FromStr for DurationArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (num, unit) = s
+            .find(|c: char| !c.is_ascii_digit())
+            .map(|i| s.split_at(i))
+            .ok_or_else(|| format!("{s:?}: a unit is required (ms, s, m, h)"))?;
+        let n: u64 = num.parse().map_err(|_| format!("{s:?}: not a duration"))?;
+        let d = match unit {
+            "ms" => std::time::Duration::from_millis(n),
+            "s" => std::time::Duration::from_secs(n),
+            "m" => std::time::Duration::from_secs(n * 60),
+            "h" => std::time::Duration::from_secs(n * 3600),
+            _ => return Err(format!("{s:?}: unknown unit {unit:?} (use ms, s, m or h)")),
+        };
+        Ok(Self(d))
+    }
+}
+
+impl From<DurationArg> for std::time::Duration {
+    fn from(d: DurationArg) -> Self {
+        d.0
+    }
+}
+
+/// kruntimes-console serves the aggregated Run-log API
+/// (logs.kruntimes.io/v1alpha1, registered with kube-apiserver by an
+/// APIService), the Console (web UI, /api and the /v1 Runtime access
+/// handler) and an admin listener with probes and metrics.
+#[derive(Clone, Debug, Parser)]
+#[command(name = "kruntimes-console", version, about, long_about = None)]
+pub struct Args {
+    /// Kubeconfig holding the Console's own (ServiceAccount) credentials.
+    /// Without it the in-cluster configuration is used.
+    #[arg(long, env = "KRUNTIMES_KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Address of the aggregated API listener (kube-apiserver proxies
+    /// logs.kruntimes.io here).
+    #[arg(long, default_value = "0.0.0.0:8443")]
+    pub apiserver_listen: SocketAddr,
+
+    /// PEM serving certificate (chain) of the aggregated API listener.
+    /// Re-read when the file changes.
+    #[arg(long)]
+    pub apiserver_tls_cert: PathBuf,
+
+    /// PEM private key of the aggregated API listener. Re-read when the file changes.
+    #[arg(long)]
+    pub apiserver_tls_key: PathBuf,
+
+    /// Address of the plain-HTTP admin listener: /metrics, /live, /ready.
+    #[arg(long, default_value = "0.0.0.0:9090")]
+    pub admin_listen: SocketAddr,
+
+    /// How long a TokenReview result is reused (capped by the token's own expiry).
+    #[arg(long, default_value = "10s")]
+    pub authentication_cache_ttl: DurationArg,
+
+    /// How long a SubjectAccessReview decision is reused; at most 30s.
+    #[arg(long, default_value = "10s")]
+    pub authorization_cache_ttl: DurationArg,
+
+    /// Largest request header block accepted, in bytes.
+    #[arg(long, default_value_t = 16 << 10)]
+    pub max_header_bytes: usize,
+
+    /// Log format: json or text.
+    #[arg(long, default_value = "json", value_parser = ["json", "text"])]
+    pub log_format: String,
+}
+
+impl Args {
+    /// Checks combinations clap cannot.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if self.authorization_cache_ttl.0 > std::time::Duration::from_secs(30) {
+            anyhow::bail!("--authorization-cache-ttl must be at most 30s");
+        }
+        if self.max_header_bytes < 1024 {
+            anyhow::bail!("--max-header-bytes must be at least 1024");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,13 @@
+//! `kruntimes-console`: the aggregated Run-log API and the Console in one binary.
+#![forbid(unsafe_code)]
+
+use clap::Parser;
+
+fn main() -> anyhow::Result<()> {
+    // One crypto provider for every rustls user in the process.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let args = kruntimes_console::Args::parse();
+    kruntimes_console::logging::init(&args.log_format);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(kruntimes_console::run(args))
+}

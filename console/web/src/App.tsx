@@ -1,0 +1,38 @@
+import { Navigate, Route, Routes } from 'react-router';
+import { Shell } from './components/Shell';
+import { lastNamespace } from './lib/namespace';
+import { AboutPage } from './pages/About';
+import { JobDetailPage } from './pages/JobDetail';
+import { LoginPage } from './pages/Login';
+import { NotFoundPage } from './pages/NotFound';
+import { RunDetailPage } from './pages/RunDetail';
+import { RunsPage } from './pages/Runs';
+import { RuntimeDetailPage } from './pages/RuntimeDetail';
+import { RuntimesPage } from './pages/Runtimes';
+import { SettingsPage } from './pages/Settings';
+import { WorkflowRunDetailPage } from './pages/WorkflowRunDetail';
+import { WorkflowRunsPage } from './pages/WorkflowRuns';
+
+export function App() {
+  return (
+    <Routes>
+      <Route path="/login" element={<LoginPage />} />
+      <Route element={<Shell />}>
+        <Route index element={<Navigate to={`/namespaces/${lastNamespace()}/runs`} replace />} />
+        <Route path="namespaces/:ns">
+          <Route index element={<Navigate to="runs" replace />} />
+          <Route path="runs" element={<RunsPage />} />
+          <Route path="runs/:name" element={<RunDetailPage />} />
+          <Route path="runtimes" element={<RuntimesPage />} />
+          <Route path="runtimes/:name" element={<RuntimeDetailPage />} />
+          <Route path="workflowruns" element={<WorkflowRunsPage />} />
+          <Route path="workflowruns/:wr" element={<WorkflowRunDetailPage />} />
+          <Route path="workflowruns/:wr/jobs/:job" element={<JobDetailPage />} />
+        </Route>
+        <Route path="settings" element={<SettingsPage />} />
+        <Route path="about" element={<AboutPage />} />
+        <Route path="*" element={<NotFoundPage />} />
+      </Route>
+    </Routes>
+  );
+}

@@ -1,0 +1,240 @@
+/**
+ * The one typed client of the Console API. Views and hooks call these
+ * functions; nothing else in the UI calls `fetch` or opens a WebSocket.
+ *
+ * Credentials travel only as the server's HttpOnly session cookie
+ * (`credentials: 'same-origin'`); the token is sent once, in the login POST
+ * body, and never kept by the client.
+ */
+import { ApiError, isApiErrorBody, toApiError } from './errors';
+import { NdjsonSplitter } from '../lib/ndjson';
+import type {
+  AccessRequest,
+  LogRecord,
+  NamespaceList,
+  RunDetail,
+  RunList,
+  RunListQuery,
+  RunLog,
+  RuntimeDetail,
+  RuntimeList,
+  SessionInfo,
+  WorkflowRunDetail,
+  WorkflowRunList,
+} from './types';
+
+const GROUP = 'kruntimes.io';
+const LOG_GROUP = 'logs.kruntimes.io';
+
+function seg(s: string): string {
+  return encodeURIComponent(s);
+}
+
+async function readBody(res: Response): Promise<unknown> {
+  const text = await res.text();
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Listeners told when any call answers 401, so the shell can refresh the session state. */
+const unauthorizedListeners = new Set<() => void>();
+
+export function onUnauthorized(listener: () => void): () => void {
+  unauthorizedListeners.add(listener);
+  return () => unauthorizedListeners.delete(listener);
+}
+
+async function request<T>(
+  path: string,
+  init: RequestInit & { access?: AccessRequest } = {},
+): Promise<T> {
+  const { access, ...rest } = init;
+  let res: Response;
+  try {
+    res = await fetch(path, {
+      credentials: 'same-origin',
+      ...rest,
+      headers: { Accept: 'application/json', ...(rest.headers ?? {}) },
+    });
+  } catch {
+    throw toApiError(0, undefined, access);
+  }
+  const body = await readBody(res);
+  if (!res.ok) {
+    const err = toApiError(res.status, body, access);
+    if (err.isUnauthorized) unauthorizedListeners.forEach((l) => l());
+    throw err;
+  }
+  return body as T;
+}
+
+function query(params: Record<string, string | number | boolean | undefined>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    if (v === undefined || v === '') continue;
+    q.set(k, String(v));
+  }
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}
+
+// --- session ---------------------------------------------------------------
+
+export function getSession(): Promise<SessionInfo> {
+  return request<SessionInfo>('/api/session');
+}
+
+export function login(token: string): Promise<SessionInfo> {
+  return request<SessionInfo>('/api/session', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ token }),
+  });
+}
+
+export function logout(): Promise<SessionInfo> {
+  return request<SessionInfo>('/api/session', { method: 'DELETE' });
+}
+
+// --- resources -------------------------------------------------------------
+
+export function listNamespaces(): Promise<NamespaceList> {
+  return request<NamespaceList>('/api/namespaces', {
+    access: { verb: 'list', group: '', resource: 'namespaces' },
+  });
+}
+
+export function listRuns(ns: string, q: RunListQuery = {}): Promise<RunList> {
+  return request<RunList>(
+    `/api/namespaces/${seg(ns)}/runs${query({
+      phase: q.phase,
+      runtime: q.runtime,
+      assignedPod: q.assignedPod,
+      labelSelector: q.labelSelector,
+      createdAfter: q.createdAfter,
+      limit: q.limit,
+      continue: q.continue,
+    })}`,
+    { access: { verb: 'list', group: GROUP, resource: 'runs', namespace: ns } },
+  );
+}
+
+export function getRun(ns: string, name: string): Promise<RunDetail> {
+  return request<RunDetail>(`/api/namespaces/${seg(ns)}/runs/${seg(name)}`, {
+    access: { verb: 'get', group: GROUP, resource: 'runs', namespace: ns, name },
+  });
+}
+
+function logAccess(ns: string, name: string): AccessRequest {
+  return { verb: 'get', group: LOG_GROUP, resource: 'runs', subresource: 'log', namespace: ns, name };
+}
+
+export function getRunLogTail(ns: string, name: string, tail: number): Promise<RunLog> {
+  return request<RunLog>(`/api/namespaces/${seg(ns)}/runs/${seg(name)}/logs${query({ tail })}`, {
+    access: logAccess(ns, name),
+  });
+}
+
+/**
+ * Follows a Run's log: calls `onRecord` for every NDJSON record as it
+ * arrives. Resolves when the server ends the stream; rejects with an
+ * ApiError on an HTTP error or an `{"error":...}` line; aborts with `signal`.
+ * `onOpen` is called once the server accepted the request (headers received).
+ */
+export async function followRunLog(
+  ns: string,
+  name: string,
+  tail: number,
+  onRecord: (r: LogRecord) => void,
+  signal: AbortSignal,
+  onOpen?: () => void,
+): Promise<void> {
+  const access = logAccess(ns, name);
+  let res: Response;
+  try {
+    res = await fetch(
+      `/api/namespaces/${seg(ns)}/runs/${seg(name)}/logs${query({ follow: true, tail })}`,
+      { credentials: 'same-origin', headers: { Accept: 'application/x-ndjson' }, signal },
+    );
+  } catch {
+    if (signal.aborted) return;
+    throw toApiError(0, undefined, access);
+  }
+  if (!res.ok) throw toApiError(res.status, await readBody(res), access);
+  onOpen?.();
+  if (!res.body) return;
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  const splitter = new NdjsonSplitter();
+  const handle = (line: string) => {
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      return; // a torn line cannot be shown faithfully; skip it
+    }
+    if (isApiErrorBody(value)) throw toApiError(value.error.code, value, access);
+    if (typeof value === 'object' && value !== null && 'message' in value) {
+      onRecord(value as LogRecord);
+    }
+  };
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      for (const line of splitter.push(value)) handle(line);
+    }
+    for (const line of splitter.flush()) handle(line);
+  } catch (e) {
+    if (signal.aborted) return;
+    if (e instanceof ApiError) throw e;
+    throw new ApiError(0, 'StreamClosed', 'The log stream was interrupted.', access);
+  } finally {
+    reader.releaseLock();
+  }
+}
+
+export function listRuntimes(ns: string): Promise<RuntimeList> {
+  return request<RuntimeList>(`/api/namespaces/${seg(ns)}/runtimes`, {
+    access: { verb: 'list', group: GROUP, resource: 'runtimes', namespace: ns },
+  });
+}
+
+export function getRuntime(ns: string, name: string): Promise<RuntimeDetail> {
+  return request<RuntimeDetail>(`/api/namespaces/${seg(ns)}/runtimes/${seg(name)}`, {
+    access: { verb: 'get', group: GROUP, resource: 'runtimes', namespace: ns, name },
+  });
+}
+
+export function listWorkflowRuns(ns: string): Promise<WorkflowRunList> {
+  return request<WorkflowRunList>(`/api/namespaces/${seg(ns)}/workflowruns`, {
+    access: { verb: 'list', group: GROUP, resource: 'workflowruns', namespace: ns },
+  });
+}
+
+export function getWorkflowRun(ns: string, name: string): Promise<WorkflowRunDetail> {
+  return request<WorkflowRunDetail>(`/api/namespaces/${seg(ns)}/workflowruns/${seg(name)}`, {
+    access: { verb: 'get', group: GROUP, resource: 'workflowruns', namespace: ns, name },
+  });
+}
+
+// --- session operations (WebSocket) -----------------------------------------
+
+/** Same-origin WebSocket URL of a session Run's operations endpoint. */
+export function operationsSocketUrl(ns: string, name: string, uid: string): string {
+  const proto = window.location.protocol === 'https:' ? 'wss:' : 'ws:';
+  return `${proto}//${window.location.host}/v1/namespaces/${seg(ns)}/runs/${seg(name)}/${seg(uid)}/operations:ws`;
+}
+
+/** Opens the operations socket. The browser sends the session cookie; the server injects it. */
+export function openOperationsSocket(ns: string, name: string, uid: string): WebSocket {
+  return new WebSocket(operationsSocketUrl(ns, name, uid));
+}
+
+/** The access a session operation needs, for explaining a 403. */
+export function operationsAccess(ns: string, name: string): AccessRequest {
+  return { verb: 'create', group: GROUP, resource: 'runs', subresource: 'operations', namespace: ns, name };
+}

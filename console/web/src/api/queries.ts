@@ -1,0 +1,90 @@
+/** TanStack Query hooks over the API client: caching, polling and retry policy live here. */
+import { keepPreviousData, useQuery, type UseQueryOptions } from '@tanstack/react-query';
+import * as api from './client';
+import { ApiError } from './errors';
+import type { RunListQuery } from './types';
+
+/** How often visible lists and details refresh. */
+export const LIVE_INTERVAL_MS = 5000;
+
+/** Do not retry answers that will not change by retrying (4xx). */
+export function shouldRetry(failureCount: number, error: unknown): boolean {
+  if (error instanceof ApiError && error.status >= 400 && error.status < 500) return false;
+  return failureCount < 2;
+}
+
+export const queryKeys = {
+  session: ['session'] as const,
+  namespaces: ['namespaces'] as const,
+  runs: (ns: string, q: RunListQuery) => ['runs', ns, q] as const,
+  run: (ns: string, name: string) => ['run', ns, name] as const,
+  runtimes: (ns: string) => ['runtimes', ns] as const,
+  runtime: (ns: string, name: string) => ['runtime', ns, name] as const,
+  workflowRuns: (ns: string) => ['workflowruns', ns] as const,
+  workflowRun: (ns: string, name: string) => ['workflowrun', ns, name] as const,
+  runLog: (ns: string, name: string, tail: number) => ['runlog', ns, name, tail] as const,
+};
+
+type Live = { live?: boolean };
+
+function liveOptions(live: boolean | undefined): Pick<UseQueryOptions, 'refetchInterval'> {
+  return { refetchInterval: live === false ? false : LIVE_INTERVAL_MS };
+}
+
+export function useSession() {
+  return useQuery({ queryKey: queryKeys.session, queryFn: api.getSession, staleTime: 60_000 });
+}
+
+export function useNamespaces() {
+  return useQuery({ queryKey: queryKeys.namespaces, queryFn: api.listNamespaces, staleTime: 60_000 });
+}
+
+export function useRuns(ns: string, q: RunListQuery, opts: Live = {}) {
+  return useQuery({
+    queryKey: queryKeys.runs(ns, q),
+    queryFn: () => api.listRuns(ns, q),
+    placeholderData: keepPreviousData,
+    ...liveOptions(opts.live),
+  });
+}
+
+export function useRun(ns: string, name: string, opts: Live = {}) {
+  return useQuery({ queryKey: queryKeys.run(ns, name), queryFn: () => api.getRun(ns, name), ...liveOptions(opts.live) });
+}
+
+export function useRuntimes(ns: string, opts: Live = {}) {
+  return useQuery({ queryKey: queryKeys.runtimes(ns), queryFn: () => api.listRuntimes(ns), ...liveOptions(opts.live) });
+}
+
+export function useRuntime(ns: string, name: string, opts: Live = {}) {
+  return useQuery({
+    queryKey: queryKeys.runtime(ns, name),
+    queryFn: () => api.getRuntime(ns, name),
+    ...liveOptions(opts.live),
+  });
+}
+
+export function useWorkflowRuns(ns: string, opts: Live = {}) {
+  return useQuery({
+    queryKey: queryKeys.workflowRuns(ns),
+    queryFn: () => api.listWorkflowRuns(ns),
+    ...liveOptions(opts.live),
+  });
+}
+
+export function useWorkflowRun(ns: string, name: string, opts: Live = {}) {
+  return useQuery({
+    queryKey: queryKeys.workflowRun(ns, name),
+    queryFn: () => api.getWorkflowRun(ns, name),
+    ...liveOptions(opts.live),
+  });
+}
+
+export function useRunLogTail(ns: string, name: string, tail: number, enabled: boolean) {
+  return useQuery({
+    queryKey: queryKeys.runLog(ns, name, tail),
+    queryFn: () => api.getRunLogTail(ns, name, tail),
+    enabled,
+    staleTime: Infinity,
+  });
+}

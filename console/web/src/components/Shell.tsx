@@ -1,0 +1,100 @@
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useEffect, type ReactNode } from 'react';
+import { NavLink, Outlet, useNavigate, useParams } from 'react-router';
+import { logout, onUnauthorized } from '../api/client';
+import { queryKeys, useSession } from '../api/queries';
+import { lastNamespace, rememberNamespace } from '../lib/namespace';
+import { AboutIcon, LogoutIcon, RunsIcon, RuntimesIcon, SettingsIcon, WorkflowIcon } from './Icons';
+import { NamespaceSelect } from './NamespaceSelect';
+
+function NavItem({ to, icon, label }: { to: string; icon: ReactNode; label: string }) {
+  return (
+    <li>
+      <NavLink to={to} className={({ isActive }) => (isActive ? 'nav-item active' : 'nav-item')}>
+        <span className="nav-icon">{icon}</span>
+        <span>{label}</span>
+      </NavLink>
+    </li>
+  );
+}
+
+function Account() {
+  const session = useSession();
+  const qc = useQueryClient();
+  const navigate = useNavigate();
+  const out = useMutation({
+    mutationFn: logout,
+    onSettled: () => {
+      qc.clear();
+      navigate('/login');
+    },
+  });
+  if (session.isPending) return <span className="muted account">…</span>;
+  if (!session.data?.authenticated)
+    return (
+      <NavLink className="button" to="/login">
+        Log in
+      </NavLink>
+    );
+  return (
+    <div className="account">
+      <span className="account-label" title={session.data.username}>
+        <span className="visually-hidden">Signed in as </span>
+        {session.data.username ?? 'signed in'}
+      </span>
+      <button type="button" className="button subtle" onClick={() => out.mutate()} disabled={out.isPending}>
+        <LogoutIcon /> Log out
+      </button>
+    </div>
+  );
+}
+
+export function Shell() {
+  const { ns: routeNs } = useParams();
+  const ns = routeNs ?? lastNamespace();
+  const qc = useQueryClient();
+
+  useEffect(() => {
+    if (routeNs) rememberNamespace(routeNs);
+  }, [routeNs]);
+
+  // Any 401 means the session changed (expired, logged out elsewhere): re-check it.
+  useEffect(() => onUnauthorized(() => void qc.invalidateQueries({ queryKey: queryKeys.session })), [qc]);
+
+  return (
+    <div className="shell">
+      <a className="skip-link" href="#main">
+        Skip to content
+      </a>
+      <header className="topbar">
+        <NavLink to={`/namespaces/${ns}/runs`} className="brand" aria-label="Kruntimes Console home">
+          <img src="/favicon.svg" alt="" width="22" height="22" />
+          <span>Kruntimes Console</span>
+        </NavLink>
+        <NamespaceSelect current={routeNs} />
+        <div className="topbar-spacer" />
+        <Account />
+      </header>
+      <nav className="sidebar" aria-label="Main">
+        <p className="nav-group" id="nav-resources">
+          Kruntimes resources
+        </p>
+        <ul aria-labelledby="nav-resources">
+          <NavItem to={`/namespaces/${ns}/runs`} icon={<RunsIcon />} label="Runs" />
+          <NavItem to={`/namespaces/${ns}/runtimes`} icon={<RuntimesIcon />} label="Runtimes" />
+          <NavItem to={`/namespaces/${ns}/workflowruns`} icon={<WorkflowIcon />} label="Workflow Runs" />
+        </ul>
+        <p className="nav-group" id="nav-dashboard">
+          Dashboard
+        </p>
+        <ul aria-labelledby="nav-dashboard">
+          <NavItem to="/settings" icon={<SettingsIcon />} label="Settings" />
+          <NavItem to="/about" icon={<AboutIcon />} label="About" />
+        </ul>
+      </nav>
+      <main id="main" className="main" tabIndex={-1}>
+        <Outlet />
+      </main>
+    </div>
+  );
+}

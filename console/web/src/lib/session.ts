@@ -1,0 +1,123 @@
+/**
+ * Pure helpers of the Session panel: command-line splitting, server frame
+ * parsing, base64 output decoding, heartbeat timing and close explanations.
+ */
+import type { SessionOperation, SessionServerEvent } from '../api/types';
+
+/** Splits a command line on whitespace, honouring '…' and "…" quoting and \ escapes. */
+export function splitCommandLine(line: string): string[] {
+  const out: string[] = [];
+  let cur = '';
+  let inToken = false;
+  let quote: '"' | "'" | null = null;
+  for (let i = 0; i < line.length; i++) {
+    const ch = line[i]!;
+    if (quote) {
+      if (ch === quote) quote = null;
+      else if (ch === '\\' && quote === '"' && i + 1 < line.length) cur += line[++i];
+      else cur += ch;
+    } else if (ch === '"' || ch === "'") {
+      quote = ch;
+      inToken = true;
+    } else if (ch === '\\' && i + 1 < line.length) {
+      cur += line[++i];
+      inToken = true;
+    } else if (/\s/.test(ch)) {
+      if (inToken) out.push(cur);
+      cur = '';
+      inToken = false;
+    } else {
+      cur += ch;
+      inToken = true;
+    }
+  }
+  if (inToken) out.push(cur);
+  return out;
+}
+
+/** Builds the operation of a `send` frame, or null when the line is empty. */
+export function toOperation(line: string, stdin?: string): SessionOperation | null {
+  const [command, ...args] = splitCommandLine(line);
+  if (!command) return null;
+  const op: SessionOperation = { command };
+  if (args.length) op.args = args;
+  if (stdin) op.stdin = stdin;
+  return op;
+}
+
+export type ParsedFrame = SessionServerEvent | { type: 'unknown'; raw: string };
+
+/** Parses a server text frame; anything unexpected is kept as `unknown` for display. */
+export function parseServerFrame(raw: string): ParsedFrame {
+  let v: unknown;
+  try {
+    v = JSON.parse(raw);
+  } catch {
+    return { type: 'unknown', raw };
+  }
+  if (typeof v !== 'object' || v === null || !('type' in v)) return { type: 'unknown', raw };
+  const f = v as Record<string, unknown>;
+  switch (f.type) {
+    case 'accepted':
+      return typeof f.operationID === 'string' ? { type: 'accepted', operationID: f.operationID } : { type: 'unknown', raw };
+    case 'output':
+      return typeof f.data === 'string'
+        ? {
+            type: 'output',
+            data: f.data,
+            ...(f.stream === 'stdout' || f.stream === 'stderr' ? { stream: f.stream } : {}),
+            ...(f.encoding === 'base64' ? { encoding: 'base64' as const } : {}),
+          }
+        : { type: 'unknown', raw };
+    case 'progress':
+      return {
+        type: 'progress',
+        ...(typeof f.message === 'string' ? { message: f.message } : {}),
+        ...(typeof f.percent === 'number' ? { percent: f.percent } : {}),
+      };
+    case 'terminal':
+      return {
+        type: 'terminal',
+        status: typeof f.status === 'string' ? f.status : 'Unknown',
+        ...(typeof f.exitCode === 'number' ? { exitCode: f.exitCode } : {}),
+        ...(typeof f.error === 'string' && f.error ? { error: f.error } : {}),
+      };
+    default:
+      return { type: 'unknown', raw };
+  }
+}
+
+/** Text of an output event; base64 data is decoded as UTF-8 (invalid bytes become U+FFFD). */
+export function decodeOutput(e: { data: string; encoding?: 'base64' }): string {
+  if (e.encoding !== 'base64') return e.data;
+  try {
+    const bin = atob(e.data);
+    const bytes = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    return new TextDecoder('utf-8', { fatal: false }).decode(bytes);
+  } catch {
+    return `[undecodable base64 output: ${e.data.length} characters]`;
+  }
+}
+
+/** Heartbeat period for a lease: a third of it, between 1 s and 30 s. */
+export function heartbeatMs(leaseSeconds: number | undefined): number | null {
+  if (!leaseSeconds || leaseSeconds <= 0) return null;
+  return Math.round(Math.min(30, Math.max(1, leaseSeconds / 3)) * 1000);
+}
+
+export type CloseKind = 'refused' | 'forbidden' | 'unauthorized' | 'not-ready' | 'early' | 'normal';
+
+/**
+ * Explains a socket close. Browsers hide the HTTP status of a refused
+ * upgrade (it surfaces as code 1006 before `open`); servers that accept and
+ * then refuse use 4000 + HTTP status (4401, 4403, 4503).
+ */
+export function classifyClose(code: number, opened: boolean, terminal: boolean): CloseKind {
+  if (code === 4403) return 'forbidden';
+  if (code === 4401) return 'unauthorized';
+  if (code === 4503 || code === 4409) return 'not-ready';
+  if (!opened) return 'refused';
+  if (!terminal) return 'early';
+  return 'normal';
+}

@@ -1,0 +1,27 @@
+import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
+import { StrictMode } from 'react';
+import { createRoot } from 'react-dom/client';
+import { BrowserRouter } from 'react-router';
+import { shouldRetry } from './api/queries';
+import { App } from './App';
+import { SettingsProvider } from './components/SettingsContext';
+import './styles/tokens.css';
+import './styles/base.css';
+
+const queryClient = new QueryClient({
+  defaultOptions: {
+    queries: { retry: shouldRetry, refetchOnWindowFocus: true, refetchIntervalInBackground: false },
+  },
+});
+
+createRoot(document.getElementById('root')!).render(
+  <StrictMode>
+    <SettingsProvider>
+      <QueryClientProvider client={queryClient}>
+        <BrowserRouter>
+          <App />
+        </BrowserRouter>
+      </QueryClientProvider>
+    </SettingsProvider>
+  </StrictMode>,
+);

@@ -1,0 +1,112 @@
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useEffect, useId, useState, type FormEvent } from 'react';
+import { useNavigate, useSearchParams } from 'react-router';
+import { login } from '../api/client';
+import { ApiError } from '../api/errors';
+import { queryKeys, useSession } from '../api/queries';
+import { lastNamespace } from '../lib/namespace';
+
+/** Explains a failed login in words. */
+function loginError(e: unknown): string {
+  if (e instanceof ApiError) {
+    if (e.status === 401)
+      return 'The cluster rejected this token: it is invalid, expired, or not a Kubernetes bearer token. Create a new one and try again.';
+    if (e.status === 400) return `The token could not be used: ${e.message}`;
+    if (e.status === 403) return `The Console refused the login: ${e.message}`;
+    if (e.status === 0) return 'The Console could not be reached. Check your connection and try again.';
+    if (e.status === 503) return 'The Kubernetes API server is not reachable from the Console right now. Try again shortly.';
+    return `Login failed (HTTP ${e.status} ${e.reason}): ${e.message}`;
+  }
+  return 'Login failed for an unknown reason.';
+}
+
+/** Only same-site paths are accepted as the place to return to. */
+function safeNext(next: string | null): string | null {
+  return next && next.startsWith('/') && !next.startsWith('//') && !next.startsWith('/login') ? next : null;
+}
+
+export function LoginPage() {
+  const [token, setToken] = useState('');
+  const [params] = useSearchParams();
+  const navigate = useNavigate();
+  const qc = useQueryClient();
+  const session = useSession();
+  const id = useId();
+  const next = safeNext(params.get('next')) ?? `/namespaces/${lastNamespace()}/runs`;
+
+  useEffect(() => {
+    document.title = 'Log in · Kruntimes Console';
+  }, []);
+
+  const m = useMutation({
+    mutationFn: (t: string) => login(t),
+    onSuccess: (info) => {
+      setToken('');
+      qc.setQueryData(queryKeys.session, info);
+      void qc.invalidateQueries();
+      navigate(next, { replace: true });
+    },
+  });
+
+  const onSubmit = (e: FormEvent) => {
+    e.preventDefault();
+    const t = token.trim();
+    if (t) m.mutate(t);
+  };
+
+  return (
+    <main className="login-page" id="main">
+      <div className="login-card panel">
+        <div className="login-brand">
+          <img src="/favicon.svg" alt="" width="32" height="32" />
+          <h1>Kruntimes Console</h1>
+        </div>
+        {session.data?.authenticated && (
+          <p className="notice" role="status">
+            Signed in as <strong>{session.data.username}</strong>. Log in again to switch accounts.
+          </p>
+        )}
+        <form onSubmit={onSubmit} noValidate>
+          <label htmlFor={`${id}-token`} className="field-label">
+            Kubernetes bearer token
+          </label>
+          <input
+            id={`${id}-token`}
+            className="input wide"
+            type="password"
+            autoComplete="off"
+            spellCheck={false}
+            value={token}
+            onChange={(e) => setToken(e.target.value)}
+            aria-invalid={m.isError || undefined}
+            aria-describedby={`${id}-help ${m.isError ? `${id}-err` : ''}`}
+            required
+            autoFocus
+          />
+          {m.isError && (
+            <p id={`${id}-err`} className="field-error" role="alert">
+              {loginError(m.error)}
+            </p>
+          )}
+          <div className="login-help prose" id={`${id}-help`}>
+            <p>
+              The token is checked with a Kubernetes TokenReview and kept only in an HttpOnly session cookie for 8 hours.
+              Your own RBAC permissions decide what you can see. Create a short-lived token with:
+            </p>
+            <pre className="cmd">
+              <code>kubectl -n team-a create token kruntimes-dashboard-viewer --duration=1h</code>
+            </pre>
+          </div>
+          <div className="form-actions">
+            <button className="button primary" type="submit" disabled={m.isPending || !token.trim()}>
+              {m.isPending ? 'Connecting…' : 'Connect'}
+            </button>
+            <button type="button" className="button subtle" onClick={() => navigate(next)}>
+              Browse public summaries
+            </button>
+          </div>
+        </form>
+      </div>
+    </main>
+  );
+}

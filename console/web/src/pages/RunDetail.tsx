@@ -1,0 +1,263 @@
+import { useState } from 'react';
+import { Link, useParams } from 'react-router';
+import { useRun } from '../api/queries';
+import type { Condition, RunDetail, Section } from '../api/types';
+import { LogViewer } from '../components/LogViewer';
+import { KeyValues, PageHeader, Panel } from '../components/Page';
+import { SessionPanel } from '../components/SessionPanel';
+import { ConditionBadge, PhaseBadge, StatusGlyph } from '../components/Status';
+import { ErrorState, Forbidden, Loading } from '../components/States';
+import { age, bytes, dateTime, duration } from '../lib/format';
+import { isTerminal } from '../lib/phase';
+
+function modeOf(run: RunDetail): string {
+  const m = run.spec.mode;
+  if (m.session) return 'session';
+  if (m.function) return 'function';
+  if (m.task) return 'task';
+  return 'unknown';
+}
+
+/** Conditions, most recent transition last, as a vertical timeline. */
+export function ConditionsTimeline({ conditions }: { conditions: Condition[] | undefined }) {
+  if (!conditions?.length) return <p className="muted">No conditions reported yet.</p>;
+  const sorted = [...conditions].sort(
+    (a, b) => Date.parse(a.lastTransitionTime ?? '') - Date.parse(b.lastTransitionTime ?? '') || 0,
+  );
+  return (
+    <ol className="timeline">
+      {sorted.map((c) => (
+        <li key={c.type} className={`tl-item status-${c.status}`}>
+          <span className="tl-dot" aria-hidden="true">
+            <StatusGlyph tone={c.status === 'True' ? 'success' : c.status === 'False' ? 'danger' : 'neutral'} size={14} />
+          </span>
+          <div className="tl-body">
+            <div className="tl-head">
+              <strong>{c.type}</strong> <ConditionBadge status={c.status} />
+              {c.reason && <span className="tag">{c.reason}</span>}
+              <span className="muted small" title={dateTime(c.lastTransitionTime)}>
+                {c.lastTransitionTime ? `${dateTime(c.lastTransitionTime)} · ${age(c.lastTransitionTime)} ago` : ''}
+              </span>
+            </div>
+            {c.message && <p className="tl-msg">{c.message}</p>}
+          </div>
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+function SectionView<T>({ section, children, what }: { section: Section<T>; what: string; children: (ok: T) => React.ReactNode }) {
+  switch (section.state) {
+    case 'ok':
+      return <>{children(section as unknown as T)}</>;
+    case 'forbidden':
+      return <Forbidden access={section.access} message={section.message} />;
+    case 'absent':
+      return <p className="muted">{section.message}</p>;
+    case 'error':
+      return (
+        <p className="notice warning" role="status">
+          Could not read {what}: {section.message}
+        </p>
+      );
+  }
+}
+
+function OutputValue({ value }: { value: unknown }) {
+  const [open, setOpen] = useState(false);
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  const long = text.length > 160 || text.includes('\n');
+  if (!long) return <code className="wrap-anywhere">{text}</code>;
+  return (
+    <div>
+      <pre className={`output-value ${open ? 'open' : ''}`}>{open ? text : `${text.slice(0, 160)}…`}</pre>
+      <button type="button" className="linklike small" aria-expanded={open} onClick={() => setOpen(!open)}>
+        {open ? 'Show less' : `Show all (${text.length.toLocaleString()} characters)`}
+      </button>
+    </div>
+  );
+}
+
+export function RunDetailPage() {
+  const { ns = 'default', name = '' } = useParams();
+  const q = useRun(ns, name);
+  const run = q.data;
+
+  const crumbs = [{ label: ns }, { label: 'Runs', to: `/namespaces/${ns}/runs` }, { label: name }];
+  if (q.isPending) return (<><PageHeader title={name} crumbs={crumbs} /><Loading what="the Run" /></>);
+  if (!run) return (<><PageHeader title={name} crumbs={crumbs} /><ErrorState error={q.error} what="this Run" /></>);
+
+  const st = run.status;
+  const mode = modeOf(run);
+  const outputs = Object.entries(st.outputs ?? {});
+  const artifacts = st.artifactRefs ?? [];
+  const active = !isTerminal(st.phase);
+
+  return (
+    <>
+      <PageHeader title={name} crumbs={crumbs} badge={<PhaseBadge phase={st.phase} />} />
+      {q.isError && <ErrorState error={q.error} what="the latest state" />}
+      {st.message && (
+        <p className={`notice ${st.phase === 'Failed' || st.phase === 'Timeout' ? 'danger' : ''}`}>{st.message}</p>
+      )}
+      <div className="grid-2">
+        <Panel title="Overview" id="overview">
+          <KeyValues
+            items={[
+              ['Runtime', <Link key="rt" to={`/namespaces/${ns}/runtimes/${run.spec.runtime}`}>{run.spec.runtime}</Link>],
+              ['Mode', <span key="m">{mode}{run.spec.mode.session?.leaseSeconds ? ` · lease ${run.spec.mode.session.leaseSeconds}s` : ''}</span>],
+              ['Assigned Pod', st.assignedPod ? <code key="p">{st.assignedPod}</code> : undefined],
+              ['Attempt', st.attempt],
+              ['Created', run.metadata.creationTimestamp ? `${dateTime(run.metadata.creationTimestamp)} (${age(run.metadata.creationTimestamp)} ago)` : undefined],
+              ['Started', st.startTime ? dateTime(st.startTime) : undefined],
+              ['Completed', st.completionTime ? dateTime(st.completionTime) : undefined],
+              ['Duration', st.startTime ? duration(st.startTime, st.completionTime) : undefined],
+              ['Timeout', run.spec.timeout],
+              ['Retry policy', run.spec.retryPolicy ? <code key="r">{JSON.stringify(run.spec.retryPolicy)}</code> : undefined],
+              ['Endpoint', st.endpoint?.url ? <code key="e" className="wrap-anywhere">{st.endpoint.url}</code> : undefined],
+              ['UID', run.metadata.uid ? <code key="u">{run.metadata.uid}</code> : undefined],
+            ]}
+          />
+          {run.metadata.labels && Object.keys(run.metadata.labels).length > 0 && (
+            <div className="labels" aria-label="Labels">
+              {Object.entries(run.metadata.labels).map(([k, v]) => (
+                <Link key={k} className="chip mono" to={`/namespaces/${ns}/runs?labelSelector=${encodeURIComponent(`${k}=${v}`)}`}>
+                  {k}={v}
+                </Link>
+              ))}
+            </div>
+          )}
+        </Panel>
+        <Panel title="Conditions" id="conditions">
+          <ConditionsTimeline conditions={st.conditions} />
+        </Panel>
+      </div>
+
+      {mode === 'session' && (
+        <Panel title="Session" id="session">
+          <SessionPanel run={run} />
+        </Panel>
+      )}
+
+      <Panel title="Logs" id="logs">
+        <LogViewer ns={ns} run={name} active={active} />
+      </Panel>
+
+      <div className="grid-2">
+        <Panel title={`Outputs${outputs.length ? ` (${outputs.length})` : ''}`} id="outputs">
+          {outputs.length === 0 ? (
+            <p className="muted">No outputs.</p>
+          ) : (
+            <table className="table flat">
+              <thead>
+                <tr>
+                  <th scope="col">Key</th>
+                  <th scope="col">Value</th>
+                </tr>
+              </thead>
+              <tbody>
+                {outputs.map(([k, v]) => (
+                  <tr key={k}>
+                    <td className="mono">{k}</td>
+                    <td>
+                      <OutputValue value={v} />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </Panel>
+        <Panel title={`Artifacts${artifacts.length ? ` (${artifacts.length})` : ''}`} id="artifacts">
+          {artifacts.length === 0 ? (
+            <p className="muted">No artifact references.</p>
+          ) : (
+            <div className="table-wrap">
+              <table className="table flat">
+                <thead>
+                  <tr>
+                    <th scope="col">Name</th>
+                    <th scope="col">Location</th>
+                    <th scope="col" className="num">Size</th>
+                    <th scope="col">Type</th>
+                    <th scope="col">Digest</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {artifacts.map((a) => (
+                    <tr key={a.name}>
+                      <td>{a.name}</td>
+                      <td className="mono wrap-anywhere">
+                        {a.driver && <span className="tag">{a.driver}</span>} {a.location ?? '—'}
+                      </td>
+                      <td className="num">{bytes(a.sizeBytes)}</td>
+                      <td>{a.contentType ?? a.type ?? '—'}</td>
+                      <td className="mono small wrap-anywhere" title={a.digest}>
+                        {a.digest ? `${a.digest.slice(0, 19)}${a.digest.length > 19 ? '…' : ''}` : '—'}
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )}
+          <p className="muted small">Artifacts are shown as references only; the Console does not download them.</p>
+        </Panel>
+      </div>
+
+      <div className="grid-2">
+        <Panel title="Runtime Pod" id="pod">
+          <SectionView section={run.pod} what="the Pod">
+            {({ pod }) => (
+              <>
+                {pod.replaced && (
+                  <p className="notice warning">This Pod has another UID than the one the Run was assigned to: it was replaced.</p>
+                )}
+                <KeyValues
+                  items={[
+                    ['Name', <Link key="n" to={`/namespaces/${ns}/runtimes/${run.spec.runtime}#pod-${pod.name}`}>{pod.name}</Link>],
+                    ['Phase', <PhaseBadge key="p" phase={pod.phase} />],
+                    ['Ready', <ConditionBadge key="r" status={pod.ready ? 'True' : 'False'} label={pod.ready ? 'Ready' : 'Not ready'} />],
+                    ['RuntimedReady', pod.runtimedReady ? <span key="rr"><ConditionBadge status={pod.runtimedReady.status} />{pod.runtimedReady.reason ? ` ${pod.runtimedReady.reason}` : ''}</span> : undefined],
+                    ['Restarts', pod.restarts],
+                    ['Node', pod.node],
+                    ['Pod IP', pod.podIP],
+                    ['Started', pod.startTime ? dateTime(pod.startTime) : undefined],
+                    ['UID', <code key="u">{pod.uid}</code>],
+                  ]}
+                />
+              </>
+            )}
+          </SectionView>
+        </Panel>
+        <Panel title="Events" id="events">
+          <SectionView section={run.events} what="events">
+            {({ items }) =>
+              items.length === 0 ? (
+                <p className="muted">No events.</p>
+              ) : (
+                <ul className="events">
+                  {items.map((e, i) => (
+                    <li key={i} className={`event ${e.type === 'Warning' ? 'warning' : ''}`}>
+                      <div className="event-head">
+                        <span className={`tag ${e.type === 'Warning' ? 'tag-warning' : ''}`}>{e.type}</span>
+                        <strong>{e.reason}</strong>
+                        <span className="muted small">{e.involvedObject}</span>
+                        <span className="muted small" title={dateTime(e.lastTime)}>
+                          {e.lastTime ? `${age(e.lastTime)} ago` : ''}
+                          {e.count && e.count > 1 ? ` · ×${e.count}` : ''}
+                        </span>
+                      </div>
+                      <p className="event-msg">{e.message}</p>
+                    </li>
+                  ))}
+                </ul>
+              )
+            }
+          </SectionView>
+        </Panel>
+      </div>
+    </>
+  );
+}

@@ -1,0 +1,252 @@
+import { useEffect, useId, useMemo, useState, type FormEvent } from 'react';
+import { Link, useParams, useSearchParams } from 'react-router';
+import { useRuns, useRuntimes } from '../api/queries';
+import { RUN_PHASES, type RunListQuery } from '../api/types';
+import { LiveToggle, SummaryBanner } from '../components/LiveToggle';
+import { PageHeader } from '../components/Page';
+import { PhaseBadge } from '../components/Status';
+import { Empty, ErrorState, Loading } from '../components/States';
+import { age, dateTime } from '../lib/format';
+
+const PAGE_SIZES = [25, 50, 100, 200, 500];
+
+export function RunsPage() {
+  const { ns = 'default' } = useParams();
+  const [params, setParams] = useSearchParams();
+  const id = useId();
+  const phase = params.get('phase') ?? '';
+  const runtime = params.get('runtime') ?? '';
+  const labelSelector = params.get('labelSelector') ?? '';
+  const assignedPod = params.get('assignedPod') ?? '';
+  const limit = Number(params.get('limit')) || 50;
+  const [live, setLive] = useState(true);
+  // Continue tokens of the pages before the current one (index 0 = first page).
+  const [pages, setPages] = useState<string[]>([]);
+  const cont = pages[pages.length - 1];
+
+  const filterKey = `${ns}|${phase}|${runtime}|${labelSelector}|${assignedPod}|${limit}`;
+  useEffect(() => setPages([]), [filterKey]);
+
+  const q: RunListQuery = useMemo(
+    () => ({
+      ...(phase ? { phase } : {}),
+      ...(runtime ? { runtime } : {}),
+      ...(labelSelector ? { labelSelector } : {}),
+      ...(assignedPod ? { assignedPod } : {}),
+      limit,
+      ...(cont ? { continue: cont } : {}),
+    }),
+    [phase, runtime, labelSelector, assignedPod, limit, cont],
+  );
+  // Only the first page refreshes live; later pages hold their continue token's snapshot.
+  const runs = useRuns(ns, q, { live: live && !cont });
+  const runtimes = useRuntimes(ns, { live: false });
+
+  const [draftSelector, setDraftSelector] = useState(labelSelector);
+  useEffect(() => setDraftSelector(labelSelector), [labelSelector]);
+
+  const setParam = (key: string, value: string) => {
+    const next = new URLSearchParams(params);
+    if (value) next.set(key, value);
+    else next.delete(key);
+    setParams(next, { replace: true });
+  };
+
+  const onSelector = (e: FormEvent) => {
+    e.preventDefault();
+    setParam('labelSelector', draftSelector.trim());
+  };
+
+  const filtered = Boolean(phase || runtime || labelSelector || assignedPod);
+  const data = runs.data;
+  const summary = data?.summary === true;
+
+  return (
+    <>
+      <PageHeader
+        title="Runs"
+        crumbs={[{ label: ns }, { label: 'Runs' }]}
+        actions={
+          <LiveToggle live={live} onChange={setLive} updatedAt={runs.dataUpdatedAt} fetching={runs.isFetching} />
+        }
+      />
+      <form className="filters" onSubmit={onSelector} aria-label="Filter Runs">
+        <div className="field">
+          <label htmlFor={`${id}-phase`}>Phase</label>
+          <select
+            id={`${id}-phase`}
+            className="input"
+            value={phase}
+            onChange={(e) => setParam('phase', e.target.value)}
+          >
+            <option value="">All phases</option>
+            {RUN_PHASES.map((p) => (
+              <option key={p} value={p}>
+                {p}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div className="field">
+          <label htmlFor={`${id}-runtime`}>Runtime</label>
+          <select
+            id={`${id}-runtime`}
+            className="input"
+            value={runtime}
+            onChange={(e) => setParam('runtime', e.target.value)}
+          >
+            <option value="">All runtimes</option>
+            {runtime && !runtimes.data?.items.some((r) => r.metadata.name === runtime) && (
+              <option value={runtime}>{runtime}</option>
+            )}
+            {runtimes.data?.items.map((r) => (
+              <option key={r.metadata.name} value={r.metadata.name}>
+                {r.metadata.name}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div className="field grow">
+          <label htmlFor={`${id}-sel`}>Label selector</label>
+          <div className="input-group">
+            <input
+              id={`${id}-sel`}
+              className="input mono"
+              value={draftSelector}
+              placeholder="app=web,tier!=db"
+              spellCheck={false}
+              onChange={(e) => setDraftSelector(e.target.value)}
+            />
+            <button type="submit" className="button">
+              Apply
+            </button>
+          </div>
+        </div>
+        {assignedPod && (
+          <div className="field">
+            <span className="field-label-static">Assigned Pod</span>
+            <span className="chip">
+              {assignedPod}
+              <button type="button" className="chip-x" aria-label="Remove Pod filter" onClick={() => setParam('assignedPod', '')}>
+                ×
+              </button>
+            </span>
+          </div>
+        )}
+        <div className="field">
+          <label htmlFor={`${id}-limit`}>Per page</label>
+          <select
+            id={`${id}-limit`}
+            className="input"
+            value={limit}
+            onChange={(e) => setParam('limit', e.target.value === '50' ? '' : e.target.value)}
+          >
+            {PAGE_SIZES.map((n) => (
+              <option key={n} value={n}>
+                {n}
+              </option>
+            ))}
+          </select>
+        </div>
+        {filtered && (
+          <div className="field end">
+            <button type="button" className="button subtle" onClick={() => setParams(new URLSearchParams(), { replace: true })}>
+              Clear filters
+            </button>
+          </div>
+        )}
+      </form>
+
+      {summary && <SummaryBanner />}
+      {runs.isPending ? (
+        <Loading what="Runs" />
+      ) : runs.isError && !data ? (
+        <ErrorState error={runs.error} what="Runs" />
+      ) : data && data.items.length === 0 ? (
+        <Empty title={filtered ? 'No Runs match these filters' : `No Runs in namespace ${ns}`}>
+          {filtered ? 'Change or clear the filters.' : 'Runs created in this namespace will appear here.'}
+        </Empty>
+      ) : data ? (
+        <>
+          {runs.isError && <ErrorState error={runs.error} what="the latest Runs" />}
+          <div className="table-wrap">
+            <table className="table">
+              <caption className="visually-hidden">Runs in namespace {ns}</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Phase</th>
+                  <th scope="col">Runtime</th>
+                  <th scope="col">Assigned Pod</th>
+                  <th scope="col" className="num">
+                    Attempts
+                  </th>
+                  <th scope="col">Last transition</th>
+                  <th scope="col" className="num">
+                    Age
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {data.items.map((r) => (
+                  <tr key={r.metadata.uid ?? r.metadata.name}>
+                    <td className="name">
+                      <Link to={`/namespaces/${ns}/runs/${r.metadata.name}`}>{r.metadata.name}</Link>
+                      {r.mode && <span className="tag">{r.mode}</span>}
+                    </td>
+                    <td>
+                      <PhaseBadge phase={r.phase} />
+                    </td>
+                    <td>
+                      <Link to={`/namespaces/${ns}/runtimes/${r.runtime}`}>{r.runtime}</Link>
+                    </td>
+                    <td className="mono">
+                      {r.assignedPod ? (
+                        <button type="button" className="linklike" title="Show Runs on this Pod" onClick={() => setParam('assignedPod', r.assignedPod!)}>
+                          {r.assignedPod}
+                        </button>
+                      ) : (
+                        <span className="muted">—</span>
+                      )}
+                    </td>
+                    <td className="num">{r.attempt ?? <span className="muted">—</span>}</td>
+                    <td className="reason">
+                      {r.lastTransition ? (
+                        <span title={r.lastTransition.message ?? ''}>
+                          <strong>{r.lastTransition.reason ?? r.lastTransition.type}</strong>
+                          {r.lastTransition.time && <span className="muted"> · {age(r.lastTransition.time)} ago</span>}
+                        </span>
+                      ) : (
+                        <span className="muted">—</span>
+                      )}
+                    </td>
+                    <td className="num" title={dateTime(r.metadata.creationTimestamp)}>
+                      {age(r.metadata.creationTimestamp)}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+          <div className="pager" role="navigation" aria-label="Pages">
+            <button type="button" className="button" disabled={pages.length === 0} onClick={() => setPages((p) => p.slice(0, -1))}>
+              ← Previous
+            </button>
+            <span className="muted small">
+              Page {pages.length + 1} · {data.items.length} Runs
+              {data.remainingItemCount !== undefined ? ` · ${data.remainingItemCount} more` : ''}
+            </span>
+            <button
+              type="button"
+              className="button"
+              disabled={!data.continue}
+              onClick={() => data.continue && setPages((p) => [...p, data.continue!])}
+            >
+              Next →
+            </button>
+          </div>
+        </>
+      ) : null}
+    </>
+  );
+}
