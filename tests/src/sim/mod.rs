@@ -1,9 +1,13 @@
 //! Test-environment simulators: a fake kubelet serving container logs from files and a fake
 //! Runtime gateway serving `/v1`. Both stand in for components the local control plane lacks.
 
+pub mod cli;
 pub mod cri;
+pub mod kubelet;
 pub mod logdecode;
 pub mod logfilter;
+pub mod logstream;
 pub mod logtail;
+pub mod podwatch;
 pub mod serve;
 pub mod tls;
