@@ -3,6 +3,9 @@
 
 pub mod cli;
 pub mod cri;
+pub mod gateway;
+pub mod gateway_control;
+pub mod gateway_ops;
 pub mod kubelet;
 pub mod logdecode;
 pub mod logfilter;

@@ -1,0 +1,455 @@
+//! The fake Runtime gateway's state and its TLS side: `/v1` invoke and `operations:ws`, with a
+//! record of every request seen and scripted failure modes driven by the control API.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, Request, State, WebSocketUpgrade};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use bytes::Bytes;
+use rustls::ServerConfig;
+use serde::Serialize;
+use serde_json::{Value, json};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::sim::gateway_ops;
+use crate::sim::serve::{PeerInfo, serve_tls};
+
+/// How many requests the log keeps.
+pub const REQUEST_LOG_SIZE: usize = 200;
+/// Largest request body the gateway reads.
+pub const MAX_BODY: usize = 8 * 1024 * 1024;
+/// Header carrying the invocation ID.
+pub const INVOCATION_ID: &str = "x-kruntime-invocation-id";
+
+/// How the gateway answers `/v1` requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub enum Mode {
+    #[serde(rename = "normal")]
+    Normal,
+    /// 429 with `Retry-After: 1`.
+    #[serde(rename = "429")]
+    TooManyRequests,
+    /// 500.
+    #[serde(rename = "500")]
+    ServerError,
+    /// Answers after a delay.
+    #[serde(rename = "slow")]
+    Slow,
+}
+
+/// The mode and, for `slow`, the delay.
+#[derive(Clone, Copy, Debug, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModeConfig {
+    pub mode: Mode,
+    #[serde(default = "default_delay_ms")]
+    pub delay_ms: u64,
+}
+
+fn default_delay_ms() -> u64 {
+    2000
+}
+
+/// One request seen on the TLS side.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordedRequest {
+    pub time: String,
+    pub method: String,
+    /// Path and query.
+    pub path: String,
+    /// Every header in order, as `[name, value]` (values decoded lossily).
+    pub headers: Vec<(String, String)>,
+    pub body_length: u64,
+    /// Common Name of the client certificate.
+    #[serde(rename = "clientCN")]
+    pub client_cn: Option<String>,
+    pub remote_addr: Option<String>,
+}
+
+/// Counters reported by `GET /stats`.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub requests: AtomicU64,
+    pub invokes: AtomicU64,
+    pub ws_open: AtomicU64,
+    pub ws_total: AtomicU64,
+    pub operations: AtomicU64,
+    pub heartbeats: AtomicU64,
+    pub cancels: AtomicU64,
+    /// The client went away while an operation or a slow answer was in progress.
+    pub upstream_disconnects: AtomicU64,
+}
+
+impl Stats {
+    pub fn snapshot(&self) -> Value {
+        let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        json!({
+            "requests": get(&self.requests),
+            "invokes": get(&self.invokes),
+            "wsOpen": get(&self.ws_open),
+            "wsTotal": get(&self.ws_total),
+            "operations": get(&self.operations),
+            "heartbeats": get(&self.heartbeats),
+            "cancels": get(&self.cancels),
+            "upstreamDisconnects": get(&self.upstream_disconnects),
+        })
+    }
+
+    fn reset(&self) {
+        for counter in [
+            &self.requests,
+            &self.invokes,
+            &self.ws_total,
+            &self.operations,
+            &self.heartbeats,
+            &self.cancels,
+            &self.upstream_disconnects,
+        ] {
+            counter.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Adds one to a counter.
+pub fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Shared gateway state.
+#[derive(Debug)]
+pub struct Gateway {
+    pub stats: Stats,
+    requests: Mutex<VecDeque<RecordedRequest>>,
+    mode: Mutex<ModeConfig>,
+    /// Cancelled when the TLS side goes down; WebSocket sessions end with it.
+    connections: Mutex<CancellationToken>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Default for Gateway {
+    fn default() -> Self {
+        Self {
+            stats: Stats::default(),
+            requests: Mutex::new(VecDeque::with_capacity(REQUEST_LOG_SIZE)),
+            mode: Mutex::new(ModeConfig {
+                mode: Mode::Normal,
+                delay_ms: default_delay_ms(),
+            }),
+            connections: Mutex::new(CancellationToken::new()),
+        }
+    }
+}
+
+impl Gateway {
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        lock(&self.requests).iter().cloned().collect()
+    }
+
+    pub fn clear_requests(&self) {
+        lock(&self.requests).clear();
+    }
+
+    fn record(&self, request: RecordedRequest) {
+        let mut log = lock(&self.requests);
+        if log.len() == REQUEST_LOG_SIZE {
+            log.pop_front();
+        }
+        log.push_back(request);
+    }
+
+    pub fn mode(&self) -> ModeConfig {
+        *lock(&self.mode)
+    }
+
+    pub fn set_mode(&self, mode: ModeConfig) {
+        *lock(&self.mode) = mode;
+    }
+
+    /// Clears the request log and counters (not the open-socket gauge) and returns to normal.
+    pub fn reset(&self) {
+        self.clear_requests();
+        self.stats.reset();
+        self.set_mode(ModeConfig {
+            mode: Mode::Normal,
+            delay_ms: default_delay_ms(),
+        });
+    }
+
+    /// The token that ends connections of the current TLS listener.
+    pub fn connection_token(&self) -> CancellationToken {
+        lock(&self.connections).clone()
+    }
+}
+
+/// The TLS listener, which the control API can close and reopen on the same address.
+pub struct TlsSide {
+    gateway: Arc<Gateway>,
+    addr: SocketAddr,
+    tls: Arc<ServerConfig>,
+    router: Router,
+    running: tokio::sync::Mutex<Option<(CancellationToken, JoinHandle<()>)>>,
+}
+
+impl TlsSide {
+    /// Starts serving on an already bound listener (whose address `up` reuses).
+    pub fn start(
+        gateway: Arc<Gateway>,
+        listener: tokio::net::TcpListener,
+        addr: SocketAddr,
+        tls: Arc<ServerConfig>,
+    ) -> Arc<Self> {
+        let router = router(Arc::clone(&gateway));
+        let token = gateway.connection_token();
+        let task = tokio::spawn(serve_tls(listener, Arc::clone(&tls), router.clone(), token.clone()));
+        Arc::new(Self {
+            gateway,
+            addr,
+            tls,
+            router,
+            running: tokio::sync::Mutex::new(Some((token, task))),
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Whether the listener is open.
+    pub async fn is_up(&self) -> bool {
+        self.running.lock().await.is_some()
+    }
+
+    /// Closes the listener and every connection (including WebSockets). Idempotent.
+    pub async fn down(&self) {
+        let mut running = self.running.lock().await;
+        if let Some((token, task)) = running.take() {
+            token.cancel();
+            let _ = task.await;
+            tracing::info!(addr = %self.addr, "gateway listener closed");
+        }
+    }
+
+    /// Reopens the listener on the same address. Idempotent.
+    pub async fn up(&self) -> std::io::Result<()> {
+        let mut running = self.running.lock().await;
+        if running.is_some() {
+            return Ok(());
+        }
+        let listener = tokio::net::TcpListener::bind(self.addr).await?;
+        let token = CancellationToken::new();
+        *lock(&self.gateway.connections) = token.clone();
+        let task = tokio::spawn(serve_tls(
+            listener,
+            Arc::clone(&self.tls),
+            self.router.clone(),
+            token.clone(),
+        ));
+        *running = Some((token, task));
+        tracing::info!(addr = %self.addr, "gateway listener reopened");
+        Ok(())
+    }
+}
+
+/// The `/v1` router of the TLS side.
+pub fn router(gateway: Arc<Gateway>) -> Router {
+    Router::new()
+        .route("/v1/namespaces/{namespace}/runs/{name}/{uid}/invoke", post(invoke))
+        .route(
+            "/v1/namespaces/{namespace}/runs/{name}/{uid}/operations:ws",
+            get(operations_ws),
+        )
+        .fallback(|| async { error(StatusCode::NOT_FOUND, "no such gateway endpoint") })
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&gateway),
+            record_and_apply_mode,
+        ))
+        .with_state(gateway)
+}
+
+/// A JSON error body.
+pub fn error(status: StatusCode, message: &str) -> Response {
+    (status, axum::Json(json!({ "error": message }))).into_response()
+}
+
+fn header_pairs(headers: &HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .map(|(name, value)| {
+            (
+                name.as_str().to_owned(),
+                String::from_utf8_lossy(value.as_bytes()).into_owned(),
+            )
+        })
+        .collect()
+}
+
+fn is_upgrade(request: &Request) -> bool {
+    request.headers().contains_key(header::UPGRADE) || request.method() == http::Method::CONNECT
+}
+
+/// Counts the client going away while armed (the future holding it was dropped).
+struct DisconnectWatch<'a> {
+    gateway: &'a Gateway,
+    armed: bool,
+}
+
+impl Drop for DisconnectWatch<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            bump(&self.gateway.stats.upstream_disconnects);
+        }
+    }
+}
+
+/// Records every request, then applies the failure mode.
+async fn record_and_apply_mode(
+    State(gateway): State<Arc<Gateway>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    bump(&gateway.stats.requests);
+    let peer = request.extensions().get::<PeerInfo>().cloned();
+    let (parts, body) = request.into_parts();
+    let mut record = RecordedRequest {
+        time: jiff::Timestamp::now().to_string(),
+        method: parts.method.to_string(),
+        path: parts
+            .uri
+            .path_and_query()
+            .map_or_else(|| parts.uri.path().to_owned(), |pq| pq.as_str().to_owned()),
+        headers: header_pairs(&parts.headers),
+        body_length: 0,
+        client_cn: peer.as_ref().and_then(|p| p.client_cn.clone()),
+        remote_addr: peer.map(|p| p.remote.to_string()),
+    };
+    let request = Request::from_parts(parts, body);
+    let request = if is_upgrade(&request) {
+        gateway.record(record);
+        request
+    } else {
+        let (parts, body) = request.into_parts();
+        let bytes = match axum::body::to_bytes(body, MAX_BODY).await {
+            Ok(bytes) => bytes,
+            Err(err) => {
+                gateway.record(record);
+                return error(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    &format!("cannot read the request body (limit {MAX_BODY} bytes): {err}"),
+                );
+            }
+        };
+        record.body_length = bytes.len() as u64;
+        gateway.record(record);
+        Request::from_parts(parts, Body::from(bytes))
+    };
+
+    let mode = gateway.mode();
+    match mode.mode {
+        Mode::Normal => {}
+        Mode::TooManyRequests => {
+            let mut response = error(StatusCode::TOO_MANY_REQUESTS, "the runtime is busy");
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return response;
+        }
+        Mode::ServerError => {
+            return error(StatusCode::INTERNAL_SERVER_ERROR, "the runtime failed");
+        }
+        Mode::Slow => {
+            let mut watch = DisconnectWatch {
+                gateway: &gateway,
+                armed: true,
+            };
+            tokio::time::sleep(Duration::from_millis(mode.delay_ms)).await;
+            watch.armed = false;
+        }
+    }
+    next.run(request).await
+}
+
+/// Values of every header with this name.
+fn all_values(headers: &HeaderMap, name: &str) -> Vec<String> {
+    headers
+        .get_all(name)
+        .iter()
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .collect()
+}
+
+/// `X-Remote-Extra-<key>` headers as a map (key lower-cased and percent-decoded).
+fn extras(headers: &HeaderMap) -> BTreeMap<String, Vec<String>> {
+    let mut map: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (name, value) in headers {
+        if let Some(key) = name.as_str().strip_prefix("x-remote-extra-") {
+            let key = url::form_urlencoded::parse(format!("k={key}").as_bytes())
+                .next()
+                .map_or_else(|| key.to_owned(), |(_, v)| v.into_owned());
+            map.entry(key)
+                .or_default()
+                .push(String::from_utf8_lossy(value.as_bytes()).into_owned());
+        }
+    }
+    map
+}
+
+/// A fresh random ID with a prefix.
+pub fn new_id(prefix: &str) -> String {
+    let n: u64 = rand::random();
+    format!("{prefix}-{n:016x}")
+}
+
+async fn invoke(
+    State(gateway): State<Arc<Gateway>>,
+    Path((namespace, run, uid)): Path<(String, String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    bump(&gateway.stats.invokes);
+    let invocation_id = headers
+        .get(INVOCATION_ID)
+        .and_then(|v| v.to_str().ok())
+        .map_or_else(|| new_id("inv"), str::to_owned);
+    let body = serde_json::from_slice::<Value>(&body)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
+    let answer = json!({
+        "invocationID": invocation_id,
+        "namespace": namespace,
+        "run": run,
+        "uid": uid,
+        "user": headers.get("x-remote-user").map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
+        "groups": all_values(&headers, "x-remote-group"),
+        "extra": extras(&headers),
+        "body": body,
+    });
+    let mut response = axum::Json(answer).into_response();
+    if let Ok(value) = HeaderValue::from_str(&invocation_id) {
+        response.headers_mut().insert(INVOCATION_ID, value);
+    }
+    response
+}
+
+async fn operations_ws(
+    State(gateway): State<Arc<Gateway>>,
+    Path((namespace, run, uid)): Path<(String, String, String)>,
+    upgrade: WebSocketUpgrade,
+) -> Response {
+    bump(&gateway.stats.ws_total);
+    let token = gateway.connection_token();
+    tracing::info!(%namespace, %run, %uid, "operations socket opened");
+    upgrade.on_upgrade(move |socket| gateway_ops::session(socket, gateway, token))
+}
