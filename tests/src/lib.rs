@@ -1,1 +1,4 @@
+//! Test-environment simulators and helpers for the end-to-end suites.
+
+pub mod env;
 pub mod sim;

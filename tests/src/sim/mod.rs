@@ -14,3 +14,6 @@ pub mod logtail;
 pub mod podwatch;
 pub mod serve;
 pub mod tls;
+
+#[cfg(test)]
+mod gateway_tests;

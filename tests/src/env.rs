@@ -1,0 +1,272 @@
+//! The shared test environment: a real control plane from `hack/testenv`.
+//!
+//! When `hack/test` (or a developer) has already run `hack/testenv up
+//! --with-console` and exported its variables, the tests use that
+//! environment; otherwise the first test of a binary starts one under
+//! `target/testenv` (reused by later runs, stopped by `hack/testenv down`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use serde_json::{Value, json};
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+/// Variables printed by `hack/testenv up`.
+#[derive(Debug)]
+pub struct TestEnv {
+    vars: BTreeMap<String, String>,
+}
+
+static ENV: OnceLock<TestEnv> = OnceLock::new();
+
+fn parse_exports(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("export "))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+/// The environment shared by every test of this binary.
+pub fn env() -> &'static TestEnv {
+    ENV.get_or_init(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        if let (Ok(state), Ok(_)) = (std::env::var("TESTENV_STATE"), std::env::var("CONSOLE_URL")) {
+            let text = std::fs::read_to_string(Path::new(&state).join("env.sh")).expect("reading $TESTENV_STATE/env.sh");
+            return TestEnv { vars: parse_exports(&text) };
+        }
+        let state = repo_root().join("target/testenv");
+        let out = Command::new(repo_root().join("hack/testenv"))
+            .args(["up", "--with-console", "--state"])
+            .arg(&state)
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("running hack/testenv up");
+        assert!(out.status.success(), "hack/testenv up failed");
+        TestEnv {
+            vars: parse_exports(&String::from_utf8_lossy(&out.stdout)),
+        }
+    })
+}
+
+impl TestEnv {
+    /// A variable of the environment (panics when missing: the environment is broken).
+    pub fn var(&self, name: &str) -> &str {
+        self.vars
+            .get(name)
+            .map(String::as_str)
+            .unwrap_or_else(|| panic!("testenv did not export {name}"))
+    }
+
+    pub fn state(&self) -> PathBuf {
+        PathBuf::from(self.var("TESTENV_STATE"))
+    }
+
+    pub fn pki(&self, file: &str) -> PathBuf {
+        self.state().join("pki").join(file)
+    }
+
+    /// The static token of a test user: admin, viewer, operator, outsider.
+    pub fn token(&self, user: &str) -> &str {
+        self.var(&format!("TESTENV_TOKEN_{}", user.to_ascii_uppercase()))
+    }
+
+    /// Every test token, for leak checks.
+    pub fn all_tokens(&self) -> Vec<String> {
+        ["admin", "viewer", "operator", "outsider"]
+            .iter()
+            .map(|u| self.token(u).to_owned())
+            .collect()
+    }
+
+    /// An admin client (for setting up fixtures).
+    pub async fn admin(&self) -> Client {
+        let kubeconfig = kube::config::Kubeconfig::read_from(self.var("KUBECONFIG")).expect("admin kubeconfig");
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
+            .await
+            .expect("admin config");
+        Client::try_from(config).expect("admin client")
+    }
+
+    /// `kubectl` against the control plane as the holder of `token` (none: no credential).
+    pub fn kubectl(&self, token: Option<&str>, args: &[&str]) -> Output {
+        self.kubectl_command(token, args).output().expect("running kubectl")
+    }
+
+    /// The `kubectl` command without running it.
+    pub fn kubectl_command(&self, token: Option<&str>, args: &[&str]) -> Command {
+        let empty = self.state().join("empty.kubeconfig");
+        if !empty.exists() {
+            let _ = std::fs::write(&empty, "apiVersion: v1\nkind: Config\n");
+        }
+        let mut cmd = Command::new("kubectl");
+        cmd.arg("--kubeconfig")
+            .arg(&empty)
+            .arg("--server")
+            .arg(self.var("TESTENV_APISERVER"))
+            .arg("--certificate-authority")
+            .arg(self.var("TESTENV_CA"));
+        if let Some(t) = token {
+            cmd.arg("--token").arg(t);
+        }
+        cmd.args(args);
+        cmd
+    }
+
+    /// `curl` to one of the local listeners: returns (status, body).
+    pub fn curl(&self, url: &str, extra: &[&str]) -> (u16, String) {
+        let out = Command::new("curl")
+            .args(["-s", "-o", "-", "-w", "\n%{http_code}", "--max-time", "20"])
+            .args(extra)
+            .arg(url)
+            .output()
+            .expect("running curl");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+        (code.trim().parse().unwrap_or(0), body.to_owned())
+    }
+}
+
+fn run_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("kruntimes.io", "v1alpha1", "Run"), "runs")
+}
+
+/// A unique, valid object name with `prefix`.
+pub fn unique(prefix: &str) -> String {
+    use rand::Rng;
+    let n: u32 = rand::rng().random();
+    format!("{prefix}-{n:08x}")
+}
+
+/// Fixtures in one namespace, made with the admin identity.
+pub struct Fixtures {
+    pub client: Client,
+    pub ns: String,
+}
+
+impl Fixtures {
+    pub async fn new(ns: &str) -> Self {
+        Self {
+            client: env().admin().await,
+            ns: ns.to_owned(),
+        }
+    }
+
+    fn runs(&self) -> Api<DynamicObject> {
+        Api::namespaced_with(self.client.clone(), &self.ns, &run_resource())
+    }
+
+    /// A Runtime Pod bound to the fake Node, with a `runtimed` container. Returns its UID.
+    pub async fn create_pod(&self, name: &str, runtime: &str) -> String {
+        let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(self.client.clone(), &self.ns);
+        let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "labels": {"runtime": runtime}},
+            "spec": {"nodeName": env().var("TESTENV_NODE"),
+                     "containers": [{"name": "runtimed", "image": "kruntimes/runtimed:test"}]},
+        }))
+        .expect("pod json");
+        let created = pods.create(&PostParams::default(), &pod).await.expect("creating pod");
+        created.metadata.uid.expect("pod uid")
+    }
+
+    pub async fn delete_pod(&self, name: &str) {
+        let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(self.client.clone(), &self.ns);
+        let dp = kube::api::DeleteParams {
+            grace_period_seconds: Some(0),
+            ..Default::default()
+        };
+        let _ = pods.delete(name, &dp).await;
+        for _ in 0..100 {
+            if pods.get_opt(name).await.ok().flatten().is_none() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        panic!("pod {name} was not deleted");
+    }
+
+    /// A Run with `mode` (`task`, `function`, `session`). Returns its UID.
+    pub async fn create_run(&self, name: &str, runtime: &str, mode: &str, extra_spec: Value) -> String {
+        let mut spec = json!({"runtime": runtime, "mode": {mode: {}}});
+        if let (Some(s), Some(extra)) = (spec.as_object_mut(), extra_spec.as_object()) {
+            for (k, v) in extra {
+                s.insert(k.clone(), v.clone());
+            }
+        }
+        let obj: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "kruntimes.io/v1alpha1", "kind": "Run",
+            "metadata": {"name": name},
+            "spec": spec,
+        }))
+        .expect("run json");
+        let created = self.runs().create(&PostParams::default(), &obj).await.expect("creating run");
+        created.metadata.uid.expect("run uid")
+    }
+
+    /// Merges `status` into the Run's status.
+    pub async fn set_run_status(&self, name: &str, status: Value) {
+        self.runs()
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(json!({"status": status})))
+            .await
+            .expect("patching run status");
+    }
+
+    /// Assigns the Run to a Pod and marks it Running since `start`.
+    pub async fn assign(&self, run: &str, pod: &str, pod_uid: &str, start: &str) {
+        self.set_run_status(
+            run,
+            json!({"phase": "Running", "assignedPod": pod, "assignedPodUID": pod_uid, "startTime": start, "attempt": 1}),
+        )
+        .await;
+    }
+
+    pub async fn delete_run(&self, name: &str) {
+        let _ = self.runs().delete(name, &Default::default()).await;
+    }
+
+    /// The runtimed log file the fake kubelet serves for a Pod.
+    pub fn log_path(&self, pod: &str) -> PathBuf {
+        PathBuf::from(env().var("TESTENV_LOGS"))
+            .join(format!("{}_{pod}", self.ns))
+            .join("runtimed.log")
+    }
+
+    /// Appends raw lines to a Pod's runtimed log, each stamped now (CRI format).
+    pub fn append_log(&self, pod: &str, lines: &[String]) {
+        use std::io::Write;
+        let path = self.log_path(pod);
+        std::fs::create_dir_all(path.parent().expect("log dir")).expect("log dir");
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .expect("opening log");
+        let mut buf = String::new();
+        for l in lines {
+            let ts = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S%.9fZ");
+            buf.push_str(&format!("{ts} stdout F {l}\n"));
+        }
+        f.write_all(buf.as_bytes()).expect("appending log");
+    }
+}
+
+/// A runtimed line for a Run.
+pub fn runtimed_line(run_uid: &str, run: &str, ns: &str, pod: &str, stream: &str, message: &str) -> String {
+    json!({"run_uid": run_uid, "run_name": run, "namespace": ns, "runtime": "bash",
+           "pod": pod, "stream": stream, "message": message})
+    .to_string()
+}
+
+/// Now, as the RFC 3339 seconds the API server stores.
+pub fn now_rfc3339() -> String {
+    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
