@@ -1,5 +1,5 @@
 /** TanStack Query hooks over the API client: caching, polling and retry policy live here. */
-import { keepPreviousData, useQuery, type UseQueryOptions } from '@tanstack/react-query';
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import * as api from './client';
 import { ApiError } from './errors';
 import type { RunListQuery } from './types';
@@ -27,7 +27,7 @@ export const queryKeys = {
 
 type Live = { live?: boolean };
 
-function liveOptions(live: boolean | undefined): Pick<UseQueryOptions, 'refetchInterval'> {
+function liveOptions(live: boolean | undefined): { refetchInterval: number | false } {
   return { refetchInterval: live === false ? false : LIVE_INTERVAL_MS };
 }
 

@@ -1,0 +1,158 @@
+import { Link, useParams, useSearchParams } from 'react-router';
+import { useWorkflowRun } from '../api/queries';
+import type { WorkflowRunDetail } from '../api/types';
+import { DagView, useDag } from '../components/DagView';
+import { KeyValues, PageHeader, Panel } from '../components/Page';
+import { PhaseBadge } from '../components/Status';
+import { ErrorState, Loading } from '../components/States';
+import { age, bounded, dateTime, duration } from '../lib/format';
+import { ConditionsTimeline } from './RunDetail';
+
+/** The same graph as a table: one row per job, in stage order. */
+export function DagTable({ wr, ns }: { wr: WorkflowRunDetail; ns: string }) {
+  const { staging } = useDag(wr);
+  const base = `/namespaces/${ns}/workflowruns/${wr.metadata.name}/jobs/`;
+  return (
+    <div className="table-wrap">
+      <table className="table flat">
+        <caption className="visually-hidden">Jobs of {wr.metadata.name} with their dependencies</caption>
+        <thead>
+          <tr>
+            <th scope="col" className="num">Stage</th>
+            <th scope="col">Job</th>
+            <th scope="col">Needs</th>
+            <th scope="col">Phase</th>
+            <th scope="col">Result</th>
+            <th scope="col">Steps</th>
+            <th scope="col">Child run</th>
+          </tr>
+        </thead>
+        <tbody>
+          {staging.stages.flatMap((ids, s) =>
+            ids.map((id) => {
+              const j = staging.jobs.get(id)!;
+              const st = wr.status.jobs?.[id];
+              const steps = st?.steps ?? [];
+              const done = steps.filter((x) => x.phase === 'Succeeded').length;
+              return (
+                <tr key={id}>
+                  <td className="num">{s + 1}</td>
+                  <td className="name">
+                    <Link to={`${base}${encodeURIComponent(id)}`}>{wr.spec.jobs[id]?.name ?? id}</Link>
+                  </td>
+                  <td>
+                    {j.needs.length === 0 && j.unknownNeeds.length === 0 ? (
+                      <span className="muted">—</span>
+                    ) : (
+                      <>
+                        {j.needs.map((n, i) => (
+                          <span key={n}>
+                            {i > 0 && ', '}
+                            <Link to={`${base}${encodeURIComponent(n)}`}>{n}</Link>
+                          </span>
+                        ))}
+                        {j.unknownNeeds.map((n) => (
+                          <span key={n} className="tag tag-warning" title="Not a declared job">
+                            {n} (undeclared)
+                          </span>
+                        ))}
+                        {j.cyclic && <span className="tag tag-warning">cycle</span>}
+                      </>
+                    )}
+                  </td>
+                  <td>
+                    <PhaseBadge phase={st?.phase ?? 'Pending'} />
+                  </td>
+                  <td className="mono small" title={st?.outputs?.result}>
+                    {st?.outputs?.result !== undefined ? bounded(st.outputs.result, 80).text : <span className="muted">—</span>}
+                  </td>
+                  <td>{steps.length ? `${done}/${steps.length}` : <span className="muted">—</span>}</td>
+                  <td>
+                    {st?.workflowRunName ? (
+                      <Link to={`/namespaces/${ns}/workflowruns/${st.workflowRunName}`}>{st.workflowRunName}</Link>
+                    ) : (
+                      <span className="muted">—</span>
+                    )}
+                  </td>
+                </tr>
+              );
+            }),
+          )}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+export function WorkflowRunDetailPage() {
+  const { ns = 'default', wr: name = '' } = useParams();
+  const [params, setParams] = useSearchParams();
+  const view = params.get('view') === 'table' ? 'table' : 'graph';
+  const q = useWorkflowRun(ns, name);
+  const wr = q.data;
+  const crumbs = [{ label: ns }, { label: 'Workflow Runs', to: `/namespaces/${ns}/workflowruns` }, { label: name }];
+  if (q.isPending) return (<><PageHeader title={name} crumbs={crumbs} /><Loading what="the Workflow Run" /></>);
+  if (!wr) return (<><PageHeader title={name} crumbs={crumbs} /><ErrorState error={q.error} what="this Workflow Run" /></>);
+
+  const children = Object.entries(wr.status.jobs ?? {}).filter(([, j]) => j.workflowRunName);
+  const setView = (v: 'graph' | 'table') => {
+    const next = new URLSearchParams(params);
+    if (v === 'table') next.set('view', 'table');
+    else next.delete('view');
+    setParams(next, { replace: true });
+  };
+
+  return (
+    <>
+      <PageHeader title={name} crumbs={crumbs} badge={<PhaseBadge phase={wr.status.phase} />} />
+      {q.isError && <ErrorState error={q.error} what="the latest state" />}
+      <Panel
+        title="Jobs"
+        id="jobs"
+        actions={
+          <div className="segmented" role="group" aria-label="Show jobs as">
+            <button type="button" className="button small" aria-pressed={view === 'graph'} onClick={() => setView('graph')}>
+              Graph
+            </button>
+            <button type="button" className="button small" aria-pressed={view === 'table'} onClick={() => setView('table')}>
+              Table
+            </button>
+          </div>
+        }
+      >
+        {view === 'graph' ? <DagView wr={wr} ns={ns} /> : <DagTable wr={wr} ns={ns} />}
+      </Panel>
+      <div className="grid-2">
+        <Panel title="Overview">
+          <KeyValues
+            items={[
+              ['Workflow', wr.spec.workflowRef],
+              ['Parent run', wr.parentWorkflowRun ? <Link key="p" to={`/namespaces/${ns}/workflowruns/${wr.parentWorkflowRun}`}>{wr.parentWorkflowRun}</Link> : undefined],
+              ['Jobs', Object.keys(wr.spec.jobs ?? {}).length],
+              ['Created', wr.metadata.creationTimestamp ? `${dateTime(wr.metadata.creationTimestamp)} (${age(wr.metadata.creationTimestamp)} ago)` : undefined],
+              ['Started', wr.status.startTime ? dateTime(wr.status.startTime) : undefined],
+              ['Completed', wr.status.completionTime ? dateTime(wr.status.completionTime) : undefined],
+              ['Duration', wr.status.startTime ? duration(wr.status.startTime, wr.status.completionTime) : undefined],
+              [
+                'Child runs',
+                children.length ? (
+                  <ul key="c" className="run-list">
+                    {children.map(([id, j]) => (
+                      <li key={id}>
+                        <Link to={`/namespaces/${ns}/workflowruns/${j.workflowRunName}`}>{j.workflowRunName}</Link>{' '}
+                        <span className="muted small">from job {id}</span>
+                      </li>
+                    ))}
+                  </ul>
+                ) : undefined,
+              ],
+            ]}
+          />
+        </Panel>
+        <Panel title="Conditions">
+          <ConditionsTimeline conditions={wr.status.conditions} />
+        </Panel>
+      </div>
+    </>
+  );
+}
