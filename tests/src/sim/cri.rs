@@ -190,13 +190,21 @@ mod tests {
             b"2024-05-01T10:00:00 stdout F x",
             b"{\"run_uid\":\"u\",\"message\":\"m\"}",
         ] {
-            assert_eq!(parse_header(line, true), Header::Plain, "{:?}", String::from_utf8_lossy(line));
+            assert_eq!(
+                parse_header(line, true),
+                Header::Plain,
+                "{:?}",
+                String::from_utf8_lossy(line)
+            );
         }
     }
 
     #[test]
     fn formats_like_go_rfc3339nano() {
-        assert_eq!(format_rfc3339_nano(ts("2024-05-01T10:00:00Z")), "2024-05-01T10:00:00Z");
+        assert_eq!(
+            format_rfc3339_nano(ts("2024-05-01T10:00:00Z")),
+            "2024-05-01T10:00:00Z"
+        );
         assert_eq!(
             format_rfc3339_nano(ts("2024-05-01T10:00:00.120Z")),
             "2024-05-01T10:00:00.12Z"

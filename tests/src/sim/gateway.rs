@@ -137,7 +137,9 @@ pub struct Gateway {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Default for Gateway {
@@ -214,7 +216,12 @@ impl TlsSide {
     ) -> Arc<Self> {
         let router = router(Arc::clone(&gateway));
         let token = gateway.connection_token();
-        let task = tokio::spawn(serve_tls(listener, Arc::clone(&tls), router.clone(), token.clone()));
+        let task = tokio::spawn(serve_tls(
+            listener,
+            Arc::clone(&tls),
+            router.clone(),
+            token.clone(),
+        ));
         Arc::new(Self {
             gateway,
             addr,
@@ -267,7 +274,10 @@ impl TlsSide {
 /// The `/v1` router of the TLS side.
 pub fn router(gateway: Arc<Gateway>) -> Router {
     Router::new()
-        .route("/v1/namespaces/{namespace}/runs/{name}/{uid}/invoke", post(invoke))
+        .route(
+            "/v1/namespaces/{namespace}/runs/{name}/{uid}/invoke",
+            post(invoke),
+        )
         .route(
             "/v1/namespaces/{namespace}/runs/{name}/{uid}/operations:ws",
             get(operations_ws),

@@ -106,11 +106,10 @@ pub async fn session(mut socket: WebSocket, gateway: Arc<Gateway>, down: Cancell
                         break;
                     }
                 };
-                if let Some(reply) = handle_frame(&text, &gateway, &mut running, &events_tx) {
-                    if socket.send(Message::Text(reply.to_string().into())).await.is_err() {
+                if let Some(reply) = handle_frame(&text, &gateway, &mut running, &events_tx)
+                    && socket.send(Message::Text(reply.to_string().into())).await.is_err() {
                         break;
                     }
-                }
             }
         }
     }

@@ -35,7 +35,9 @@ struct Pki {
 fn ca() -> (rcgen::Certificate, Issuer<'static, KeyPair>) {
     let mut params = CertificateParams::new(Vec::new()).expect("params");
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params.distinguished_name.push(DnType::CommonName, "test ca");
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "test ca");
     let key = KeyPair::generate().expect("key");
     let cert = params.self_signed(&key).expect("ca cert");
     (cert, Issuer::new(params, key))
@@ -65,8 +67,11 @@ fn pki() -> Pki {
     let dir = tempfile::tempdir().expect("tempdir");
     let (ca_cert, issuer) = ca();
     let (server_cert, server_key) = leaf(&issuer, "gateway", ExtendedKeyUsagePurpose::ServerAuth);
-    let (client_cert, client_key) =
-        leaf(&issuer, "kruntimes-console", ExtendedKeyUsagePurpose::ClientAuth);
+    let (client_cert, client_key) = leaf(
+        &issuer,
+        "kruntimes-console",
+        ExtendedKeyUsagePurpose::ClientAuth,
+    );
     let ca_path = write(dir.path(), "ca.pem", &ca_cert.pem());
     let cert_path = write(dir.path(), "server.pem", &server_cert.pem());
     let key_path = write(dir.path(), "server-key.pem", &server_key.serialize_pem());
@@ -102,11 +107,20 @@ struct Harness {
 
 async fn start() -> Harness {
     let pki = pki();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let addr = listener.local_addr().expect("addr");
     let gateway = Arc::new(Gateway::default());
-    let tls = TlsSide::start(Arc::clone(&gateway), listener, addr, Arc::clone(&pki.server));
-    let control_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let tls = TlsSide::start(
+        Arc::clone(&gateway),
+        listener,
+        addr,
+        Arc::clone(&pki.server),
+    );
+    let control_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let control = control_listener.local_addr().expect("addr");
     let router = crate::sim::gateway_control::router(Arc::clone(&gateway), Arc::clone(&tls));
     tokio::spawn(async move { axum::serve(control_listener, router).await });
@@ -129,7 +143,10 @@ where
             .await
             .map_err(|e| e.to_string())?;
     tokio::spawn(conn);
-    let response = sender.send_request(request).await.map_err(|e| e.to_string())?;
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|e| e.to_string())?;
     let (parts, body) = response.into_parts();
     let body = body.collect().await.map_err(|e| e.to_string())?.to_bytes();
     Ok((parts.status, parts.headers, body))
@@ -155,7 +172,9 @@ async fn gateway_request(
 }
 
 async fn control(h: &Harness, method: &str, path: &str, body: Value) -> Value {
-    let tcp = TcpStream::connect(h.control).await.expect("connect control");
+    let tcp = TcpStream::connect(h.control)
+        .await
+        .expect("connect control");
     let request = http::Request::builder()
         .method(method)
         .uri(path)
@@ -232,7 +251,13 @@ async fn a_client_without_a_certificate_is_refused() {
     let h = start().await;
     let result = gateway_request(&h, &h.pki.anonymous, invoke_request("{}")).await;
     assert!(result.is_err(), "expected a TLS failure, got {result:?}");
-    assert_eq!(h.gateway.stats.invokes.load(std::sync::atomic::Ordering::Relaxed), 0);
+    assert_eq!(
+        h.gateway
+            .stats
+            .invokes
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
 }
 
 #[tokio::test]
@@ -251,7 +276,13 @@ async fn modes_and_down_up() {
     assert_eq!(status, 500);
 
     // A slow answer abandoned by the client counts as an upstream disconnect.
-    control(&h, "POST", "/mode", json!({"mode": "slow", "delayMs": 5000})).await;
+    control(
+        &h,
+        "POST",
+        "/mode",
+        json!({"mode": "slow", "delayMs": 5000}),
+    )
+    .await;
     let abandoned = tokio::time::timeout(
         Duration::from_millis(300),
         gateway_request(&h, &h.pki.client, invoke_request("{}")),
@@ -273,7 +304,10 @@ async fn modes_and_down_up() {
     assert_eq!(status, 200);
 
     control(&h, "DELETE", "/requests", Value::Null).await;
-    assert_eq!(control(&h, "GET", "/requests", Value::Null).await, json!([]));
+    assert_eq!(
+        control(&h, "GET", "/requests", Value::Null).await,
+        json!([])
+    );
 }
 
 async fn wait_for(h: &Harness, counter: &str, at_least: u64) {
@@ -363,7 +397,10 @@ async fn scripted_operations_on_one_socket() {
 
     let events = run_op(&mut socket, "fail", &[]).await;
     let end = events.last().expect("terminal");
-    assert_eq!((end["exitCode"].as_i64(), end["status"].as_str()), (Some(1), Some("Failed")));
+    assert_eq!(
+        (end["exitCode"].as_i64(), end["status"].as_str()),
+        (Some(1), Some("Failed"))
+    );
     assert!(end["error"].is_string());
 
     let events = run_op(&mut socket, "rm", &["-rf", "/"]).await;

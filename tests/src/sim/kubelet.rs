@@ -28,7 +28,10 @@ pub struct Kubelet {
 /// The router kube-apiserver talks to.
 pub fn router(kubelet: Kubelet) -> Router {
     Router::new()
-        .route("/containerLogs/{namespace}/{pod}/{container}", get(container_logs))
+        .route(
+            "/containerLogs/{namespace}/{pod}/{container}",
+            get(container_logs),
+        )
         .route("/healthz", get(|| async { "ok" }))
         .fallback(|| async { plain(StatusCode::NOT_FOUND, "404 page not found\n".into()) })
         .with_state(kubelet)
@@ -61,7 +64,11 @@ async fn container_logs(
     Path((namespace, pod, container)): Path<(String, String, String)>,
     RawQuery(query): RawQuery,
 ) -> Response {
-    for (what, value) in [("namespace", &namespace), ("pod", &pod), ("container", &container)] {
+    for (what, value) in [
+        ("namespace", &namespace),
+        ("pod", &pod),
+        ("container", &container),
+    ] {
         if !valid_name(value) {
             return plain(
                 StatusCode::BAD_REQUEST,
@@ -117,7 +124,9 @@ async fn container_logs(
     let (tx, rx) = mpsc::channel::<Bytes>(8);
     tokio::spawn(logstream::stream(log, opts, guard, tx));
     let body = futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|chunk| (Ok::<_, Infallible>(chunk), rx))
+        rx.recv()
+            .await
+            .map(|chunk| (Ok::<_, Infallible>(chunk), rx))
     });
     Response::builder()
         .status(StatusCode::OK)
@@ -135,7 +144,9 @@ mod tests {
         for good in ["team-a", "run-1.pod", "a", "runtimed"] {
             assert!(valid_name(good), "{good}");
         }
-        for bad in ["", "..", ".", "a/b", "a_b", "-a", "a-", "A", "a..b", "%2e%2e"] {
+        for bad in [
+            "", "..", ".", "a/b", "a_b", "-a", "a-", "A", "a..b", "%2e%2e",
+        ] {
             assert!(!valid_name(bad), "{bad}");
         }
     }

@@ -214,7 +214,10 @@ plain line
             since: Some("2024-05-01T10:00:01Z".parse().expect("ts")),
             ..LogOptions::default()
         };
-        assert_eq!(decode(opts.clone(), SAMPLE.as_bytes()), "second\nplain line\n\nlast\n");
+        assert_eq!(
+            decode(opts.clone(), SAMPLE.as_bytes()),
+            "second\nplain line\n\nlast\n"
+        );
         let opts = LogOptions {
             since: Some("2024-05-01T10:00:01.1Z".parse().expect("ts")),
             ..opts
@@ -242,7 +245,11 @@ plain line
                 decoder.feed(chunk, &mut out);
             }
             decoder.finish(&mut out);
-            assert_eq!(String::from_utf8(out).expect("utf-8"), whole, "chunk size {size}");
+            assert_eq!(
+                String::from_utf8(out).expect("utf-8"),
+                whole,
+                "chunk size {size}"
+            );
         }
     }
 
@@ -256,7 +263,11 @@ plain line
             decoder.feed(&chunk, &mut out);
         }
         // Everything but at most a header's worth has been written already.
-        assert!(out.len() >= 100 * 4096 - MAX_HEADER, "{} bytes out", out.len());
+        assert!(
+            out.len() >= 100 * 4096 - MAX_HEADER,
+            "{} bytes out",
+            out.len()
+        );
         decoder.feed(b"\n", &mut out);
         assert_eq!(out.len(), 100 * 4096 + 1);
         assert_eq!(out.last(), Some(&b'\n'));

@@ -146,18 +146,27 @@ mod tests {
         assert!(opts.follow && opts.timestamps && !opts.previous);
         assert_eq!(opts.tail_lines, Some(10));
         assert_eq!(opts.limit_bytes, Some(100));
-        assert_eq!(opts.since, Some("2024-05-01T09:00:00Z".parse().expect("ts")));
+        assert_eq!(
+            opts.since,
+            Some("2024-05-01T09:00:00Z".parse().expect("ts"))
+        );
         assert_eq!(opts.stream, Some(Stream::Stderr));
     }
 
     #[test]
     fn since_seconds_wins_over_since_time() {
         let opts = LogOptions::from_query(
-            [("sinceTime", "2024-05-01T09:00:00Z"), ("sinceSeconds", "60")],
+            [
+                ("sinceTime", "2024-05-01T09:00:00Z"),
+                ("sinceSeconds", "60"),
+            ],
             now(),
         )
         .expect("valid query");
-        assert_eq!(opts.since, Some("2024-05-01T09:59:00Z".parse().expect("ts")));
+        assert_eq!(
+            opts.since,
+            Some("2024-05-01T09:59:00Z".parse().expect("ts"))
+        );
     }
 
     #[test]

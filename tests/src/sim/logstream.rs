@@ -41,7 +41,10 @@ pub async fn open(path: &Path) -> io::Result<OpenLog> {
         let file = File::open(&path)?;
         let meta = file.metadata()?;
         if !meta.is_file() {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not a regular file",
+            ));
         }
         Ok(OpenLog {
             path,
@@ -84,7 +87,9 @@ impl Sink {
         }
         let mut done = false;
         if let Some(remaining) = self.remaining.as_mut() {
-            let keep = usize::try_from(*remaining).unwrap_or(usize::MAX).min(out.len());
+            let keep = usize::try_from(*remaining)
+                .unwrap_or(usize::MAX)
+                .min(out.len());
             out.truncate(keep);
             *remaining -= keep as u64;
             done = *remaining == 0;
@@ -206,19 +211,22 @@ async fn stream_inner(
                 None => return Ok(()),
             }
         }
-        if let Some(guard) = pod.as_deref_mut() {
-            if last_pod_check.elapsed() >= POD_CHECK_INTERVAL {
-                last_pod_check = Instant::now();
-                if !guard.alive().await {
-                    // Deliver what was written before the Pod went away, then end cleanly.
-                    if read_to_end(log, pos, &mut decoder, &mut sink).await?.is_some() {
-                        let mut out = Vec::new();
-                        decoder.finish(&mut out);
-                        sink.send(&mut out).await;
-                    }
-                    tracing::debug!(path = %log.path.display(), "pod deleted or replaced; ending follow");
-                    return Ok(());
+        if let Some(guard) = pod.as_deref_mut()
+            && last_pod_check.elapsed() >= POD_CHECK_INTERVAL
+        {
+            last_pod_check = Instant::now();
+            if !guard.alive().await {
+                // Deliver what was written before the Pod went away, then end cleanly.
+                if read_to_end(log, pos, &mut decoder, &mut sink)
+                    .await?
+                    .is_some()
+                {
+                    let mut out = Vec::new();
+                    decoder.finish(&mut out);
+                    sink.send(&mut out).await;
                 }
+                tracing::debug!(path = %log.path.display(), "pod deleted or replaced; ending follow");
+                return Ok(());
             }
         }
     }
@@ -270,7 +278,10 @@ mod tests {
     async fn tail_since_and_limit() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = write_log(dir.path(), LOG);
-        assert_eq!(run(&path, LogOptions::default()).await, "one\ntwo\nthree\nfour\n");
+        assert_eq!(
+            run(&path, LogOptions::default()).await,
+            "one\ntwo\nthree\nfour\n"
+        );
         let tail = LogOptions {
             tail_lines: Some(2),
             ..LogOptions::default()

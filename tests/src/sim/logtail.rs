@@ -31,7 +31,9 @@ impl ReadAt for std::fs::File {
 
 impl ReadAt for [u8] {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(self.len());
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(self.len());
         let n = buf.len().min(self.len() - start);
         buf[..n].copy_from_slice(&self[start..start + n]);
         Ok(n)
@@ -191,10 +193,10 @@ pub fn tail_start_with_block(
             if let Some(later) = &later {
                 // A logical line starts at `later` unless `record` is partial and `later`
                 // continues it.
-                if !record.partial || later.plain {
-                    if let Some(answer) = scan.line(later) {
-                        return Ok(answer);
-                    }
+                if (!record.partial || later.plain)
+                    && let Some(answer) = scan.line(later)
+                {
+                    return Ok(answer);
                 }
             }
             later = Some(record);
@@ -206,10 +208,10 @@ pub fn tail_start_with_block(
         scan_end = block_start;
     }
     // The first record of the file starts a logical line.
-    if let Some(first) = &later {
-        if let Some(answer) = scan.line(first) {
-            return Ok(answer);
-        }
+    if let Some(first) = &later
+        && let Some(answer) = scan.line(first)
+    {
+        return Ok(answer);
     }
     Ok(0)
 }
@@ -380,13 +382,22 @@ mod tests {
         let out = decode_from(&data, start, &opts);
         assert_eq!(out.lines().count(), 10);
         assert!(out.starts_with("message number 19990\n"));
-        assert!(src.read.get() < 2 * BLOCK_SIZE as u64, "read {} bytes", src.read.get());
+        assert!(
+            src.read.get() < 2 * BLOCK_SIZE as u64,
+            "read {} bytes",
+            src.read.get()
+        );
     }
 
     #[test]
     fn a_short_tail_of_a_large_log_reads_little() {
         let line = b"2024-05-01T10:00:00.123456789Z stdout F {\"run_uid\":\"abc\",\"message\":\"hello\"}\n";
-        let data: Vec<u8> = line.iter().copied().cycle().take(line.len() * 200_000).collect();
+        let data: Vec<u8> = line
+            .iter()
+            .copied()
+            .cycle()
+            .take(line.len() * 200_000)
+            .collect();
         let src = Counting {
             data: &data,
             read: Cell::new(0),
@@ -394,7 +405,11 @@ mod tests {
         let opts = LogOptions::default();
         let start = tail_start(&src, data.len() as u64, 10, &opts, mtime()).expect("scan");
         assert_eq!(start, data.len() as u64 - 10 * line.len() as u64);
-        assert!(src.read.get() < 2 * BLOCK_SIZE as u64, "read {} bytes", src.read.get());
+        assert!(
+            src.read.get() < 2 * BLOCK_SIZE as u64,
+            "read {} bytes",
+            src.read.get()
+        );
     }
 
     #[test]

@@ -36,10 +36,11 @@ impl PodWatch {
     /// Starts watching Pods with the credentials of an (admin) kubeconfig.
     pub async fn start(kubeconfig: &Path) -> Result<Self, PodWatchError> {
         let path = kubeconfig.display().to_string();
-        let file = Kubeconfig::read_from(kubeconfig).map_err(|source| PodWatchError::Kubeconfig {
-            path: path.clone(),
-            source,
-        })?;
+        let file =
+            Kubeconfig::read_from(kubeconfig).map_err(|source| PodWatchError::Kubeconfig {
+                path: path.clone(),
+                source,
+            })?;
         let config = Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
             .await
             .map_err(|source| PodWatchError::Kubeconfig {
@@ -81,13 +82,19 @@ impl PodWatch {
     /// The UID of the Pod with this name, if it exists.
     fn uid(&self, namespace: &str, name: &str) -> Option<String> {
         let key = ObjectRef::<PodMeta>::new(name).within(namespace);
-        self.store.get(&key).and_then(|pod| pod.metadata.uid.clone())
+        self.store
+            .get(&key)
+            .and_then(|pod| pod.metadata.uid.clone())
     }
 
     /// Starts guarding one Pod: remembers the UID it has now.
     pub async fn guard(&self, namespace: &str, name: &str) -> PodGuard {
         let ready = self.wait_ready(Duration::from_secs(5)).await;
-        let uid = if ready { self.uid(namespace, name) } else { None };
+        let uid = if ready {
+            self.uid(namespace, name)
+        } else {
+            None
+        };
         PodGuard {
             watch: self.clone(),
             namespace: namespace.to_owned(),

@@ -54,8 +54,7 @@ pub async fn serve_tls(
         let router = router.clone();
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
-            let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await
-            {
+            let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
                 Ok(Ok(stream)) => stream,
                 Ok(Err(err)) => {
                     tracing::debug!(%remote, error = %err, "TLS handshake failed");
@@ -79,8 +78,10 @@ pub async fn serve_tls(
             });
             let mut builder = Builder::new(TokioExecutor::new());
             builder.http2().enable_connect_protocol();
-            let conn = builder
-                .serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(service));
+            let conn = builder.serve_connection_with_upgrades(
+                TokioIo::new(stream),
+                TowerToHyperService::new(service),
+            );
             tokio::select! {
                 () = shutdown.cancelled() => {}
                 result = conn => {

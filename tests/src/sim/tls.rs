@@ -25,7 +25,10 @@ pub enum TlsError {
         source: rustls_pki_types::pem::Error,
     },
     #[error("cannot add CA certificate from {path}: {source}")]
-    Ca { path: PathBuf, source: rustls::Error },
+    Ca {
+        path: PathBuf,
+        source: rustls::Error,
+    },
     #[error("cannot build the client certificate verifier: {0}")]
     Verifier(#[from] rustls::server::VerifierBuilderError),
     #[error("invalid server certificate or key: {0}")]
