@@ -71,7 +71,11 @@ impl Authenticator {
     }
 
     /// The caller from the connection's certificate, else from the bearer token in `headers`.
-    pub async fn authenticate(&self, headers: &HeaderMap, peer: &PeerCertificates) -> Result<Caller, AuthError> {
+    pub async fn authenticate(
+        &self,
+        headers: &HeaderMap,
+        peer: &PeerCertificates,
+    ) -> Result<Caller, AuthError> {
         if let Some(caller) = self.from_certificate(headers, peer)? {
             return Ok(caller);
         }
@@ -82,7 +86,11 @@ impl Authenticator {
     }
 
     /// Authenticates with a certificate only (for callers that take the token from elsewhere).
-    pub fn from_certificate(&self, headers: &HeaderMap, peer: &PeerCertificates) -> Result<Option<Caller>, AuthError> {
+    pub fn from_certificate(
+        &self,
+        headers: &HeaderMap,
+        peer: &PeerCertificates,
+    ) -> Result<Option<Caller>, AuthError> {
         if peer.0.is_empty() {
             return Ok(None);
         }
@@ -118,7 +126,9 @@ pub fn bearer_token(headers: &HeaderMap) -> Result<Option<BearerToken>, AuthErro
         .split_once(' ')
         .ok_or(AuthError::MalformedHeader("expected `Bearer <token>`"))?;
     if !scheme.eq_ignore_ascii_case("bearer") {
-        return Err(AuthError::MalformedHeader("only the Bearer scheme is accepted"));
+        return Err(AuthError::MalformedHeader(
+            "only the Bearer scheme is accepted",
+        ));
     }
     BearerToken::new(token.trim()).map(Some)
 }

@@ -23,7 +23,9 @@ fn api_group() -> Value {
 }
 
 fn json_response(value: &Value, content_type: &'static str) -> Response {
-    let mut resp = serde_json::to_vec(value).unwrap_or_default().into_response();
+    let mut resp = serde_json::to_vec(value)
+        .unwrap_or_default()
+        .into_response();
     resp.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     resp.headers_mut()
@@ -39,7 +41,9 @@ fn wants_aggregated(headers: &HeaderMap) -> bool {
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .map(|v| v.replace(' ', ""))
-        .any(|v| v.starts_with("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"))
+        .any(|v| {
+            v.starts_with("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
+        })
 }
 
 /// `GET /apis`: the legacy group list, or the aggregated discovery document.

@@ -42,7 +42,9 @@ impl Default for Metrics {
     fn default() -> Self {
         Self {
             requests: Family::default(),
-            request_seconds: Family::new_with_constructor(|| Histogram::new(exponential_buckets(0.0005, 2.0, 16))),
+            request_seconds: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.0005, 2.0, 16))
+            }),
             token_reviews: Family::default(),
             token_review_cache_hits: Counter::default(),
             access_reviews: Family::default(),
@@ -57,25 +59,45 @@ impl Metrics {
     /// Registers every metric under the `kruntimes_console` prefix.
     pub fn register(&self, registry: &mut Registry) {
         let r = registry.sub_registry_with_prefix("kruntimes_console");
-        r.register("http_requests", "HTTP requests by listener, route and status code", self.requests.clone());
+        r.register(
+            "http_requests",
+            "HTTP requests by listener, route and status code",
+            self.requests.clone(),
+        );
         r.register(
             "http_request_duration_seconds",
             "Time to the response head by listener and route",
             self.request_seconds.clone(),
         );
-        r.register("token_reviews", "TokenReview calls made, by result", self.token_reviews.clone());
+        r.register(
+            "token_reviews",
+            "TokenReview calls made, by result",
+            self.token_reviews.clone(),
+        );
         r.register(
             "token_review_cache_hits",
             "Authentications answered from the TokenReview cache",
             self.token_review_cache_hits.clone(),
         );
-        r.register("access_reviews", "SubjectAccessReview calls made, by result", self.access_reviews.clone());
+        r.register(
+            "access_reviews",
+            "SubjectAccessReview calls made, by result",
+            self.access_reviews.clone(),
+        );
         r.register(
             "access_review_cache_hits",
             "Authorizations answered from the SubjectAccessReview cache",
             self.access_review_cache_hits.clone(),
         );
-        r.register("log_follow_streams", "Run-log follow streams open now", self.follow_streams.clone());
-        r.register("log_bytes_read", "Bytes of Pod log read to answer runs/log", self.log_bytes_read.clone());
+        r.register(
+            "log_follow_streams",
+            "Run-log follow streams open now",
+            self.follow_streams.clone(),
+        );
+        r.register(
+            "log_bytes_read",
+            "Bytes of Pod log read to answer runs/log",
+            self.log_bytes_read.clone(),
+        );
     }
 }

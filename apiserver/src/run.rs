@@ -62,7 +62,10 @@ pub const TERMINAL_PHASES: [&str; 4] = ["Succeeded", "Failed", "Timeout", "Cance
 
 impl Run {
     pub fn phase(&self) -> &str {
-        self.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("Pending")
+        self.status
+            .as_ref()
+            .and_then(|s| s.phase.as_deref())
+            .unwrap_or("Pending")
     }
 
     pub fn is_terminal(&self) -> bool {

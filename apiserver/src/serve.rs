@@ -70,17 +70,18 @@ pub async fn serve_tls(
         let router = router.clone();
         let watcher = graceful.watcher();
         tokio::spawn(async move {
-            let tls = match tokio::time::timeout(limits.handshake_timeout, acceptor.accept(tcp)).await {
-                Ok(Ok(s)) => s,
-                Ok(Err(error)) => {
-                    tracing::debug!(%error, %remote, "TLS handshake failed");
-                    return;
-                }
-                Err(_) => {
-                    tracing::debug!(%remote, "TLS handshake timed out");
-                    return;
-                }
-            };
+            let tls =
+                match tokio::time::timeout(limits.handshake_timeout, acceptor.accept(tcp)).await {
+                    Ok(Ok(s)) => s,
+                    Ok(Err(error)) => {
+                        tracing::debug!(%error, %remote, "TLS handshake failed");
+                        return;
+                    }
+                    Err(_) => {
+                        tracing::debug!(%remote, "TLS handshake timed out");
+                        return;
+                    }
+                };
             let chain: Vec<CertificateDer<'static>> = tls
                 .get_ref()
                 .1
@@ -101,7 +102,8 @@ pub async fn serve_tls(
             builder
                 .http2()
                 .max_header_list_size(limits.max_header_bytes as u32);
-            let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), TowerToHyperService::new(svc));
+            let conn = builder
+                .serve_connection_with_upgrades(TokioIo::new(tls), TowerToHyperService::new(svc));
             if let Err(error) = watcher.watch(conn.into_owned()).await {
                 tracing::debug!(%error, %remote, "connection ended with an error");
             }

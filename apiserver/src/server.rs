@@ -21,7 +21,9 @@ use crate::status::ApiError;
 pub fn auth_error(e: &AuthError) -> ApiError {
     match e {
         AuthError::Unavailable(m) => ApiError::unavailable(m.clone()),
-        AuthError::TokenTooLong | AuthError::MalformedHeader(_) => ApiError::bad_request(e.to_string()),
+        AuthError::TokenTooLong | AuthError::MalformedHeader(_) => {
+            ApiError::bad_request(e.to_string())
+        }
         _ => ApiError::unauthorized(format!("Unauthorized: {e}")),
     }
 }
@@ -32,7 +34,11 @@ struct AuthnState {
 }
 
 async fn authenticate(State(state): State<AuthnState>, mut req: Request, next: Next) -> Response {
-    let peer = req.extensions().get::<PeerCertificates>().cloned().unwrap_or_default();
+    let peer = req
+        .extensions()
+        .get::<PeerCertificates>()
+        .cloned()
+        .unwrap_or_default();
     match state.authn.authenticate(req.headers(), &peer).await {
         Ok(caller) => {
             req.extensions_mut().insert(caller);
@@ -65,7 +71,11 @@ async fn observe(
         .observe(elapsed.as_secs_f64());
     metrics
         .requests
-        .get_or_create(&RequestLabels { listener, route, code })
+        .get_or_create(&RequestLabels {
+            listener,
+            route,
+            code,
+        })
         .inc();
     tracing::info!(listener, %method, %path, code, ms = elapsed.as_secs_f64() * 1e3, "request");
     resp
@@ -83,8 +93,11 @@ fn route_name(p: &str) -> &'static str {
 }
 
 async fn not_found(req: Request) -> Response {
-    ApiError::not_found(format!("the server could not find the requested resource {:?}", req.uri().path()))
-        .into_response()
+    ApiError::not_found(format!(
+        "the server could not find the requested resource {:?}",
+        req.uri().path()
+    ))
+    .into_response()
 }
 
 async fn method_not_allowed() -> Response {
@@ -93,7 +106,11 @@ async fn method_not_allowed() -> Response {
 
 /// The aggregated listener's router. `ready` reports whether the
 /// authentication configuration has been loaded.
-pub fn router(api: Arc<LogApi>, authn: Authenticator, request_header: Option<RequestHeaderSource>) -> Router {
+pub fn router(
+    api: Arc<LogApi>,
+    authn: Authenticator,
+    request_header: Option<RequestHeaderSource>,
+) -> Router {
     let metrics = api.metrics.clone();
     let readyz = move || {
         let rh = request_header.clone();
@@ -101,7 +118,8 @@ pub fn router(api: Arc<LogApi>, authn: Authenticator, request_header: Option<Req
             if rh.as_ref().is_none_or(RequestHeaderSource::is_loaded) {
                 (StatusCode::OK, "ok").into_response()
             } else {
-                ApiError::unavailable("the authentication configuration is not loaded yet").into_response()
+                ApiError::unavailable("the authentication configuration is not loaded yet")
+                    .into_response()
             }
         }
     };
@@ -112,15 +130,30 @@ pub fn router(api: Arc<LogApi>, authn: Authenticator, request_header: Option<Req
         )
         .with_state(api)
         .route("/apis", get(discovery::apis).fallback(method_not_allowed))
-        .route("/apis/logs.kruntimes.io", get(discovery::group).fallback(method_not_allowed))
-        .route("/apis/logs.kruntimes.io/v1alpha1", get(discovery::resources).fallback(method_not_allowed))
+        .route(
+            "/apis/logs.kruntimes.io",
+            get(discovery::group).fallback(method_not_allowed),
+        )
+        .route(
+            "/apis/logs.kruntimes.io/v1alpha1",
+            get(discovery::resources).fallback(method_not_allowed),
+        )
         .route("/openapi/v2", get(discovery::openapi_v2))
         .route("/openapi/v3", get(discovery::openapi_v3_index))
-        .route("/openapi/v3/apis/logs.kruntimes.io/v1alpha1", get(discovery::openapi_v3_group))
+        .route(
+            "/openapi/v3/apis/logs.kruntimes.io/v1alpha1",
+            get(discovery::openapi_v3_group),
+        )
         .route("/healthz", get(|| async { "ok" }))
         .route("/livez", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .fallback(not_found)
-        .layer(middleware::from_fn_with_state(AuthnState { authn }, authenticate))
-        .layer(middleware::from_fn_with_state((metrics, "apiserver"), observe))
+        .layer(middleware::from_fn_with_state(
+            AuthnState { authn },
+            authenticate,
+        ))
+        .layer(middleware::from_fn_with_state(
+            (metrics, "apiserver"),
+            observe,
+        ))
 }

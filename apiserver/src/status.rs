@@ -58,7 +58,11 @@ impl ApiError {
     }
 
     pub fn unavailable(message: impl Into<String>) -> Self {
-        let mut e = Self::new(StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable", message);
+        let mut e = Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "ServiceUnavailable",
+            message,
+        );
         e.retry_after = Some(1);
         e
     }
@@ -76,7 +80,12 @@ impl ApiError {
     }
 
     /// Names the object the failure is about in the Status `details`.
-    pub fn about(mut self, group: &'static str, kind: &'static str, name: impl Into<String>) -> Self {
+    pub fn about(
+        mut self,
+        group: &'static str,
+        kind: &'static str,
+        name: impl Into<String>,
+    ) -> Self {
         self.details = Some(StatusDetails {
             name: name.into(),
             group,
@@ -100,9 +109,11 @@ impl ApiError {
             status["details"] = json!({"name": d.name, "group": d.group, "kind": d.kind});
         }
         if let Some(secs) = self.retry_after {
-            let details = status
-                .as_object_mut()
-                .and_then(|o| o.entry("details").or_insert_with(|| json!({})).as_object_mut());
+            let details = status.as_object_mut().and_then(|o| {
+                o.entry("details")
+                    .or_insert_with(|| json!({}))
+                    .as_object_mut()
+            });
             if let Some(details) = details {
                 details.insert("retryAfterSeconds".into(), json!(secs));
             }
@@ -115,10 +126,13 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = serde_json::to_vec(&self.to_status()).unwrap_or_default();
         let mut resp = (self.code, body).into_response();
-        resp.headers_mut()
-            .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
         if let Some(secs) = self.retry_after {
-            resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         resp
     }

@@ -20,7 +20,10 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
     #[error("failed to read {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path} holds no PEM certificate")]
     NoCertificate { path: PathBuf },
     #[error("{path} holds no usable PEM private key: {reason}")]
@@ -33,7 +36,9 @@ pub enum TlsError {
 
 /// Parses PEM certificates.
 pub fn parse_certs(pem: &[u8]) -> Vec<CertificateDer<'static>> {
-    CertificateDer::pem_slice_iter(pem).filter_map(Result::ok).collect()
+    CertificateDer::pem_slice_iter(pem)
+        .filter_map(Result::ok)
+        .collect()
 }
 
 /// A root store from a PEM CA bundle.
@@ -43,7 +48,9 @@ pub fn root_store(pem: &[u8], what: &str) -> Result<RootCertStore, TlsError> {
         let _ = roots.add(cert);
     }
     if roots.is_empty() {
-        return Err(TlsError::EmptyRoots { what: what.to_owned() });
+        return Err(TlsError::EmptyRoots {
+            what: what.to_owned(),
+        });
     }
     Ok(roots)
 }
@@ -66,10 +73,13 @@ pub fn load_certified_key(cert: &PathBuf, key: &PathBuf) -> Result<CertifiedKey,
         reason: e.to_string(),
     })?;
     let provider = rustls::crypto::ring::default_provider();
-    let signing_key = provider.key_provider.load_private_key(key_der).map_err(|e| TlsError::Key {
-        path: key.clone(),
-        reason: e.to_string(),
-    })?;
+    let signing_key = provider
+        .key_provider
+        .load_private_key(key_der)
+        .map_err(|e| TlsError::Key {
+            path: key.clone(),
+            reason: e.to_string(),
+        })?;
     Ok(CertifiedKey::new(chain, signing_key))
 }
 
@@ -88,7 +98,9 @@ pub struct ReloadingCert {
 
 impl fmt::Debug for ReloadingCert {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ReloadingCert").field("cert", &self.cert).finish()
+        f.debug_struct("ReloadingCert")
+            .field("cert", &self.cert)
+            .finish()
     }
 }
 

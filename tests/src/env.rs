@@ -16,7 +16,10 @@ use serde_json::{Value, json};
 
 /// The repository root.
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
 }
 
 /// Variables printed by `hack/testenv up`.
@@ -40,8 +43,11 @@ pub fn env() -> &'static TestEnv {
     ENV.get_or_init(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();
         if let (Ok(state), Ok(_)) = (std::env::var("TESTENV_STATE"), std::env::var("CONSOLE_URL")) {
-            let text = std::fs::read_to_string(Path::new(&state).join("env.sh")).expect("reading $TESTENV_STATE/env.sh");
-            return TestEnv { vars: parse_exports(&text) };
+            let text = std::fs::read_to_string(Path::new(&state).join("env.sh"))
+                .expect("reading $TESTENV_STATE/env.sh");
+            return TestEnv {
+                vars: parse_exports(&text),
+            };
         }
         let state = repo_root().join("target/testenv");
         let out = Command::new(repo_root().join("hack/testenv"))
@@ -89,16 +95,22 @@ impl TestEnv {
 
     /// An admin client (for setting up fixtures).
     pub async fn admin(&self) -> Client {
-        let kubeconfig = kube::config::Kubeconfig::read_from(self.var("KUBECONFIG")).expect("admin kubeconfig");
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
-            .await
-            .expect("admin config");
+        let kubeconfig =
+            kube::config::Kubeconfig::read_from(self.var("KUBECONFIG")).expect("admin kubeconfig");
+        let config = kube::Config::from_custom_kubeconfig(
+            kubeconfig,
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await
+        .expect("admin config");
         Client::try_from(config).expect("admin client")
     }
 
     /// `kubectl` against the control plane as the holder of `token` (none: no credential).
     pub fn kubectl(&self, token: Option<&str>, args: &[&str]) -> Output {
-        self.kubectl_command(token, args).output().expect("running kubectl")
+        self.kubectl_command(token, args)
+            .output()
+            .expect("running kubectl")
     }
 
     /// The `kubectl` command without running it.
@@ -136,7 +148,10 @@ impl TestEnv {
 }
 
 fn run_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("kruntimes.io", "v1alpha1", "Run"), "runs")
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("kruntimes.io", "v1alpha1", "Run"),
+        "runs",
+    )
 }
 
 /// A unique, valid object name with `prefix`.
@@ -166,7 +181,8 @@ impl Fixtures {
 
     /// A Runtime Pod bound to the fake Node, with a `runtimed` container. Returns its UID.
     pub async fn create_pod(&self, name: &str, runtime: &str) -> String {
-        let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(self.client.clone(), &self.ns);
+        let pods: Api<k8s_openapi::api::core::v1::Pod> =
+            Api::namespaced(self.client.clone(), &self.ns);
         let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "labels": {"runtime": runtime}},
@@ -174,12 +190,16 @@ impl Fixtures {
                      "containers": [{"name": "runtimed", "image": "kruntimes/runtimed:test"}]},
         }))
         .expect("pod json");
-        let created = pods.create(&PostParams::default(), &pod).await.expect("creating pod");
+        let created = pods
+            .create(&PostParams::default(), &pod)
+            .await
+            .expect("creating pod");
         created.metadata.uid.expect("pod uid")
     }
 
     pub async fn delete_pod(&self, name: &str) {
-        let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(self.client.clone(), &self.ns);
+        let pods: Api<k8s_openapi::api::core::v1::Pod> =
+            Api::namespaced(self.client.clone(), &self.ns);
         let dp = kube::api::DeleteParams {
             grace_period_seconds: Some(0),
             ..Default::default()
@@ -195,7 +215,13 @@ impl Fixtures {
     }
 
     /// A Run with `mode` (`task`, `function`, `session`). Returns its UID.
-    pub async fn create_run(&self, name: &str, runtime: &str, mode: &str, extra_spec: Value) -> String {
+    pub async fn create_run(
+        &self,
+        name: &str,
+        runtime: &str,
+        mode: &str,
+        extra_spec: Value,
+    ) -> String {
         let mut spec = json!({"runtime": runtime, "mode": {mode: {}}});
         if let (Some(s), Some(extra)) = (spec.as_object_mut(), extra_spec.as_object()) {
             for (k, v) in extra {
@@ -208,14 +234,22 @@ impl Fixtures {
             "spec": spec,
         }))
         .expect("run json");
-        let created = self.runs().create(&PostParams::default(), &obj).await.expect("creating run");
+        let created = self
+            .runs()
+            .create(&PostParams::default(), &obj)
+            .await
+            .expect("creating run");
         created.metadata.uid.expect("run uid")
     }
 
     /// Merges `status` into the Run's status.
     pub async fn set_run_status(&self, name: &str, status: Value) {
         self.runs()
-            .patch_status(name, &PatchParams::default(), &Patch::Merge(json!({"status": status})))
+            .patch_status(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": status})),
+            )
             .await
             .expect("patching run status");
     }
@@ -259,14 +293,30 @@ impl Fixtures {
     }
 }
 
-/// A runtimed line for a Run.
-pub fn runtimed_line(run_uid: &str, run: &str, ns: &str, pod: &str, stream: &str, message: &str) -> String {
-    json!({"run_uid": run_uid, "run_name": run, "namespace": ns, "runtime": "bash",
-           "pod": pod, "stream": stream, "message": message})
-    .to_string()
+/// A runtimed line for a Run, fields in runtimed's order (`run_uid` first).
+pub fn runtimed_line(
+    run_uid: &str,
+    run: &str,
+    ns: &str,
+    pod: &str,
+    stream: &str,
+    message: &str,
+) -> String {
+    let q = |v: &str| Value::String(v.to_owned()).to_string();
+    format!(
+        r#"{{"run_uid":{},"run_name":{},"namespace":{},"runtime":"bash","pod":{},"stream":{},"message":{}}}"#,
+        q(run_uid),
+        q(run),
+        q(ns),
+        q(pod),
+        q(stream),
+        q(message)
+    )
 }
 
 /// Now, as the RFC 3339 seconds the API server stores.
 pub fn now_rfc3339() -> String {
-    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
 }

@@ -36,9 +36,16 @@ impl ResourceAttributes {
             Some(s) => format!("{}/{}", self.resource, s),
             None => self.resource.to_owned(),
         };
-        let res = if self.group.is_empty() { res } else { format!("{res}.{}", self.group) };
+        let res = if self.group.is_empty() {
+            res
+        } else {
+            format!("{res}.{}", self.group)
+        };
         match &self.name {
-            Some(n) => format!("{} {res} {n:?} in namespace {:?}", self.verb, self.namespace),
+            Some(n) => format!(
+                "{} {res} {n:?} in namespace {:?}",
+                self.verb, self.namespace
+            ),
             None => format!("{} {res} in namespace {:?}", self.verb, self.namespace),
         }
     }
@@ -54,7 +61,12 @@ pub enum Decision {
 struct DecisionExpiry;
 
 impl Expiry<[u8; 32], (Decision, Duration)> for DecisionExpiry {
-    fn expire_after_create(&self, _k: &[u8; 32], v: &(Decision, Duration), _now: Instant) -> Option<Duration> {
+    fn expire_after_create(
+        &self,
+        _k: &[u8; 32],
+        v: &(Decision, Duration),
+        _now: Instant,
+    ) -> Option<Duration> {
         Some(v.1)
     }
 }
@@ -79,13 +91,20 @@ impl AccessReview {
         Self {
             client,
             ttl: ttl.min(MAX_CACHE_TTL),
-            cache: Cache::builder().max_capacity(100_000).expire_after(DecisionExpiry).build(),
+            cache: Cache::builder()
+                .max_capacity(100_000)
+                .expire_after(DecisionExpiry)
+                .build(),
             metrics,
         }
     }
 
     /// May `caller` do `attrs`?
-    pub async fn check(&self, caller: &Caller, attrs: &ResourceAttributes) -> Result<Decision, ReviewUnavailable> {
+    pub async fn check(
+        &self,
+        caller: &Caller,
+        attrs: &ResourceAttributes,
+    ) -> Result<Decision, ReviewUnavailable> {
         // As Kubernetes' delegated authorizer does, members of system:masters are always allowed.
         if caller.in_group("system:masters") {
             return Ok(Decision::Allowed);
@@ -107,14 +126,19 @@ impl AccessReview {
         Ok(decision)
     }
 
-    async fn call(&self, caller: &Caller, attrs: &ResourceAttributes) -> Result<Decision, ReviewUnavailable> {
+    async fn call(
+        &self,
+        caller: &Caller,
+        attrs: &ResourceAttributes,
+    ) -> Result<Decision, ReviewUnavailable> {
         let api: Api<SubjectAccessReview> = Api::all(self.client.clone());
         let review = SubjectAccessReview {
             spec: SubjectAccessReviewSpec {
                 user: Some(caller.user.clone()),
                 uid: caller.uid.clone(),
                 groups: Some(caller.groups.clone()),
-                extra: (!caller.extra.is_empty()).then(|| caller.extra.clone().into_iter().collect()),
+                extra: (!caller.extra.is_empty())
+                    .then(|| caller.extra.clone().into_iter().collect()),
                 resource_attributes: Some(K8sResourceAttributes {
                     verb: Some(attrs.verb.to_owned()),
                     group: Some(attrs.group.to_owned()),
@@ -128,11 +152,17 @@ impl AccessReview {
             },
             ..Default::default()
         };
-        let result = api.create(&PostParams::default(), &review).await.map_err(|error| {
-            tracing::warn!(%error, "SubjectAccessReview failed");
-            self.metrics.access_reviews.get_or_create(&ResultLabels { result: "error" }).inc();
-            ReviewUnavailable
-        })?;
+        let result = api
+            .create(&PostParams::default(), &review)
+            .await
+            .map_err(|error| {
+                tracing::warn!(%error, "SubjectAccessReview failed");
+                self.metrics
+                    .access_reviews
+                    .get_or_create(&ResultLabels { result: "error" })
+                    .inc();
+                ReviewUnavailable
+            })?;
         let status = result.status.unwrap_or_default();
         let allowed = status.allowed && status.denied != Some(true);
         self.metrics

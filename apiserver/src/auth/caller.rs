@@ -37,7 +37,9 @@ impl BearerToken {
             return Err(AuthError::TokenTooLong);
         }
         if !token.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err(AuthError::MalformedHeader("the token has characters a token cannot have"));
+            return Err(AuthError::MalformedHeader(
+                "the token has characters a token cannot have",
+            ));
         }
         Ok(Self(token.into()))
     }
@@ -112,7 +114,13 @@ pub fn from_client_certificate(cert: &CertificateDer<'_>) -> Option<Caller> {
 /// The common name of a certificate.
 pub fn common_name(cert: &CertificateDer<'_>) -> Option<String> {
     let (_, parsed) = x509_parser::parse_x509_certificate(cert.as_ref()).ok()?;
-    let cn = parsed.subject().iter_common_name().next()?.as_str().ok()?.to_owned();
+    let cn = parsed
+        .subject()
+        .iter_common_name()
+        .next()?
+        .as_str()
+        .ok()?
+        .to_owned();
     Some(cn)
 }
 
@@ -138,16 +146,27 @@ mod tests {
     fn jwt_expiry_is_read() {
         use base64::Engine;
         let enc = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
-        let t = format!("{}.{}.sig", enc(r#"{"alg":"RS256"}"#), enc(r#"{"exp":1700000000}"#));
-        assert_eq!(BearerToken::new(&t).unwrap().jwt_expiry(), Some(1_700_000_000));
+        let t = format!(
+            "{}.{}.sig",
+            enc(r#"{"alg":"RS256"}"#),
+            enc(r#"{"exp":1700000000}"#)
+        );
+        assert_eq!(
+            BearerToken::new(&t).unwrap().jwt_expiry(),
+            Some(1_700_000_000)
+        );
         assert_eq!(BearerToken::new("opaque").unwrap().jwt_expiry(), None);
     }
 
     #[test]
     fn client_certificate_names_user_and_groups() {
         let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.distinguished_name.push(rcgen::DnType::CommonName, "alice");
-        params.distinguished_name.push(rcgen::DnType::OrganizationName, "devs");
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "alice");
+        params
+            .distinguished_name
+            .push(rcgen::DnType::OrganizationName, "devs");
         let key = rcgen::KeyPair::generate().unwrap();
         let cert = params.self_signed(&key).unwrap();
         let caller = from_client_certificate(cert.der()).unwrap();

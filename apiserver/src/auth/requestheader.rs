@@ -162,10 +162,9 @@ impl RequestHeaderSource {
         };
         tokio::spawn(async move {
             let api: Api<ConfigMap> = Api::namespaced(client, CONFIGMAP_NAMESPACE);
-            let config = watcher::Config::default().fields(&format!("metadata.name={CONFIGMAP_NAME}"));
-            let mut stream = watcher::watcher(api, config)
-                .default_backoff()
-                .boxed();
+            let config =
+                watcher::Config::default().fields(&format!("metadata.name={CONFIGMAP_NAME}"));
+            let mut stream = watcher::watcher(api, config).default_backoff().boxed();
             while let Some(event) = stream.next().await {
                 let cm = match event {
                     Ok(watcher::Event::Apply(cm) | watcher::Event::InitApply(cm)) => cm,
@@ -217,18 +216,35 @@ mod tests {
 
     fn cert(cn: &str) -> CertificateDer<'static> {
         let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.distinguished_name.push(rcgen::DnType::CommonName, cn);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, cn);
         let key = rcgen::KeyPair::generate().unwrap();
         params.self_signed(&key).unwrap().der().clone()
     }
 
     fn config() -> RequestHeaderConfig {
         let mut data = BTreeMap::new();
-        data.insert("requestheader-username-headers".into(), r#"["X-Remote-User"]"#.into());
-        data.insert("requestheader-group-headers".into(), r#"["X-Remote-Group"]"#.into());
-        data.insert("requestheader-extra-headers-prefix".into(), r#"["X-Remote-Extra-"]"#.into());
-        data.insert("requestheader-uid-headers".into(), r#"["X-Remote-Uid"]"#.into());
-        data.insert("requestheader-allowed-names".into(), r#"["front-proxy-client"]"#.into());
+        data.insert(
+            "requestheader-username-headers".into(),
+            r#"["X-Remote-User"]"#.into(),
+        );
+        data.insert(
+            "requestheader-group-headers".into(),
+            r#"["X-Remote-Group"]"#.into(),
+        );
+        data.insert(
+            "requestheader-extra-headers-prefix".into(),
+            r#"["X-Remote-Extra-"]"#.into(),
+        );
+        data.insert(
+            "requestheader-uid-headers".into(),
+            r#"["X-Remote-Uid"]"#.into(),
+        );
+        data.insert(
+            "requestheader-allowed-names".into(),
+            r#"["front-proxy-client"]"#.into(),
+        );
         RequestHeaderConfig::from_configmap(&data)
     }
 
@@ -240,7 +256,9 @@ mod tests {
         h.append("x-remote-group", "b".parse().unwrap());
         h.insert("x-remote-extra-scopes%2fx", "s1".parse().unwrap());
         h.insert("x-remote-uid", "u-1".parse().unwrap());
-        let c = config().caller_from(&cert("front-proxy-client"), &h).unwrap();
+        let c = config()
+            .caller_from(&cert("front-proxy-client"), &h)
+            .unwrap();
         assert_eq!(c.user, "alice");
         assert_eq!(c.groups, ["a", "b"]);
         assert_eq!(c.uid.as_deref(), Some("u-1"));
@@ -256,6 +274,10 @@ mod tests {
 
     #[test]
     fn no_user_header_is_no_caller() {
-        assert!(config().caller_from(&cert("front-proxy-client"), &HeaderMap::new()).is_none());
+        assert!(
+            config()
+                .caller_from(&cert("front-proxy-client"), &HeaderMap::new())
+                .is_none()
+        );
     }
 }

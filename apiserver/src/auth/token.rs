@@ -9,8 +9,8 @@ use kube::{Api, Client};
 use moka::Expiry;
 use moka::future::Cache;
 
-use super::caller::{AuthMethod, BearerToken, Caller};
 use super::AuthError;
+use super::caller::{AuthMethod, BearerToken, Caller};
 use crate::metrics::{Metrics, ResultLabels};
 
 #[derive(Clone, Debug)]
@@ -66,7 +66,11 @@ impl TokenReviewer {
                 failure: Duration::from_secs(2).min(success_ttl),
             })
             .build();
-        Self { client, cache, metrics }
+        Self {
+            client,
+            cache,
+            metrics,
+        }
     }
 
     /// The caller this token belongs to.
@@ -88,7 +92,9 @@ impl TokenReviewer {
             return Err(AuthError::InvalidToken);
         }
         let outcome = self.call(&token, expiry).await?;
-        self.cache.insert(key, Arc::new((outcome.clone(), expiry))).await;
+        self.cache
+            .insert(key, Arc::new((outcome.clone(), expiry)))
+            .await;
         match outcome {
             Outcome::Authenticated(mut c) => {
                 c.token = Some(token);
@@ -107,19 +113,32 @@ impl TokenReviewer {
             },
             ..Default::default()
         };
-        let result = api.create(&PostParams::default(), &review).await.map_err(|e| {
-            self.metrics.token_reviews.get_or_create(&ResultLabels { result: "error" }).inc();
-            // The error text of a failed review never includes the token.
-            tracing::warn!(error = %e, "TokenReview failed");
-            AuthError::Unavailable("the token could not be reviewed: the Kubernetes API is unreachable".into())
-        })?;
+        let result = api
+            .create(&PostParams::default(), &review)
+            .await
+            .map_err(|e| {
+                self.metrics
+                    .token_reviews
+                    .get_or_create(&ResultLabels { result: "error" })
+                    .inc();
+                // The error text of a failed review never includes the token.
+                tracing::warn!(error = %e, "TokenReview failed");
+                AuthError::Unavailable(
+                    "the token could not be reviewed: the Kubernetes API is unreachable".into(),
+                )
+            })?;
         let status = result.status.unwrap_or_default();
         let user = status.user.unwrap_or_default();
-        let authenticated = status.authenticated == Some(true) && user.username.as_deref().is_some_and(|u| !u.is_empty());
+        let authenticated = status.authenticated == Some(true)
+            && user.username.as_deref().is_some_and(|u| !u.is_empty());
         self.metrics
             .token_reviews
             .get_or_create(&ResultLabels {
-                result: if authenticated { "authenticated" } else { "rejected" },
+                result: if authenticated {
+                    "authenticated"
+                } else {
+                    "rejected"
+                },
             })
             .inc();
         if !authenticated {

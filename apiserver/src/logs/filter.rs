@@ -125,12 +125,25 @@ impl RunFilter {
     /// The record for a line longer than [`super::MAX_LINE_BYTES`], of which only
     /// `prefix` was kept: the top-level fields before the message are read from
     /// the prefix; the message itself is replaced by a note.
-    pub fn oversized_record(&self, prefix: &[u8], total_len: u64, time: Option<&str>) -> Option<LogRecord> {
-        if !self.is_candidate(prefix) {
+    /// Fields written after the message are read from `suffix`, the line's last bytes.
+    pub fn oversized_record(
+        &self,
+        prefix: &[u8],
+        suffix: &[u8],
+        total_len: u64,
+        time: Option<&str>,
+    ) -> Option<LogRecord> {
+        if !self.is_candidate(prefix) && !self.is_candidate(suffix) {
             return None;
         }
-        let fields = scan_top_level_strings(prefix);
-        let get = |k: &str| fields.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+        let mut fields = scan_top_level_strings(prefix);
+        fields.extend(scan_trailing_strings(suffix));
+        let get = |k: &str| {
+            fields
+                .iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.clone())
+        };
         if get("run_uid").as_deref() != Some(self.uid.as_str()) {
             return None;
         }
@@ -163,13 +176,17 @@ fn scan_top_level_strings(buf: &[u8]) -> Vec<(String, String)> {
     i += 1;
     loop {
         i = skip_ws(buf, i);
-        let Some((key, next)) = read_string(buf, i) else { return out };
+        let Some((key, next)) = read_string(buf, i) else {
+            return out;
+        };
         i = skip_ws(buf, next);
         if buf.get(i) != Some(&b':') {
             return out;
         }
         i = skip_ws(buf, i + 1);
-        let Some((value, next)) = read_string(buf, i) else { return out };
+        let Some((value, next)) = read_string(buf, i) else {
+            return out;
+        };
         out.push((key, value));
         i = skip_ws(buf, next);
         match buf.get(i) {
@@ -177,6 +194,36 @@ fn scan_top_level_strings(buf: &[u8]) -> Vec<(String, String)> {
             _ => return out,
         }
     }
+}
+
+/// Reads `"key": "string"` members from the end of a flat JSON object whose
+/// beginning was not kept. A member counts only where its key's quote
+/// follows a `,` (inside a JSON string every quote is escaped, so a
+/// message cannot fake one).
+fn scan_trailing_strings(buf: &[u8]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(off) = memchr::memchr(b',', &buf[i..]) {
+        let comma = i + off;
+        i = comma + 1;
+        // An escaped or string-internal comma is followed by something else than a key.
+        let k = skip_ws(buf, comma + 1);
+        let Some((key, next)) = read_string(buf, k) else {
+            continue;
+        };
+        let c = skip_ws(buf, next);
+        if buf.get(c) != Some(&b':') {
+            continue;
+        }
+        let v = skip_ws(buf, c + 1);
+        if let Some((value, next)) = read_string(buf, v) {
+            let end = skip_ws(buf, next);
+            if matches!(buf.get(end), Some(b',' | b'}')) {
+                out.push((key, value));
+            }
+        }
+    }
+    out
 }
 
 fn skip_ws(buf: &[u8], mut i: usize) -> usize {
@@ -218,8 +265,11 @@ mod tests {
     #[test]
     fn keeps_exact_uid_only() {
         let f = filter();
-        let mine = format!(r#"{{"run_uid":"{UID}","stream":"stdout","message":"hello","pod":"p1"}}"#);
-        let rec = f.record(mine.as_bytes(), Some("2026-01-01T00:00:00Z")).expect("own line kept");
+        let mine =
+            format!(r#"{{"run_uid":"{UID}","stream":"stdout","message":"hello","pod":"p1"}}"#);
+        let rec = f
+            .record(mine.as_bytes(), Some("2026-01-01T00:00:00Z"))
+            .expect("own line kept");
         assert_eq!(rec.message, "hello");
         assert_eq!(rec.pod, "p1");
         assert_eq!(rec.time.as_deref(), Some("2026-01-01T00:00:00Z"));
@@ -245,9 +295,21 @@ mod tests {
     #[test]
     fn rejects_non_json_and_missing_uid() {
         let f = filter();
-        assert!(f.record(format!("plain text {UID}").as_bytes(), None).is_none());
-        assert!(f.record(format!(r#"{{"message":"{UID}"}}"#).as_bytes(), None).is_none());
-        assert!(f.record(format!(r#"{{"run_uid":null,"message":"{UID}"}}"#).as_bytes(), None).is_none());
+        assert!(
+            f.record(format!("plain text {UID}").as_bytes(), None)
+                .is_none()
+        );
+        assert!(
+            f.record(format!(r#"{{"message":"{UID}"}}"#).as_bytes(), None)
+                .is_none()
+        );
+        assert!(
+            f.record(
+                format!(r#"{{"run_uid":null,"message":"{UID}"}}"#).as_bytes(),
+                None
+            )
+            .is_none()
+        );
         assert!(f.record(format!(r#"["{UID}"]"#).as_bytes(), None).is_none());
     }
 
@@ -257,7 +319,10 @@ mod tests {
         let out = format!(r#"{{"run_uid":"{UID}","stream":"stdout","message":"o"}}"#);
         let err = format!(r#"{{"run_uid":"{UID}","stream":"stderr","message":"e"}}"#);
         assert!(f.record(out.as_bytes(), None).is_none());
-        assert_eq!(f.record(err.as_bytes(), None).map(|r| r.message), Some("e".into()));
+        assert_eq!(
+            f.record(err.as_bytes(), None).map(|r| r.message),
+            Some("e".into())
+        );
     }
 
     #[test]
@@ -267,21 +332,46 @@ mod tests {
         let rec = f.record(line.as_bytes(), None).expect("kept");
         assert_eq!(rec.message, "a\"b\n");
         assert_eq!(rec.invocation_id.as_deref(), Some("inv-1"));
-        assert_eq!(rec.pod, "pool-0", "falls back to the assigned pod")
-            ;
+        assert_eq!(rec.pod, "pool-0", "falls back to the assigned pod");
     }
 
     #[test]
     fn oversized_reads_fields_before_the_cut() {
         let f = filter();
-        let prefix = format!(r#"{{"run_uid":"{UID}","stream":"stderr","pod":"p9","message":"xxxxxxxx"#);
-        let rec = f.oversized_record(prefix.as_bytes(), 5 << 20, None).expect("kept");
+        let prefix =
+            format!(r#"{{"run_uid":"{UID}","stream":"stderr","pod":"p9","message":"xxxxxxxx"#);
+        let rec = f
+            .oversized_record(prefix.as_bytes(), b"", 5 << 20, None)
+            .expect("kept");
         assert!(rec.truncated);
         assert_eq!(rec.stream, "stderr");
         assert_eq!(rec.pod, "p9");
         let other = format!(r#"{{"run_uid":"x","message":"{UID}"#);
-        assert!(f.oversized_record(other.as_bytes(), 5 << 20, None).is_none());
+        assert!(
+            f.oversized_record(other.as_bytes(), b"", 5 << 20, None)
+                .is_none()
+        );
         let nested = format!(r#"{{"meta":{{"run_uid":"{UID}"}},"message":"#);
-        assert!(f.oversized_record(nested.as_bytes(), 5 << 20, None).is_none());
+        assert!(
+            f.oversized_record(nested.as_bytes(), b"", 5 << 20, None)
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn oversized_reads_fields_after_the_message() {
+        let f = filter();
+        let prefix = br#"{"message":"xxxxxxxx"#;
+        let suffix = format!(r#"xxxx","pod":"p2","run_uid":"{UID}","stream":"stdout"}}"#);
+        let rec = f
+            .oversized_record(prefix, suffix.as_bytes(), 5 << 20, None)
+            .expect("kept");
+        assert_eq!(rec.pod, "p2");
+        // The UID quoted inside the message (escaped) is not a field.
+        let fake = format!(r#"xx","run_uid":"{UID}"","run_uid":"other"}}"#);
+        assert!(
+            f.oversized_record(prefix, fake.as_bytes(), 5 << 20, None)
+                .is_none()
+        );
     }
 }

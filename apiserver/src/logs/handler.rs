@@ -63,11 +63,10 @@ pub struct RunLogMeta {
 }
 
 fn run_not_found(ns: &str, name: &str) -> ApiError {
-    ApiError::not_found(format!("runs.kruntimes.io {name:?} not found in namespace {ns:?}")).about(
-        "kruntimes.io",
-        "runs",
-        name,
-    )
+    ApiError::not_found(format!(
+        "runs.kruntimes.io {name:?} not found in namespace {ns:?}"
+    ))
+    .about("kruntimes.io", "runs", name)
 }
 
 /// Checks names, parameters and the caller's access; `Ok` means go ahead.
@@ -121,7 +120,12 @@ pub async fn get_run_log(
 }
 
 /// Serves an admitted request.
-pub async fn serve(api: Arc<LogApi>, ns: String, name: String, query: LogQuery) -> Result<Response, ApiError> {
+pub async fn serve(
+    api: Arc<LogApi>,
+    ns: String,
+    name: String,
+    query: LogQuery,
+) -> Result<Response, ApiError> {
     let runs: Api<Run> = Api::namespaced(api.service_account.clone(), &ns);
     let run = runs
         .get_opt(&name)
@@ -170,10 +174,15 @@ pub async fn serve(api: Arc<LogApi>, ns: String, name: String, query: LogQuery) 
             tracing::debug!(%error, namespace = %ns, run = %name, "follow ended");
         }
     });
-    let body = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (Ok::<_, Infallible>(b), rx)) });
+    let body = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok::<_, Infallible>(b), rx))
+    });
     let mut resp = Response::new(Body::from_stream(body));
     let h = resp.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/x-ndjson"));
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/x-ndjson"),
+    );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     h.insert("x-accel-buffering", HeaderValue::from_static("no"));
     Ok(resp)
@@ -231,7 +240,9 @@ async fn follow(
         }
     };
     check_pod(&pods, &run).await?;
-    let Some((pod, _)) = run.assignment() else { return Ok(()) };
+    let Some((pod, _)) = run.assignment() else {
+        return Ok(());
+    };
     let pod = pod.to_owned();
     let source = source_for(&api, pods, &run, &pod, &query);
     source.follow(query.tail, query.limit_bytes, tx).await
@@ -243,7 +254,9 @@ async fn wait_for_assignment(runs: &Api<Run>, run: &Run, tx: &mpsc::Sender<Bytes
     let name = run.metadata.name.clone().unwrap_or_default();
     let uid = run.metadata.uid.clone();
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
-    let mut stream = watcher::watcher(runs.clone(), config).default_backoff().boxed();
+    let mut stream = watcher::watcher(runs.clone(), config)
+        .default_backoff()
+        .boxed();
     let mut listed = false;
     loop {
         let event = tokio::select! {

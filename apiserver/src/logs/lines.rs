@@ -10,7 +10,12 @@ pub struct Line {
     /// Length of the whole line.
     pub len: u64,
     pub oversized: bool,
+    /// The last bytes of an oversized line (fields written after a huge message).
+    pub suffix: Vec<u8>,
 }
+
+/// Bytes kept from the end of an oversized line.
+pub const SUFFIX_BYTES: usize = 4096;
 
 impl Line {
     /// Splits the kubelet's `timestamps=true` prefix (`<RFC 3339> `) from the content.
@@ -30,7 +35,9 @@ pub fn split_timestamp(bytes: &[u8]) -> (Option<&str>, &[u8]) {
         && head[4] == b'-'
         && head[7] == b'-'
         && head[10] == b'T'
-        && (head.ends_with(b"Z") || head.get(head.len() - 6) == Some(&b'+') || head.get(head.len() - 6) == Some(&b'-'));
+        && (head.ends_with(b"Z")
+            || head.get(head.len() - 6) == Some(&b'+')
+            || head.get(head.len() - 6) == Some(&b'-'));
     if !looks_like_time {
         return (None, bytes);
     }
@@ -68,6 +75,7 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
         line.bytes.clear();
         line.len = 0;
         line.oversized = false;
+        line.suffix.clear();
         loop {
             let buf = self.inner.fill_buf().await?;
             if buf.is_empty() {
@@ -81,8 +89,19 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
             let room = self.max.saturating_sub(line.bytes.len());
             if chunk.len() > room {
                 line.oversized = true;
+                let rest = &chunk[room..];
+                if rest.len() >= SUFFIX_BYTES {
+                    line.suffix.clear();
+                    line.suffix
+                        .extend_from_slice(&rest[rest.len() - SUFFIX_BYTES..]);
+                } else {
+                    let overflow = (line.suffix.len() + rest.len()).saturating_sub(SUFFIX_BYTES);
+                    line.suffix.drain(..overflow);
+                    line.suffix.extend_from_slice(rest);
+                }
             }
-            line.bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            line.bytes
+                .extend_from_slice(&chunk[..chunk.len().min(room)]);
             line.len += chunk.len() as u64;
             let used = done.unwrap_or(buf_len);
             self.inner.consume_unpin(used);
@@ -106,7 +125,10 @@ mod tests {
         let mut data = b"one\ntwo\r\n".to_vec();
         data.extend(std::iter::repeat_n(b'x', 100));
         data.extend(b"\nlast");
-        let mut r = LineReader::new(futures::io::BufReader::with_capacity(7, futures::io::Cursor::new(data.clone())), 10);
+        let mut r = LineReader::new(
+            futures::io::BufReader::with_capacity(7, futures::io::Cursor::new(data.clone())),
+            10,
+        );
         let mut l = Line::default();
         assert!(r.next_line(&mut l).await.unwrap());
         assert_eq!(l.bytes, b"one");
@@ -115,6 +137,7 @@ mod tests {
         assert!(r.next_line(&mut l).await.unwrap());
         assert!(l.oversized);
         assert_eq!(l.bytes.len(), 10);
+        assert_eq!(l.suffix.len(), 90);
         assert_eq!(l.len, 100);
         assert!(r.next_line(&mut l).await.unwrap());
         assert_eq!(l.bytes, b"last");

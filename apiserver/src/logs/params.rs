@@ -64,7 +64,8 @@ impl LogQuery {
                     q.tail = parse_bounded(&v, MAX_TAIL_RECORDS).ok_or(ParamError::TailLines(v))?;
                 }
                 "limitBytes" => {
-                    q.limit_bytes = parse_bounded(&v, MAX_LIMIT_BYTES).ok_or(ParamError::LimitBytes(v))?;
+                    q.limit_bytes =
+                        parse_bounded(&v, MAX_LIMIT_BYTES).ok_or(ParamError::LimitBytes(v))?;
                 }
                 "follow" => {
                     q.follow = match v.as_str() {
@@ -131,7 +132,8 @@ fn decode(s: &str) -> Result<String, ParamError> {
 pub fn is_dns1123_label(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63
-        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !s.starts_with('-')
         && !s.ends_with('-')
 }
@@ -142,7 +144,9 @@ pub fn is_dns1123_subdomain(s: &str) -> bool {
         && s.len() <= 253
         && s.split('.').all(|part| {
             !part.is_empty()
-                && part.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
                 && !part.starts_with('-')
                 && !part.ends_with('-')
         })
@@ -160,7 +164,10 @@ mod tests {
 
     #[test]
     fn accepts_good_values() {
-        let q = LogQuery::parse(Some("tailLines=2&follow=true&limitBytes=1048576&stream=stderr")).unwrap();
+        let q = LogQuery::parse(Some(
+            "tailLines=2&follow=true&limitBytes=1048576&stream=stderr",
+        ))
+        .unwrap();
         assert_eq!(q.tail, 2);
         assert!(q.follow);
         assert_eq!(q.limit_bytes, MAX_LIMIT_BYTES);
@@ -170,22 +177,58 @@ mod tests {
 
     #[test]
     fn rejects_bad_values() {
-        for bad in ["tailLines=0", "tailLines=-1", "tailLines=501", "tailLines=abc", "tailLines=", "tailLines=1e3"] {
-            assert!(matches!(LogQuery::parse(Some(bad)), Err(ParamError::TailLines(_))), "{bad}");
+        for bad in [
+            "tailLines=0",
+            "tailLines=-1",
+            "tailLines=501",
+            "tailLines=abc",
+            "tailLines=",
+            "tailLines=1e3",
+        ] {
+            assert!(
+                matches!(LogQuery::parse(Some(bad)), Err(ParamError::TailLines(_))),
+                "{bad}"
+            );
         }
-        assert!(matches!(LogQuery::parse(Some("limitBytes=1048577")), Err(ParamError::LimitBytes(_))));
-        assert!(matches!(LogQuery::parse(Some("limitBytes=0")), Err(ParamError::LimitBytes(_))));
-        assert!(matches!(LogQuery::parse(Some("follow=yes")), Err(ParamError::Follow(_))));
-        assert!(matches!(LogQuery::parse(Some("stream=both")), Err(ParamError::Stream(_))));
-        assert!(matches!(LogQuery::parse(Some("tailLines=1&tailLines=2")), Err(ParamError::Repeated(_))));
-        assert!(matches!(LogQuery::parse(Some("container=x")), Err(ParamError::Unknown(_))));
-        assert!(matches!(LogQuery::parse(Some("tailLines=%zz")), Err(ParamError::Malformed(_))));
+        assert!(matches!(
+            LogQuery::parse(Some("limitBytes=1048577")),
+            Err(ParamError::LimitBytes(_))
+        ));
+        assert!(matches!(
+            LogQuery::parse(Some("limitBytes=0")),
+            Err(ParamError::LimitBytes(_))
+        ));
+        assert!(matches!(
+            LogQuery::parse(Some("follow=yes")),
+            Err(ParamError::Follow(_))
+        ));
+        assert!(matches!(
+            LogQuery::parse(Some("stream=both")),
+            Err(ParamError::Stream(_))
+        ));
+        assert!(matches!(
+            LogQuery::parse(Some("tailLines=1&tailLines=2")),
+            Err(ParamError::Repeated(_))
+        ));
+        assert!(matches!(
+            LogQuery::parse(Some("container=x")),
+            Err(ParamError::Unknown(_))
+        ));
+        assert!(matches!(
+            LogQuery::parse(Some("tailLines=%zz")),
+            Err(ParamError::Malformed(_))
+        ));
     }
 
     #[test]
     fn messages_say_what_is_wrong() {
-        let e = LogQuery::parse(Some("tailLines=501")).unwrap_err().to_string();
-        assert!(e.contains("tailLines") && e.contains("500") && e.contains("501"), "{e}");
+        let e = LogQuery::parse(Some("tailLines=501"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("tailLines") && e.contains("500") && e.contains("501"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -56,13 +56,19 @@ impl LogSource {
             container: Some(RUNTIMED_CONTAINER.to_owned()),
             follow,
             tail_lines: Some(window),
-            since_time: self.since.map(|t| t - jiff::SignedDuration::from_secs(START_SLACK_SECS)),
+            since_time: self
+                .since
+                .map(|t| t - jiff::SignedDuration::from_secs(START_SLACK_SECS)),
             timestamps: true,
             ..LogParams::default()
         }
     }
 
-    async fn open(&self, window: i64, follow: bool) -> Result<LineReader<impl futures::io::AsyncBufRead + Unpin + use<>>, ApiError> {
+    async fn open(
+        &self,
+        window: i64,
+        follow: bool,
+    ) -> Result<LineReader<impl futures::io::AsyncBufRead + Unpin + use<>>, ApiError> {
         let stream = self
             .pods
             .log_stream(&self.pod, &self.params(window, follow))
@@ -74,7 +80,8 @@ impl LogSource {
     fn record_of(&self, line: &Line) -> Option<LogRecord> {
         let (time, content) = line.split_timestamp();
         if line.oversized {
-            self.filter.oversized_record(content, line.len, time)
+            self.filter
+                .oversized_record(content, &line.suffix, line.len, time)
         } else {
             self.filter.record(content, time)
         }
@@ -89,11 +96,9 @@ impl LogSource {
             let mut tw = TailWindow::new(max_records, max_bytes);
             let mut line = Line::default();
             let mut lines = 0i64;
-            while reader
-                .next_line(&mut line)
-                .await
-                .map_err(|e| ApiError::unavailable(format!("the log of pod {:?} broke off: {e}", self.pod)))?
-            {
+            while reader.next_line(&mut line).await.map_err(|e| {
+                ApiError::unavailable(format!("the log of pod {:?} broke off: {e}", self.pod))
+            })? {
                 lines += 1;
                 if let Some(rec) = self.record_of(&line) {
                     tw.push(rec);
@@ -121,7 +126,12 @@ impl LogSource {
 
     /// Sends the last `max_records` records, then every new record, as NDJSON
     /// lines to `tx` until the Pod log ends or the receiver goes away.
-    pub async fn follow(&self, max_records: usize, max_bytes: usize, tx: &mpsc::Sender<Bytes>) -> Result<(), ApiError> {
+    pub async fn follow(
+        &self,
+        max_records: usize,
+        max_bytes: usize,
+        tx: &mpsc::Sender<Bytes>,
+    ) -> Result<(), ApiError> {
         let tail = self.tail(max_records, max_bytes).await?;
         // The follow stream starts with the same window: its first `lines`
         // lines (or, when the window covered the log since the Run's start,
@@ -131,7 +141,9 @@ impl LogSource {
         let mut tw = Some(TailWindow::new(max_records, max_bytes));
         let mut line = Line::default();
         let mut seen = 0i64;
-        if history == 0 && let Some(w) = tw.take() {
+        if history == 0
+            && let Some(w) = tw.take()
+        {
             send_all(tx, w).await?;
         }
         loop {

@@ -119,7 +119,13 @@ mod tests {
             w.push(rec(m));
         }
         let (records, cut) = w.into_parts();
-        assert_eq!(records.iter().map(|r| r.message.as_str()).collect::<Vec<_>>(), ["b", "c"]);
+        assert_eq!(
+            records
+                .iter()
+                .map(|r| r.message.as_str())
+                .collect::<Vec<_>>(),
+            ["b", "c"]
+        );
         assert_eq!(cut, Some(Cut::TailLines));
     }
 
@@ -138,7 +144,13 @@ mod tests {
             w.push(rec(m));
         }
         let (records, cut) = w.into_parts();
-        assert_eq!(records.iter().map(|r| r.message.as_str()).collect::<Vec<_>>(), ["bb", "cc"]);
+        assert_eq!(
+            records
+                .iter()
+                .map(|r| r.message.as_str())
+                .collect::<Vec<_>>(),
+            ["bb", "cc"]
+        );
         assert_eq!(cut, Some(Cut::LimitBytes));
     }
 
