@@ -31,9 +31,10 @@ impl Stream {
 /// What the start of a record says about it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Header {
-    /// A CRI record; its content starts at byte `content_start` of the record.
+    /// A CRI record: its timestamp is bytes `..timestamp_len` of the record (checked for shape
+    /// only; see [`Header::timestamp`]) and its content starts at byte `content_start`.
     Cri {
-        timestamp: Timestamp,
+        timestamp_len: usize,
         stream: Stream,
         partial: bool,
         content_start: usize,
@@ -46,6 +47,26 @@ impl Header {
     /// True when the logical line continues in the next record.
     pub fn is_partial(&self) -> bool {
         matches!(self, Self::Cri { partial: true, .. })
+    }
+
+    /// The time of a CRI record, given the record's first bytes (the same `head` that was
+    /// classified). None for plain lines and for timestamps that do not parse.
+    pub fn timestamp(&self, head: &[u8]) -> Option<Timestamp> {
+        match self {
+            Self::Cri { timestamp_len, .. } => std::str::from_utf8(head.get(..*timestamp_len)?)
+                .ok()?
+                .parse()
+                .ok(),
+            Self::Plain => None,
+        }
+    }
+
+    /// The stream of a CRI record.
+    pub fn stream(&self) -> Option<Stream> {
+        match self {
+            Self::Cri { stream, .. } => Some(*stream),
+            Self::Plain => None,
+        }
     }
 
     /// Where the content starts within the record.
@@ -81,18 +102,48 @@ pub fn parse_header(head: &[u8], complete: bool) -> Header {
     let Some(stream) = std::str::from_utf8(stream).ok().and_then(Stream::parse) else {
         return Header::Plain;
     };
-    let Some(timestamp) = std::str::from_utf8(ts).ok().and_then(parse_rfc3339) else {
+    if !looks_like_rfc3339(ts) {
         return Header::Plain;
-    };
+    }
     let mut content_start = ts.len() + 1 + stream_len(stream) + 1 + tags.len();
     if has_content_delimiter {
         content_start += 1;
     }
     Header::Cri {
-        timestamp,
+        timestamp_len: ts.len(),
         stream,
         partial,
         content_start,
+    }
+}
+
+/// Checks the shape `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` without parsing: classifying a
+/// record must be cheap, and most requests never need its time.
+pub fn looks_like_rfc3339(text: &[u8]) -> bool {
+    const SHAPE: &[u8; 19] = b"dddd-dd-ddTdd:dd:dd";
+    if text.len() < 20 {
+        return false;
+    }
+    let shape_ok = SHAPE.iter().zip(text).all(|(&want, &got)| match want {
+        b'd' => got.is_ascii_digit(),
+        b'T' => got == b'T' || got == b't',
+        other => got == other,
+    });
+    if !shape_ok {
+        return false;
+    }
+    let mut rest = &text[19..];
+    if let Some(fraction) = rest.strip_prefix(b".") {
+        let digits = fraction.iter().take_while(|b| b.is_ascii_digit()).count();
+        if digits == 0 || digits > 9 {
+            return false;
+        }
+        rest = &fraction[digits..];
+    }
+    match rest {
+        [b'Z' | b'z'] => true,
+        [b'+' | b'-', h1, h2, b':', m1, m2] => [h1, h2, m1, m2].iter().all(|b| b.is_ascii_digit()),
+        _ => false,
     }
 }
 
@@ -141,14 +192,19 @@ mod tests {
     #[test]
     fn parses_full_and_partial_records() {
         let line = b"2024-05-01T10:00:00.123456789Z stdout F hello world";
+        let header = parse_header(line, true);
         assert_eq!(
-            parse_header(line, true),
+            header,
             Header::Cri {
-                timestamp: ts("2024-05-01T10:00:00.123456789Z"),
+                timestamp_len: 30,
                 stream: Stream::Stdout,
                 partial: false,
                 content_start: 40,
             }
+        );
+        assert_eq!(
+            header.timestamp(line),
+            Some(ts("2024-05-01T10:00:00.123456789Z"))
         );
         assert_eq!(&line[40..], b"hello world");
 
@@ -161,10 +217,8 @@ mod tests {
     #[test]
     fn accepts_extra_tags_and_offsets() {
         let line = b"2024-05-01T12:00:00+02:00 stdout F:x y";
-        let Header::Cri { timestamp, .. } = parse_header(line, true) else {
-            panic!("expected a CRI record");
-        };
-        assert_eq!(timestamp, ts("2024-05-01T10:00:00Z"));
+        let header = parse_header(line, true);
+        assert_eq!(header.timestamp(line), Some(ts("2024-05-01T10:00:00Z")));
         assert_eq!(&line[parse_header(line, true).content_start()..], b"y");
     }
 
@@ -188,6 +242,9 @@ mod tests {
             b"yesterday stdout F x",
             b"2024-05-01 stdout F x",
             b"2024-05-01T10:00:00 stdout F x",
+            b"2024-05-01T10:00:00.Z stdout F x",
+            b"2024-05-01T10:00:00+0200 stdout F x",
+            b"2024-05-01X10:00:00Z stdout F x",
             b"{\"run_uid\":\"u\",\"message\":\"m\"}",
         ] {
             assert_eq!(
@@ -197,6 +254,14 @@ mod tests {
                 String::from_utf8_lossy(line)
             );
         }
+    }
+
+    #[test]
+    fn an_impossible_date_is_a_record_without_a_time() {
+        let line = b"2024-13-45T10:00:00Z stdout F x";
+        let header = parse_header(line, true);
+        assert!(matches!(header, Header::Cri { .. }));
+        assert_eq!(header.timestamp(line), None);
     }
 
     #[test]

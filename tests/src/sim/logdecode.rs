@@ -107,15 +107,6 @@ impl Decoder {
     /// what content `head` already holds.
     fn start_record(&mut self, complete: bool, out: &mut Vec<u8>) {
         let header = parse_header(&self.head, complete);
-        let (timestamp, stream, partial) = match header {
-            Header::Cri {
-                timestamp,
-                stream,
-                partial,
-                ..
-            } => (timestamp, Some(stream), partial),
-            Header::Plain => (self.plain_time, None, false),
-        };
         let continues = self.group_open && matches!(header, Header::Cri { .. });
         let emit = if continues {
             self.group_emit
@@ -125,8 +116,13 @@ impl Decoder {
                 out.push(b'\n');
             }
             self.group_open = false;
-            let emit = self.opts.wants(timestamp, stream);
-            if emit && self.opts.timestamps {
+            let timestamp = self
+                .opts
+                .needs_time()
+                .then(|| header.timestamp(&self.head).unwrap_or(self.plain_time));
+            let emit = self.opts.wants_stream(header.stream())
+                && timestamp.is_none_or(|t| self.opts.wants_time(t));
+            if let (true, true, Some(timestamp)) = (emit, self.opts.timestamps, timestamp) {
                 out.extend_from_slice(format_rfc3339_nano(timestamp).as_bytes());
                 out.push(b' ');
             }
@@ -137,7 +133,10 @@ impl Decoder {
             out.extend_from_slice(&self.head[start..]);
         }
         self.head.clear();
-        self.body = Some(Body { emit, partial });
+        self.body = Some(Body {
+            emit,
+            partial: header.is_partial(),
+        });
     }
 
     /// The current record's newline was reached.

@@ -82,13 +82,25 @@ impl LogOptions {
 
     /// Whether a logical line with this timestamp and stream is wanted.
     pub fn wants(&self, timestamp: Timestamp, stream: Option<Stream>) -> bool {
-        if self.since.is_some_and(|since| timestamp < since) {
-            return false;
-        }
+        self.wants_time(timestamp) && self.wants_stream(stream)
+    }
+
+    /// Whether lines of this time pass `since`.
+    pub fn wants_time(&self, timestamp: Timestamp) -> bool {
+        self.since.is_none_or(|since| timestamp >= since)
+    }
+
+    /// Whether lines of this stream are wanted (plain lines have none and always are).
+    pub fn wants_stream(&self, stream: Option<Stream>) -> bool {
         match (self.stream, stream) {
             (Some(wanted), Some(actual)) => wanted == actual,
             _ => true,
         }
+    }
+
+    /// Whether deciding about or printing a line needs its time.
+    pub fn needs_time(&self) -> bool {
+        self.since.is_some() || self.timestamps
     }
 }
 

@@ -169,26 +169,17 @@ pub fn tail_start_with_block(
                 }
             }
             let complete = record_len <= MAX_HEADER as u64;
-            let record = match parse_header(head, complete) {
-                Header::Cri {
-                    timestamp,
-                    stream,
-                    partial,
-                    ..
-                } => Record {
-                    start,
-                    timestamp,
-                    stream: Some(stream),
-                    partial,
-                    plain: false,
+            let header = parse_header(head, complete);
+            let record = Record {
+                start,
+                // Only `since` needs times; parsing them is skipped otherwise.
+                timestamp: match opts.since {
+                    Some(_) => header.timestamp(head).unwrap_or(plain_time),
+                    None => plain_time,
                 },
-                Header::Plain => Record {
-                    start,
-                    timestamp: plain_time,
-                    stream: None,
-                    partial: false,
-                    plain: true,
-                },
+                stream: header.stream(),
+                partial: header.is_partial(),
+                plain: header == Header::Plain,
             };
             if let Some(later) = &later {
                 // A logical line starts at `later` unless `record` is partial and `later`
