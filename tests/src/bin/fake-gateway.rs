@@ -35,6 +35,9 @@ struct Args {
     /// `control on ADDR`.
     #[arg(long, default_value = "127.0.0.1:0")]
     control_listen: SocketAddr,
+    /// Offer only HTTP/1.1 in TLS ALPN (by default HTTP/2 is offered too).
+    #[arg(long)]
+    no_http2: bool,
     /// File to write the addresses to, atomically: the TLS address on the first line and the
     /// control address on the second.
     #[arg(long)]
@@ -67,7 +70,12 @@ async fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> Result<(), Error> {
-    let tls = tls::server_config(&args.tls_cert, &args.tls_key, Some(&args.client_ca))?;
+    let tls = tls::server_config_with_alpn(
+        &args.tls_cert,
+        &args.tls_key,
+        Some(&args.client_ca),
+        !args.no_http2,
+    )?;
     let (listener, bound) = cli::bind(args.listen).await?;
     let (control_listener, control_bound) = cli::bind(args.control_listen).await?;
 

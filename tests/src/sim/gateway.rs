@@ -68,6 +68,10 @@ pub struct RecordedRequest {
     pub method: String,
     /// Path and query.
     pub path: String,
+    /// The `Host` header, or the request target's authority (HTTP/2).
+    pub authority: Option<String>,
+    /// `HTTP/1.1` or `HTTP/2.0`.
+    pub version: String,
     /// Every header in order, as `[name, value]` (values decoded lossily).
     pub headers: Vec<(String, String)>,
     pub body_length: u64,
@@ -341,6 +345,12 @@ async fn record_and_apply_mode(
             .uri
             .path_and_query()
             .map_or_else(|| parts.uri.path().to_owned(), |pq| pq.as_str().to_owned()),
+        authority: parts
+            .headers
+            .get(header::HOST)
+            .map(|h| String::from_utf8_lossy(h.as_bytes()).into_owned())
+            .or_else(|| parts.uri.authority().map(|a| a.as_str().to_owned())),
+        version: format!("{:?}", parts.version),
         headers: header_pairs(&parts.headers),
         body_length: 0,
         client_cn: peer.as_ref().and_then(|p| p.client_cn.clone()),

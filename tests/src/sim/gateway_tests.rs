@@ -236,6 +236,8 @@ async fn invoke_echoes_identity_and_body_and_is_recorded() {
     assert_eq!(requests[0]["clientCN"], "kruntimes-console");
     assert_eq!(requests[0]["bodyLength"], 7);
     assert_eq!(requests[0]["method"], "POST");
+    assert_eq!(requests[0]["authority"], "localhost");
+    assert_eq!(requests[0]["version"], "HTTP/1.1");
     assert!(
         requests[0]["headers"]
             .as_array()

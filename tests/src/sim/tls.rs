@@ -72,6 +72,16 @@ pub fn server_config(
     key: &Path,
     client_ca: Option<&Path>,
 ) -> Result<Arc<ServerConfig>, TlsError> {
+    server_config_with_alpn(cert, key, client_ca, true)
+}
+
+/// [`server_config`], optionally offering HTTP/1.1 only.
+pub fn server_config_with_alpn(
+    cert: &Path,
+    key: &Path,
+    client_ca: Option<&Path>,
+    http2: bool,
+) -> Result<Arc<ServerConfig>, TlsError> {
     let chain = load_certs(cert)?;
     let key = load_key(key)?;
     let builder = ServerConfig::builder();
@@ -91,7 +101,11 @@ pub fn server_config(
         }
         None => builder.with_no_client_auth().with_single_cert(chain, key)?,
     };
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    config.alpn_protocols = if http2 {
+        vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+    } else {
+        vec![b"http/1.1".to_vec()]
+    };
     Ok(Arc::new(config))
 }
 
