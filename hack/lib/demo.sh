@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# Demo data for hack/dev: Runtimes with Pods, Runs in every phase, a
+# WorkflowRun with a multi-stage DAG and a child WorkflowRun, and a writer
+# that appends interleaved runtimed lines to the Pods' logs.
+
+demo_ts() { date -u +%Y-%m-%dT%H:%M:%S.%NZ; }
+
+demo_pod() { # ns name runtime
+	K apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $2
+  namespace: $1
+  labels: {runtime: $3, app.kubernetes.io/part-of: kruntimes}
+  annotations: {kruntimes.io/capacity.runs: "8", kruntimes.io/capacity.cpu: "2"}
+spec:
+  nodeName: $TESTENV_NODE
+  containers: [{name: runtimed, image: "ghcr.io/kruntimes/runtimed:demo"}]
+YAML
+	K -n "$1" patch pod "$2" --subresource status --type merge -p "{\"status\":{\"phase\":\"Running\",
+		\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"},{\"type\":\"kruntimes.io/RuntimedReady\",\"status\":\"True\",\"reason\":\"Serving\"}],
+		\"containerStatuses\":[{\"name\":\"runtimed\",\"ready\":true,\"restartCount\":0,\"image\":\"ghcr.io/kruntimes/runtimed:demo\",\"imageID\":\"\",\"started\":true,\"state\":{\"running\":{\"startedAt\":\"$(date -u +%FT%TZ)\"}}}]}}" >/dev/null
+}
+
+demo_runtime() { # ns name replicas
+	K apply -f - >/dev/null <<YAML
+apiVersion: kruntimes.io/v1alpha1
+kind: Runtime
+metadata: {name: $2, namespace: $1}
+spec:
+  replicas: $3
+  image: ghcr.io/kruntimes/runtime-$2:demo
+  port: 8080
+  capacity: {resources: {runs: 8, cpu: 2}}
+YAML
+	K -n "$1" patch runtime "$2" --subresource status --type merge \
+		-p "{\"status\":{\"replicas\":$3,\"readyReplicas\":$3,\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"PodsReady\",\"message\":\"all Runtime Pods are ready\",\"lastTransitionTime\":\"$(date -u +%FT%TZ)\"}]}}" >/dev/null
+}
+
+# demo_run ns name runtime mode phase pod [extra-status-json]
+demo_run() {
+	local ns=$1 name=$2 rt=$3 mode=$4 phase=$5 pod=${6:-} extra=${7:-}
+	local modespec="{$mode: {}}"
+	[[ $mode == session ]] && modespec="{session: {leaseSeconds: 300}}"
+	K apply -f - >/dev/null <<YAML
+apiVersion: kruntimes.io/v1alpha1
+kind: Run
+metadata:
+  name: $name
+  namespace: $ns
+  labels: {app: demo, kruntimes.io/runtime: $rt}
+spec:
+  runtime: $rt
+  mode: $modespec
+  timeout: 10m
+  retryPolicy: {maxAttempts: 3}
+  env:
+  - {name: DEMO_SECRET_LITERAL, value: "s3cr3t-literal-value"}
+  - name: DEMO_SECRET_REF
+    valueFrom: {secretKeyRef: {name: demo-credentials, key: password}}
+YAML
+	local now start status podfields=""
+	now=$(date -u +%FT%TZ)
+	start=$(date -u -d '-3 minutes' +%FT%TZ)
+	if [[ -n "$pod" ]]; then
+		local puid
+		puid=$(K -n "$ns" get pod "$pod" -o jsonpath='{.metadata.uid}')
+		podfields="\"assignedPod\":\"$pod\",\"assignedPodUID\":\"$puid\","
+	fi
+	local second=""
+	[[ $phase != Scheduled ]] && second=",{\"type\":\"$phase\",\"status\":\"True\",\"reason\":\"$phase\",\"message\":\"Run is $phase\",\"lastTransitionTime\":\"$now\"}"
+	status="{\"phase\":\"$phase\",$podfields\"attempt\":1,\"startTime\":\"$start\",
+		\"conditions\":[{\"type\":\"Scheduled\",\"status\":\"True\",\"reason\":\"Assigned\",\"message\":\"assigned to a Runtime Pod\",\"lastTransitionTime\":\"$start\"}$second]${extra:+,$extra}}"
+	if [[ $phase == Pending ]]; then
+		status="{\"phase\":\"Pending\",\"message\":\"waiting for Runtime capacity\",\"conditions\":[{\"type\":\"Scheduled\",\"status\":\"False\",\"reason\":\"NoCapacity\",\"message\":\"no Runtime Pod has free capacity\",\"lastTransitionTime\":\"$now\"}]}"
+	fi
+	K -n "$ns" patch run "$name" --subresource status --type merge -p "{\"status\":$status}" >/dev/null
+}
+
+demo_seed() {
+	local ns=team-a
+	demo_runtime $ns bash 2
+	demo_runtime $ns python 1
+	demo_pod $ns bash-pool-0 bash
+	demo_pod $ns bash-pool-1 bash
+	demo_pod $ns python-pool-0 python
+	local done_at
+	done_at=$(date -u +%FT%TZ)
+	demo_run $ns build-pending bash task Pending
+	demo_run $ns build-scheduled bash task Scheduled bash-pool-1
+	demo_run $ns build-running bash task Running bash-pool-0
+	demo_run $ns etl-running python task Running python-pool-0
+	demo_run $ns resize-function python function Ready python-pool-0
+	demo_run $ns shell-session bash session Ready bash-pool-1
+	demo_run $ns test-succeeded bash task Succeeded bash-pool-0 \
+		"\"completionTime\":\"$done_at\",\"outputs\":{\"result\":\"42 tests passed\",\"coverage\":\"87%\"},\"artifactRefs\":[{\"name\":\"junit\",\"driver\":\"s3\",\"type\":\"report\",\"location\":\"s3://demo-artifacts/team-a/test-succeeded/junit.xml\",\"sizeBytes\":18231,\"digest\":\"sha256:3f1d0c9a5b7e2d4f6a8c0e1b3d5f7a9c2e4b6d8f0a1c3e5b7d9f1a2c4e6b8d0f\",\"contentType\":\"application/xml\",\"createdAt\":\"$done_at\"}]"
+	demo_run $ns lint-failed bash task Failed bash-pool-1 \
+		"\"completionTime\":\"$done_at\",\"message\":\"exit code 2\",\"outputs\":{\"result\":\"3 lint errors\"}"
+	demo_run $ns slow-timeout python task Timeout python-pool-0 "\"completionTime\":\"$done_at\",\"message\":\"exceeded the 10m timeout\""
+	demo_run $ns deploy-cancelled bash task Cancelled bash-pool-0 "\"completionTime\":\"$done_at\",\"message\":\"cancelled by operator\""
+	demo_workflows $ns
+	demo_seed_logs $ns
+}
+
+demo_workflows() {
+	local ns=$1 now
+	now=$(date -u +%FT%TZ)
+	K apply -f - >/dev/null <<YAML
+apiVersion: kruntimes.io/v1alpha1
+kind: WorkflowRun
+metadata: {name: release-1-4, namespace: $ns}
+spec:
+  jobs:
+    checkout: {runs-on: bash, steps: [{name: clone, run: git clone repo}]}
+    lint: {runs-on: bash, needs: [checkout], steps: [{name: lint, run: make lint}]}
+    unit: {runs-on: bash, needs: [checkout], steps: [{name: unit, run: make test}]}
+    typecheck: {runs-on: python, needs: [checkout], steps: [{name: mypy, run: mypy .}]}
+    build: {runs-on: bash, needs: [lint, unit, typecheck], steps: [{name: compile, run: make build}, {name: package, run: make dist}]}
+    security: {uses: ./workflows/security-scan, needs: [checkout]}
+    publish: {runs-on: bash, needs: [build, security], steps: [{name: push, run: make publish}]}
+YAML
+	K -n "$ns" patch workflowrun release-1-4 --subresource status --type merge -p "{\"status\":{\"phase\":\"Running\",\"startTime\":\"$now\",\"jobs\":{
+		\"checkout\":{\"phase\":\"Succeeded\",\"steps\":[{\"name\":\"clone\",\"phase\":\"Succeeded\",\"runName\":\"test-succeeded\"}],\"outputs\":{\"result\":\"a1b2c3d\"}},
+		\"lint\":{\"phase\":\"Failed\",\"steps\":[{\"name\":\"lint\",\"phase\":\"Failed\",\"runName\":\"lint-failed\"}],\"outputs\":{\"result\":\"3 lint errors\"}},
+		\"unit\":{\"phase\":\"Running\",\"steps\":[{\"name\":\"unit\",\"phase\":\"Running\",\"runName\":\"build-running\"}]},
+		\"typecheck\":{\"phase\":\"Succeeded\",\"steps\":[{\"name\":\"mypy\",\"phase\":\"Succeeded\",\"runName\":\"etl-running\"}],\"outputs\":{\"result\":\"no issues found in 214 source files\"}},
+		\"security\":{\"phase\":\"Running\",\"workflowRunName\":\"release-1-4-security\"},
+		\"build\":{\"phase\":\"Waiting\"},\"publish\":{\"phase\":\"Waiting\"}}}}" >/dev/null
+	K apply -f - >/dev/null <<YAML
+apiVersion: kruntimes.io/v1alpha1
+kind: WorkflowRun
+metadata: {name: release-1-4-security, namespace: $ns}
+spec:
+  jobs:
+    sast: {runs-on: python, steps: [{name: scan, run: semgrep .}]}
+    deps: {runs-on: python, steps: [{name: audit, run: pip-audit}]}
+    report: {runs-on: bash, needs: [sast, deps], steps: [{name: merge, run: ./merge-reports}]}
+YAML
+	K -n "$ns" patch workflowrun release-1-4-security --subresource status --type merge -p "{\"status\":{\"phase\":\"Running\",\"startTime\":\"$now\",\"jobs\":{
+		\"sast\":{\"phase\":\"Succeeded\",\"steps\":[{\"name\":\"scan\",\"phase\":\"Succeeded\",\"runName\":\"etl-running\"}],\"outputs\":{\"result\":\"0 findings\"}},
+		\"deps\":{\"phase\":\"Running\",\"steps\":[{\"name\":\"audit\",\"phase\":\"Running\",\"runName\":\"build-running\"}]},
+		\"report\":{\"phase\":\"Waiting\"}}}}" >/dev/null
+}
+
+# Writes a few historic lines for each assigned Run.
+demo_seed_logs() {
+	local ns=$1
+	K -n "$ns" get runs -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.uid} {.status.assignedPod} {.spec.runtime}{"\n"}{end}' |
+		while read -r name uid pod rt; do
+			[[ -z "$pod" ]] && continue
+			mkdir -p "$TESTENV_LOGS/${ns}_$pod"
+			for i in 1 2 3 4 5; do
+				printf '%s stdout F {"run_uid":"%s","run_name":"%s","namespace":"%s","runtime":"%s","pod":"%s","stream":"stdout","message":"step %d of %s: ok"}\n' \
+					"$(demo_ts)" "$uid" "$name" "$ns" "$rt" "$pod" "$i" "$name" >>"$TESTENV_LOGS/${ns}_$pod/runtimed.log"
+			done
+			printf '%s stdout F runtimed: health probe ok\n' "$(demo_ts)" >>"$TESTENV_LOGS/${ns}_$pod/runtimed.log"
+		done
+}
+
+# Appends interleaved lines for the Running Runs forever (hack/testenv down stops it).
+demo_writer() {
+	local ns=team-a n=0
+	mapfile -t live < <(K -n "$ns" get runs -o jsonpath='{range .items[?(@.status.phase=="Running")]}{.metadata.name} {.metadata.uid} {.status.assignedPod} {.spec.runtime}{"\n"}{end}')
+	while true; do
+		n=$((n + 1))
+		for entry in "${live[@]}"; do
+			read -r name uid pod rt <<<"$entry"
+			local stream=stdout
+			((n % 7 == 0)) && stream=stderr
+			printf '%s %s F {"run_uid":"%s","run_name":"%s","namespace":"%s","runtime":"%s","pod":"%s","stream":"%s","message":"[%s] tick %d: processed %d items"}\n' \
+				"$(demo_ts)" "$stream" "$uid" "$name" "$ns" "$rt" "$pod" "$stream" "$name" "$n" $((n * 17 % 1000)) >>"$TESTENV_LOGS/${ns}_$pod/runtimed.log"
+		done
+		sleep 1
+	done
+}
