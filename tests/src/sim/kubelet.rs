@@ -137,7 +137,67 @@ async fn container_logs(
 
 #[cfg(test)]
 mod tests {
+    use axum::http::Request;
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
     use super::*;
+
+    async fn get(router: &Router, uri: &str) -> (StatusCode, String) {
+        let request = Request::get(uri).body(Body::empty()).expect("request");
+        let response = router.clone().oneshot(request).await.expect("response");
+        let status = response.status();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes();
+        (status, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    #[tokio::test]
+    async fn serves_files_and_refuses_bad_requests() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pod_dir = dir.path().join("team-a_pod-1");
+        std::fs::create_dir(&pod_dir).expect("mkdir");
+        std::fs::write(
+            pod_dir.join("runtimed.log"),
+            "2024-05-01T10:00:00Z stdout F a\n2024-05-01T10:00:01Z stdout F b\n",
+        )
+        .expect("write");
+        let router = router(Kubelet {
+            logs_dir: dir.path().to_owned(),
+            pods: None,
+        });
+        assert_eq!(
+            get(&router, "/containerLogs/team-a/pod-1/runtimed").await,
+            (StatusCode::OK, "a\nb\n".into())
+        );
+        assert_eq!(
+            get(
+                &router,
+                "/containerLogs/team-a/pod-1/runtimed?tailLines=1&timestamps=true"
+            )
+            .await,
+            (StatusCode::OK, "2024-05-01T10:00:01Z b\n".into())
+        );
+        let (status, body) = get(&router, "/containerLogs/team-a/pod-2/runtimed").await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        assert!(body.contains("not found"), "{body}");
+        let (status, _) = get(
+            &router,
+            "/containerLogs/team-a/pod-1/runtimed?previous=true",
+        )
+        .await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        let (status, body) = get(&router, "/containerLogs/team-a/..%2F..%2Fetc/passwd").await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        let (status, body) =
+            get(&router, "/containerLogs/team-a/pod-1/runtimed?limitBytes=0").await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert!(body.contains("limitBytes"), "{body}");
+    }
 
     #[test]
     fn names_are_checked() {

@@ -26,6 +26,8 @@ pub struct PeerInfo {
 }
 
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Concurrent HTTP/2 streams per connection.
+const MAX_STREAMS: u32 = 4096;
 
 /// Accepts TLS connections until `shutdown` is cancelled. Cancelling also drops every
 /// connection accepted by this loop (upgraded connections are not tracked here).
@@ -77,7 +79,11 @@ pub async fn serve_tls(
                 req
             });
             let mut builder = Builder::new(TokioExecutor::new());
-            builder.http2().enable_connect_protocol();
+            // kube-apiserver multiplexes every log follower onto few HTTP/2 connections.
+            builder
+                .http2()
+                .enable_connect_protocol()
+                .max_concurrent_streams(MAX_STREAMS);
             let conn = builder.serve_connection_with_upgrades(
                 TokioIo::new(stream),
                 TowerToHyperService::new(service),
