@@ -247,9 +247,6 @@ export function LogViewer({ ns, run, active, defaultTail = 100, anchorPrefix = '
     estimateSize: () => ROW_HEIGHT,
     overscan: 30,
   });
-  useEffect(() => {
-    virtualizer.measure();
-  }, [wrap, timestamps, virtualizer]);
 
   // Stay at the bottom while pinned (and on the first load of a tail).
   const selected = parseLineHash(location.hash, anchorPrefix);
@@ -329,9 +326,11 @@ export function LogViewer({ ns, run, active, defaultTail = 100, anchorPrefix = '
       case 'connecting':
         return 'Connecting…';
       case 'following':
-        return paused ? 'Paused' : 'Following';
-      case 'reconnecting':
-        return retryIn ? `Connection lost; reconnecting in ${retryIn}s…` : 'Reconnecting…';
+        return 'Following';
+      case 'reconnecting': {
+        const why = error ? 'Connection lost' : 'Stream closed';
+        return retryIn ? `${why}; reconnecting in ${retryIn}s…` : 'Reconnecting…';
+      }
       case 'ended':
         return 'Stream ended';
       case 'error':
@@ -417,10 +416,16 @@ export function LogViewer({ ns, run, active, defaultTail = 100, anchorPrefix = '
       </div>
 
       <div className="log-status small" role="status" aria-live="polite">
-        <span className={`log-state state-${paused ? 'paused' : status}`}>
+        <span className={`log-state state-${status}`}>
           <span className="dot" aria-hidden="true" />
           {statusText}
         </span>
+        {paused && (
+          <span className="log-state state-paused" title="Scrolled up: the view stays here while new lines arrive">
+            <span className="dot" aria-hidden="true" />
+            Paused
+          </span>
+        )}
         <span className="muted">
           {count.toLocaleString()} line{count === 1 ? '' : 's'}
           {dropped > 0 ? ` · ${dropped.toLocaleString()} older lines dropped from memory` : ''}
@@ -484,7 +489,7 @@ export function LogViewer({ ns, run, active, defaultTail = 100, anchorPrefix = '
               <div
                 key={v.key}
                 data-index={v.index}
-                ref={wrap ? virtualizer.measureElement : undefined}
+                ref={virtualizer.measureElement}
                 className={cls}
                 style={{ transform: `translateY(${v.start}px)`, ...(wrap ? {} : { height: ROW_HEIGHT }) }}
               >

@@ -8,16 +8,16 @@ import { NamespaceIcon } from './Icons';
  * Namespace picker: a text field with suggestions from /api/namespaces. When
  * namespaces cannot be listed (403), free entry still works.
  */
-export function NamespaceSelect({ current }: { current: string | undefined }) {
+export function NamespaceSelect({ current, routeNs }: { current: string; routeNs: string | undefined }) {
   const { data, error } = useNamespaces();
-  const [value, setValue] = useState(current ?? '');
+  const [value, setValue] = useState(current);
   const [invalid, setInvalid] = useState(false);
   const navigate = useNavigate();
   const location = useLocation();
   const listId = useId();
   const hintId = useId();
 
-  useEffect(() => setValue(current ?? ''), [current]);
+  useEffect(() => setValue(current), [current]);
 
   const go = (ns: string) => {
     const v = ns.trim();
@@ -26,7 +26,7 @@ export function NamespaceSelect({ current }: { current: string | undefined }) {
       return;
     }
     setInvalid(false);
-    if (v !== current) navigate(`/namespaces/${v}/${sectionOf(location.pathname)}`);
+    if (v !== routeNs) navigate(`/namespaces/${v}/${sectionOf(location.pathname)}`);
   };
 
   const onSubmit = (e: FormEvent) => {

@@ -71,10 +71,11 @@ export function Shell() {
           <img src="/favicon.svg" alt="" width="22" height="22" />
           <span>Kruntimes Console</span>
         </NavLink>
-        <NamespaceSelect current={routeNs} />
+        <NamespaceSelect current={ns} routeNs={routeNs} />
         <div className="topbar-spacer" />
         <Account />
       </header>
+      <div className="sidebar-col">
       <nav className="sidebar" aria-label="Main">
         <p className="nav-group" id="nav-resources">
           Kruntimes resources
@@ -92,6 +93,7 @@ export function Shell() {
           <NavItem to="/about" icon={<AboutIcon />} label="About" />
         </ul>
       </nav>
+      </div>
       <main id="main" className="main" tabIndex={-1}>
         <Outlet />
       </main>

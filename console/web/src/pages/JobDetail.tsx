@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'react';
+import { useState } from 'react';
 import { Link, useParams, useSearchParams } from 'react-router';
 import { useWorkflowRun } from '../api/queries';
 import { useDag } from '../components/DagView';
@@ -133,9 +133,6 @@ function JobBody({
   const steps = stepsOf(wr, job);
   const base = `/namespaces/${ns}/workflowruns/${wr.metadata.name}/jobs/`;
   const [railOpen, setRailOpen] = useState(true);
-  useEffect(() => {
-    document.getElementById('job-title')?.focus();
-  }, [job]);
 
   return (
     <>
@@ -143,7 +140,7 @@ function JobBody({
       <div className={`job-layout ${railOpen ? '' : 'rail-closed'}`}>
         <nav className="job-rail panel" aria-label="All jobs">
           <div className="panel-head">
-            <h2 className="panel-title" id="job-title" tabIndex={-1}>
+            <h2 className="panel-title">
               All jobs
             </h2>
             <button type="button" className="button small subtle" aria-expanded={railOpen} onClick={() => setRailOpen(!railOpen)}>

@@ -1,0 +1,209 @@
+// Fixture answers of the Console API for screenshots and browser checks.
+// Test-only: injected by Playwright route interception, never part of the app bundle.
+
+const NOW = Date.now();
+const ago = (s) => new Date(NOW - s * 1000).toISOString();
+
+export const NS = 'team-a';
+
+const phases = ['Running', 'Succeeded', 'Failed', 'Pending', 'Ready', 'Scheduled', 'Timeout', 'Cancelled'];
+const runtimes = ['python-pool', 'node-pool', 'gpu-pool'];
+
+function runItem(i) {
+  const phase = phases[i % phases.length];
+  const runtime = runtimes[i % runtimes.length];
+  const assigned = phase === 'Pending' ? undefined : `${runtime}-${['7d9f4', 'k2x8q', 'm5n1z'][i % 3]}`;
+  const reasons = {
+    Running: ['Running', 'Started', 'Invocation started on the assigned Pod'],
+    Succeeded: ['Succeeded', 'Completed', 'Process exited with code 0'],
+    Failed: ['Failed', 'NonZeroExit', 'Process exited with code 1'],
+    Pending: ['Scheduled', 'NoCapacity', 'All Pods of python-pool are at capacity (slots 4/4)'],
+    Ready: ['Ready', 'SessionReady', 'Session is accepting operations'],
+    Scheduled: ['Scheduled', 'Assigned', 'Assigned to a Runtime Pod'],
+    Timeout: ['Failed', 'DeadlineExceeded', 'Run exceeded spec.timeout of 10m'],
+    Cancelled: ['Cancelled', 'CancelRequested', 'Cancelled by user'],
+  }[phase];
+  return {
+    metadata: {
+      name: i === 4 ? 'notebook-session' : `build-${String(4211 - i).padStart(4, '0')}`,
+      namespace: NS,
+      uid: `0b6f${i}c3e-1d2a-4c55-9e0f-7a1b2c3d4e5${i % 10}`,
+      creationTimestamp: ago(60 * (i * 7 + 2)),
+      labels: { app: 'ci', branch: i % 2 ? 'main' : 'feature/logs' },
+    },
+    phase,
+    runtime,
+    mode: i === 4 ? 'session' : 'task',
+    ...(assigned ? { assignedPod: assigned } : {}),
+    attempt: phase === 'Failed' ? 2 : 1,
+    lastTransition: { type: reasons[0], status: 'True', reason: reasons[1], message: reasons[2], time: ago(60 * i + 30) },
+    startTime: ago(60 * (i * 7 + 1)),
+  };
+}
+
+export const runList = { items: Array.from({ length: 14 }, (_, i) => runItem(i)), continue: 'eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MTIzfQ' };
+
+export function runDetail(name) {
+  const item = runList.items.find((r) => r.metadata.name === name) ?? runList.items[0];
+  const session = item.mode === 'session';
+  return {
+    metadata: { ...item.metadata, name },
+    spec: {
+      runtime: item.runtime,
+      mode: session ? { session: { leaseSeconds: 300 } } : { task: {} },
+      timeout: '10m',
+      retryPolicy: { maxAttempts: 3, backoff: '10s' },
+    },
+    status: {
+      phase: session ? 'Ready' : item.phase,
+      assignedPod: item.assignedPod ?? 'python-pool-7d9f4',
+      assignedPodUID: '5f1e2d3c-aaaa-bbbb-cccc-1234567890ab',
+      ...(session ? { endpoint: { protocol: 'wss', url: `https://console.example.internal/v1/namespaces/${NS}/runs/${name}/${item.metadata.uid}` } } : {}),
+      message: item.phase === 'Failed' ? 'Process exited with code 1 after 2 attempts' : undefined,
+      startTime: item.startTime,
+      ...(item.phase === 'Succeeded' || item.phase === 'Failed' ? { completionTime: ago(60) } : {}),
+      outputs: {
+        result: 'ok: 128 tests passed, 0 failed',
+        coverage: '87.4%',
+        report: JSON.stringify({ suites: 12, slowest: 'test_join_large', durations: [1.2, 0.4, 3.3] }, null, 2).repeat(3),
+      },
+      artifactRefs: [
+        { name: 'junit.xml', driver: 's3', type: 'file', location: 's3://ci-artifacts/team-a/build-4211/junit.xml', sizeBytes: 48213, digest: 'sha256:9f2c1b7e4a0d3f6e8b5a2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f', contentType: 'application/xml', createdAt: ago(70) },
+        { name: 'coverage.tar.gz', driver: 's3', type: 'archive', location: 's3://ci-artifacts/team-a/build-4211/coverage.tar.gz', sizeBytes: 3481221, digest: 'sha256:0a1b2c3d4e5f', contentType: 'application/gzip' },
+      ],
+      attempt: item.attempt,
+      conditions: [
+        { type: 'Scheduled', status: 'True', reason: 'Assigned', message: `Assigned to Pod ${item.assignedPod ?? 'python-pool-7d9f4'}`, lastTransitionTime: ago(60 * 40) },
+        { type: 'Started', status: 'True', reason: 'InvocationStarted', message: 'runtimed accepted the Run', lastTransitionTime: ago(60 * 39) },
+        { type: 'Ready', status: session ? 'True' : 'False', reason: session ? 'SessionReady' : 'NotSession', lastTransitionTime: ago(60 * 38) },
+        { type: 'Completed', status: item.phase === 'Succeeded' ? 'True' : 'Unknown', reason: item.phase === 'Succeeded' ? 'ExitZero' : 'InProgress', message: item.phase === 'Succeeded' ? 'Process exited with code 0' : undefined, lastTransitionTime: ago(60) },
+      ],
+    },
+    pod: {
+      state: 'ok',
+      pod: {
+        name: item.assignedPod ?? 'python-pool-7d9f4',
+        namespace: NS,
+        uid: '5f1e2d3c-aaaa-bbbb-cccc-1234567890ab',
+        phase: 'Running',
+        node: 'worker-3',
+        podIP: '10.244.3.17',
+        startTime: ago(3600 * 5),
+        ready: true,
+        runtimedReady: { type: 'kruntimes.io/RuntimedReady', status: 'True', reason: 'Serving', lastTransitionTime: ago(3600 * 5) },
+        restarts: 1,
+      },
+    },
+    events: name.endsWith('4210')
+      ? { state: 'forbidden', message: 'events is forbidden: User "viewer" cannot list resource "events" in API group "" in the namespace "team-a"', access: { verb: 'list', group: '', resource: 'events', namespace: NS } }
+      : {
+          state: 'ok',
+          items: [
+            { type: 'Normal', reason: 'Assigned', message: `Run assigned to ${item.assignedPod ?? 'python-pool-7d9f4'}`, involvedObject: `Run/${name}`, lastTime: ago(60 * 40), count: 1 },
+            { type: 'Warning', reason: 'BackOff', message: 'Attempt 1 failed; retrying in 10s', involvedObject: `Run/${name}`, lastTime: ago(60 * 20), count: 2 },
+            { type: 'Normal', reason: 'Started', message: 'runtimed started the invocation', involvedObject: `Pod/${item.assignedPod ?? 'python-pool-7d9f4'}`, lastTime: ago(60 * 19) },
+          ],
+        },
+  };
+}
+
+export function logRecords(n, startSeconds = 600) {
+  const out = [];
+  for (let i = 0; i < n; i++) {
+    const stderr = i % 17 === 5;
+    out.push({
+      stream: stderr ? 'stderr' : 'stdout',
+      message: stderr
+        ? `WARNING: retrying request ${i} after connection reset by peer`
+        : i % 9 === 0
+          ? `collected ${i * 3} items / running shard ${i % 4} of 4 — ${'long line segment '.repeat(i % 5 === 0 ? 12 : 1)}`
+          : `test_module_${i}.py::test_case_${i} PASSED [${Math.min(100, i)}%]`,
+      pod: 'python-pool-7d9f4',
+      time: new Date(NOW - (startSeconds - i) * 1000).toISOString(),
+    });
+  }
+  return out;
+}
+
+export const runtimeList = {
+  items: [
+    { metadata: { name: 'python-pool', namespace: NS, creationTimestamp: ago(86400 * 12) }, replicas: 3, readyReplicas: 3, ready: { type: 'Ready', status: 'True', reason: 'AllPodsReady' }, activeRuns: 7 },
+    { metadata: { name: 'node-pool', namespace: NS, creationTimestamp: ago(86400 * 3) }, replicas: 2, readyReplicas: 1, ready: { type: 'Ready', status: 'False', reason: 'PodsNotReady', message: '1 of 2 Pods not ready' }, activeRuns: 2 },
+    { metadata: { name: 'gpu-pool', namespace: NS, creationTimestamp: ago(3600 * 5) }, replicas: 1, readyReplicas: 1, activeRuns: 0 },
+  ],
+};
+
+export function runtimeDetail(name) {
+  return {
+    metadata: { name, namespace: NS, creationTimestamp: ago(86400 * 12), uid: 'rt-1' },
+    spec: { replicas: 3, port: 8080, capacity: { resources: { slots: 4, memory: '8Gi' } }, image: 'ghcr.io/example/python-runtime:3.12' },
+    status: {
+      readyReplicas: 2,
+      conditions: [
+        { type: 'Available', status: 'True', reason: 'MinimumReplicas', lastTransitionTime: ago(86400) },
+        { type: 'Ready', status: 'False', reason: 'PodsNotReady', message: '1 of 3 Pods is not ready: runtimed is still warming up', lastTransitionTime: ago(300) },
+      ],
+    },
+    pods: {
+      state: 'ok',
+      items: ['7d9f4', 'k2x8q', 'm5n1z'].map((s, i) => ({
+        name: `${name}-${s}`,
+        uid: `pod-${s}`,
+        phase: i === 2 ? 'Pending' : 'Running',
+        ready: i !== 2,
+        runtimedReady: { type: 'kruntimes.io/RuntimedReady', status: i === 2 ? 'False' : 'True', reason: i === 2 ? 'WarmingUp' : 'Serving' },
+        restarts: i,
+        node: `worker-${i + 1}`,
+        capacity: { slots: '4', memory: '8Gi' },
+        runs: i === 2 ? [] : runList.items.slice(i * 2, i * 2 + 2).map((r) => ({ name: r.metadata.name, phase: r.phase })),
+      })),
+    },
+  };
+}
+
+export const workflowRunList = {
+  items: [
+    { metadata: { name: 'release-2025-06', namespace: NS, creationTimestamp: ago(3600) }, phase: 'Running', workflow: 'release', jobs: { total: 9, succeeded: 5, failed: 0, running: 2 }, startTime: ago(3500) },
+    { metadata: { name: 'release-2025-06-deploy', namespace: NS, creationTimestamp: ago(1200) }, phase: 'Pending', workflow: 'deploy', jobs: { total: 2, succeeded: 0, failed: 0, running: 0 }, parentWorkflowRun: 'release-2025-06' },
+    { metadata: { name: 'nightly-1142', namespace: NS, creationTimestamp: ago(86400) }, phase: 'Failed', workflow: 'nightly', jobs: { total: 4, succeeded: 2, failed: 1, running: 0 }, startTime: ago(86400), completionTime: ago(84000) },
+  ],
+};
+
+export function workflowRunDetail(name) {
+  const job = (needs, extra = {}) => ({ 'runs-on': 'python-pool', needs, steps: [{ name: 'checkout', run: 'git clone $REPO .' }, { name: 'run', run: 'make test' }], ...extra });
+  return {
+    metadata: { name, namespace: NS, creationTimestamp: ago(3600), uid: 'wr-1' },
+    spec: {
+      workflowRef: 'release',
+      jobs: {
+        checkout: job([]),
+        lint: job([]),
+        'unit-tests': job(['checkout']),
+        'integration-tests': job(['checkout']),
+        'build-image': job(['checkout', 'lint']),
+        'security-scan': job(['build-image']),
+        package: job(['unit-tests', 'integration-tests', 'build-image']),
+        publish: job(['package', 'security-scan', 'lint']),
+        deploy: { uses: './.kruntimes/workflows/deploy.yaml', needs: ['publish', 'docs-missing'] },
+      },
+    },
+    status: {
+      phase: 'Running',
+      startTime: ago(3500),
+      conditions: [{ type: 'Running', status: 'True', reason: 'JobsRunning', message: '2 jobs running', lastTransitionTime: ago(600) }],
+      jobs: {
+        checkout: { phase: 'Succeeded', outputs: { result: 'sha=4f2a91c' }, steps: [{ name: 'checkout', phase: 'Succeeded', runName: 'build-4211', startTime: ago(3400), completionTime: ago(3380) }, { name: 'run', phase: 'Succeeded', runName: 'build-4210', startTime: ago(3380), completionTime: ago(3300) }] },
+        lint: { phase: 'Succeeded', outputs: { result: '0 problems' }, steps: [{ name: 'checkout', phase: 'Succeeded', runName: 'build-4209' }, { name: 'run', phase: 'Succeeded', runName: 'build-4208' }] },
+        'unit-tests': { phase: 'Succeeded', outputs: { result: '1,284 passed, 3 skipped in 4m12s — slowest: test_join_large (41s)' }, steps: [{ name: 'checkout', phase: 'Succeeded', runName: 'build-4207' }, { name: 'run', phase: 'Succeeded', runName: 'build-4206' }] },
+        'integration-tests': { phase: 'Failed', outputs: { result: '2 failed: test_gateway_tls, test_retry' }, steps: [{ name: 'checkout', phase: 'Succeeded', runName: 'build-4205' }, { name: 'run', phase: 'Failed', runName: 'build-4204', message: 'exit code 1' }] },
+        'build-image': { phase: 'Succeeded', outputs: { result: 'ghcr.io/example/app@sha256:9f2c1b7e' }, steps: [] },
+        'security-scan': { phase: 'Running', steps: [{ name: 'checkout', phase: 'Succeeded', runName: 'build-4203' }, { name: 'run', phase: 'Running', runName: 'build-4200' }] },
+        package: { phase: 'Pending' },
+        publish: { phase: 'Pending' },
+        deploy: { phase: 'Pending', workflowRunName: 'release-2025-06-deploy' },
+      },
+    },
+  };
+}
+
+export const namespaces = { items: [{ name: 'team-a' }, { name: 'team-b' }, { name: 'default' }] };

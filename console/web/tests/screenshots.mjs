@@ -1,0 +1,207 @@
+// Screenshots of every page in 3 Styles x Light/Dark, against the built UI
+// (dist/) with the Console API answered from tests/fixtures.mjs.
+//
+//   npm run build && node tests/screenshots.mjs [outDir]
+//
+// Env: CHROMIUM (default /usr/bin/chromium), SHOT_STYLES, SHOT_THEMES, SHOT_PAGES
+// (comma-separated filters). Prints the output folder.
+import { createReadStream, existsSync, mkdirSync, statSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { extname, join, normalize } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import * as fx from './fixtures.mjs';
+
+const root = fileURLToPath(new URL('../dist/', import.meta.url));
+const outDir = process.argv[2] ?? '/tmp/ui-shots';
+mkdirSync(outDir, { recursive: true });
+
+const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.svg': 'image/svg+xml' };
+
+/** Static server for dist/ with the SPA fallback the Console server also has. */
+function serve() {
+  const server = createServer((req, res) => {
+    const url = new URL(req.url, 'http://x');
+    let file = normalize(join(root, decodeURIComponent(url.pathname)));
+    if (!file.startsWith(root) || !existsSync(file) || statSync(file).isDirectory()) file = join(root, 'index.html');
+    res.setHeader('Content-Type', TYPES[extname(file)] ?? 'application/octet-stream');
+    res.setHeader('Content-Security-Policy', "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'");
+    createReadStream(file).pipe(res);
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
+
+const json = (route, body, status = 200) =>
+  route.fulfill({ status, contentType: 'application/json', body: JSON.stringify(body) });
+
+const BIG_LOG = fx.logRecords(100_100, 100_100);
+const followed = new Set();
+
+async function mockApi(page) {
+  await page.route('**/api/**', async (route) => {
+    const url = new URL(route.request().url());
+    const p = url.pathname;
+    const method = route.request().method();
+    let m;
+    if (p === '/api/session') {
+      if (method === 'DELETE') return json(route, { authenticated: false });
+      return json(route, { authenticated: true, username: 'system:serviceaccount:team-a:kruntimes-dashboard-viewer' });
+    }
+    if (p === '/api/namespaces') return json(route, fx.namespaces);
+    if (p === '/api/namespaces/team-b/runs')
+      return json(
+        route,
+        { error: { code: 403, reason: 'Forbidden', message: 'runs.kruntimes.io is forbidden: User "viewer" cannot list resource "runs" in API group "kruntimes.io" in the namespace "team-b"' } },
+        403,
+      );
+    if ((m = /^\/api\/namespaces\/([^/]+)\/runs$/.exec(p))) {
+      const phase = url.searchParams.get('phase');
+      const items = phase ? fx.runList.items.filter((r) => r.phase === phase) : fx.runList.items;
+      return json(route, { ...fx.runList, items });
+    }
+    if ((m = /^\/api\/namespaces\/([^/]+)\/runs\/([^/]+)\/logs$/.exec(p))) {
+      const tail = Number(url.searchParams.get('tail') ?? 100);
+      if (url.searchParams.get('follow') === 'true') {
+        // build-4199 follows a large log: the tail plus 100,000 new lines, then the
+        // stream drops; a reconnect re-sends only the last `tail` records.
+        const all = m[2] === 'build-4199' ? BIG_LOG : fx.logRecords(tail);
+        const first = !followed.has(m[2]);
+        followed.add(m[2]);
+        const records = first ? all : all.slice(-tail);
+        const body = records.map((r) => JSON.stringify(r)).join('\n') + '\n';
+        return route.fulfill({ status: 200, contentType: 'application/x-ndjson', body });
+      }
+      // For build-4199 the log so far is the first `tail` records of BIG_LOG.
+      const records = m[2] === 'build-4199' ? BIG_LOG.slice(0, tail) : fx.logRecords(Math.min(tail, 500));
+      return json(route, { metadata: { name: m[2], namespace: m[1], uid: 'x' }, records, truncated: false });
+    }
+    if ((m = /^\/api\/namespaces\/([^/]+)\/runs\/([^/]+)$/.exec(p))) return json(route, fx.runDetail(decodeURIComponent(m[2])));
+    if (/^\/api\/namespaces\/[^/]+\/runtimes$/.test(p)) return json(route, fx.runtimeList);
+    if ((m = /^\/api\/namespaces\/([^/]+)\/runtimes\/([^/]+)$/.exec(p))) return json(route, fx.runtimeDetail(m[2]));
+    if (/^\/api\/namespaces\/[^/]+\/workflowruns$/.test(p)) return json(route, fx.workflowRunList);
+    if ((m = /^\/api\/namespaces\/([^/]+)\/workflowruns\/([^/]+)$/.exec(p))) return json(route, fx.workflowRunDetail(m[2]));
+    return json(route, { error: { code: 404, reason: 'NotFound', message: `no fixture for ${p}` } }, 404);
+  });
+  await page.routeWebSocket('**/operations:ws', (ws) => {
+    ws.onMessage((raw) => {
+      const f = JSON.parse(String(raw));
+      if (f.type !== 'send') return;
+      ws.send(JSON.stringify({ type: 'accepted', operationID: 'op-7f3a' }));
+      ws.send(JSON.stringify({ type: 'progress', message: 'started', percent: 0 }));
+      ws.send(JSON.stringify({ type: 'output', stream: 'stdout', data: 'Python 3.12.4\n' }));
+      ws.send(JSON.stringify({ type: 'output', stream: 'stdout', data: Buffer.from('héllo from base64 ✓\n').toString('base64'), encoding: 'base64' }));
+      ws.send(JSON.stringify({ type: 'output', stream: 'stderr', data: 'warning: cache is cold\n' }));
+      ws.send(JSON.stringify({ type: 'terminal', status: 'Succeeded', exitCode: 0 }));
+    });
+  });
+}
+
+const NS = fx.NS;
+const PAGES = [
+  ['login', '/login'],
+  ['runs', `/namespaces/${NS}/runs`],
+  ['runs-forbidden', `/namespaces/team-b/runs`],
+  ['run-detail', `/namespaces/${NS}/runs/build-4210#L42`],
+  [
+    'run-session',
+    `/namespaces/${NS}/runs/notebook-session`,
+    async (page) => {
+      await page.getByRole('textbox', { name: 'Command' }).fill('python -c "print(42)"');
+      await page.getByRole('button', { name: 'Run', exact: true }).click();
+      await page.getByText('terminal').first().waitFor();
+      await page.locator('#session').scrollIntoViewIfNeeded();
+    },
+  ],
+  [
+    'run-logs-search',
+    `/namespaces/${NS}/runs/build-4211`,
+    async (page) => {
+      await page.getByLabel('Search the log').fill('retrying');
+      await page.getByLabel('Search the log').press('Enter');
+      await page.getByLabel('Wrap').check();
+      await page.getByLabel('Timestamps').check();
+      await page.locator('#logs').scrollIntoViewIfNeeded();
+    },
+  ],
+  [
+    'run-logs-100k',
+    `/namespaces/${NS}/runs/build-4199`,
+    async (page) => {
+      await page.getByLabel('Follow').check();
+      await page.waitForFunction(() => document.querySelector('.log-status')?.textContent?.includes('100,100 lines'), null, { timeout: 20000 }).catch(async (e) => { console.error(await page.locator('.log-status').textContent()); throw e; });
+      const rows = await page.locator('.log-line').count();
+      console.log(`100,100 followed lines rendered with ${rows} DOM rows`);
+      // Let at least one reconnect happen: it must not duplicate lines.
+      await page.waitForTimeout(2500);
+      const status = await page.locator('.log-status').textContent();
+      console.log(`after reconnect: ${status}`);
+      if (!status.includes('100,100 lines')) throw new Error(`reconnect changed the line count: ${status}`);
+      if (rows > 400) throw new Error(`log is not virtualised: ${rows} rows in the DOM`);
+      await page.locator('.log-scroll').evaluate((el) => el.scrollBy(0, -2000));
+      await page.getByText('Paused').first().waitFor();
+      await page.locator('#logs').scrollIntoViewIfNeeded();
+    },
+  ],
+  ['runtimes', `/namespaces/${NS}/runtimes`],
+  ['runtime-detail', `/namespaces/${NS}/runtimes/python-pool`],
+  ['workflowruns', `/namespaces/${NS}/workflowruns`],
+  ['workflowrun-dag', `/namespaces/${NS}/workflowruns/release-2025-06`],
+  ['workflowrun-table', `/namespaces/${NS}/workflowruns/release-2025-06?view=table`],
+  ['job-detail', `/namespaces/${NS}/workflowruns/release-2025-06/jobs/integration-tests?step=2`],
+  ['settings', '/settings'],
+  ['about', '/about'],
+];
+
+const filter = (env) => (process.env[env] ? process.env[env].split(',') : null);
+const styles = filter('SHOT_STYLES') ?? ['github', 'stripe', 'neumorphism'];
+const themes = filter('SHOT_THEMES') ?? ['light', 'dark'];
+const only = filter('SHOT_PAGES');
+
+const server = await serve();
+const base = `http://127.0.0.1:${server.address().port}`;
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+});
+let problems = 0;
+try {
+  for (const style of styles) {
+    for (const theme of themes) {
+      const context = await browser.newContext({ viewport: { width: 1360, height: 900 }, colorScheme: theme });
+      await context.addInitScript(
+        ([s, t]) => {
+          localStorage.setItem('kruntimes.console.style', s);
+          localStorage.setItem('kruntimes.console.theme', t);
+        },
+        [style, theme],
+      );
+      const page = await context.newPage();
+      page.on('pageerror', (e) => {
+        problems++;
+        console.error(`[${style}/${theme}] page error: ${e.message}`);
+      });
+      page.on('console', (m) => {
+        if (m.type() === 'error' && !/status of 40[34]/.test(m.text())) console.error(`[${style}/${theme}] console: ${m.text()}`);
+      });
+      await mockApi(page);
+      for (const [name, path, act] of PAGES) {
+        if (only && !only.includes(name)) continue;
+        await page.goto(base + path);
+        await page.waitForLoadState('networkidle').catch(() => {});
+        await page.waitForTimeout(250);
+        if (act) await act(page);
+        await page.waitForTimeout(150);
+        // Full-page shots with a sticky header look wrong when scrolled; shoot from the top.
+        await page.evaluate(() => window.scrollTo(0, 0));
+        const file = join(outDir, `${name}--${style}-${theme}.png`);
+        await page.screenshot({ path: file, fullPage: true });
+      }
+      await context.close();
+    }
+  }
+} finally {
+  await browser.close();
+  server.close();
+}
+console.log(`screenshots written to ${outDir}`);
+if (problems) process.exitCode = 1;
