@@ -34,7 +34,11 @@ async fn ready(State(s): State<AdminState>) -> Response {
     if s.request_header.is_loaded() {
         (StatusCode::OK, "ready\n").into_response()
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "authentication configuration not loaded\n").into_response()
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "authentication configuration not loaded\n",
+        )
+            .into_response()
     }
 }
 
@@ -56,7 +60,10 @@ pub async fn serve(
         .route("/live", get(|| async { "live\n" }))
         .route("/ready", get(ready))
         .with_state(state);
-    if let Err(error) = axum::serve(listener, app).with_graceful_shutdown(shutdown).await {
+    if let Err(error) = axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+    {
         tracing::error!(%error, "admin listener failed");
     }
 }

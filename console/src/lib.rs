@@ -26,9 +26,12 @@ async fn service_account_client(args: &Args) -> anyhow::Result<kube::Client> {
         Some(path) => {
             let kubeconfig = kube::config::Kubeconfig::read_from(path)
                 .with_context(|| format!("--kubeconfig {}: cannot be read", path.display()))?;
-            kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
-                .await
-                .with_context(|| format!("--kubeconfig {}: not usable", path.display()))?
+            kube::Config::from_custom_kubeconfig(
+                kubeconfig,
+                &kube::config::KubeConfigOptions::default(),
+            )
+            .await
+            .with_context(|| format!("--kubeconfig {}: not usable", path.display()))?
         }
         None => kube::Config::infer()
             .await
@@ -42,15 +45,26 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     args.validate()?;
     let metrics = Metrics::default();
     let sa = service_account_client(&args).await?;
-    let tokens = TokenReviewer::new(sa.clone(), args.authentication_cache_ttl.into(), metrics.clone());
-    let access = AccessReview::new(sa.clone(), args.authorization_cache_ttl.into(), metrics.clone());
+    let tokens = TokenReviewer::new(
+        sa.clone(),
+        args.authentication_cache_ttl.into(),
+        metrics.clone(),
+    );
+    let access = AccessReview::new(
+        sa.clone(),
+        args.authorization_cache_ttl.into(),
+        metrics.clone(),
+    );
 
     // Aggregated API listener: client trust roots come from the authentication ConfigMap.
     let api_verifier = Arc::new(DynamicClientVerifier::new(ClientRoots::default()));
     let request_header = RequestHeaderSource::watch(sa.clone(), api_verifier.clone());
     let api_cert = Arc::new(
-        ReloadingCert::new(args.apiserver_tls_cert.clone(), args.apiserver_tls_key.clone())
-            .context("--apiserver-tls-cert/--apiserver-tls-key")?,
+        ReloadingCert::new(
+            args.apiserver_tls_cert.clone(),
+            args.apiserver_tls_key.clone(),
+        )
+        .context("--apiserver-tls-cert/--apiserver-tls-key")?,
     );
     let api_tls = Arc::new(server_config(api_cert, api_verifier.clone(), true)?);
     let api_authn = Authenticator::new(api_verifier, Some(request_header.clone()), tokens.clone());
@@ -59,7 +73,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         access: access.clone(),
         metrics: metrics.clone(),
     });
-    let api_router = kruntimes_apiserver::server::router(log_api, api_authn, Some(request_header.clone()));
+    let api_router =
+        kruntimes_apiserver::server::router(log_api, api_authn, Some(request_header.clone()));
 
     let api_listener = TcpListener::bind(args.apiserver_listen)
         .await
@@ -84,7 +99,13 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         handshake_timeout: Duration::from_secs(10),
         max_header_bytes: args.max_header_bytes,
     };
-    let api_task = tokio::spawn(serve_tls(api_listener, api_tls, api_router, limits, shutdown()));
+    let api_task = tokio::spawn(serve_tls(
+        api_listener,
+        api_tls,
+        api_router,
+        limits,
+        shutdown(),
+    ));
     let admin_task = tokio::spawn(admin::serve(
         admin_listener,
         metrics.clone(),
@@ -103,13 +124,14 @@ async fn wait_for_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => {
-                let _ = ctrl_c.await;
-                return;
-            }
-        };
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
         tokio::select! {
             _ = ctrl_c => {},
             _ = term.recv() => {},

@@ -320,3 +320,74 @@ pub fn now_rfc3339() -> String {
         .strftime("%Y-%m-%dT%H:%M:%SZ")
         .to_string()
 }
+
+/// A free loopback port.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+/// A Console process of its own (for tests that need other flags or files).
+pub struct ConsoleProcess {
+    child: std::process::Child,
+    pub api_port: u16,
+    pub console_port: u16,
+    pub admin_port: u16,
+    pub log: PathBuf,
+}
+
+impl Drop for ConsoleProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl ConsoleProcess {
+    /// Starts `kruntimes-console` with the environment's identity and `args`
+    /// appended; waits until it is ready.
+    pub fn start(dir: &Path, args: &[String]) -> Self {
+        let e = env();
+        let (api_port, console_port, admin_port) = (free_port(), free_port(), free_port());
+        let log = dir.join("console.log");
+        let out = std::fs::File::create(&log).expect("console log");
+        let mut cmd = Command::new(repo_root().join("target/debug/kruntimes-console"));
+        cmd.arg("--kubeconfig")
+            .arg(e.state().join("console.kubeconfig"))
+            .arg("--apiserver-listen")
+            .arg(format!("127.0.0.1:{api_port}"))
+            .arg("--admin-listen")
+            .arg(format!("127.0.0.1:{admin_port}"));
+        let has = |flag: &str| args.iter().any(|a| a == flag);
+        if !has("--apiserver-tls-cert") {
+            cmd.arg("--apiserver-tls-cert")
+                .arg(e.pki("console.crt"))
+                .arg("--apiserver-tls-key")
+                .arg(e.pki("console.key"));
+        }
+        cmd.args(args)
+            .stdout(out.try_clone().expect("log"))
+            .stderr(out);
+        let child = cmd.spawn().expect("starting kruntimes-console");
+        let p = Self {
+            child,
+            api_port,
+            console_port,
+            admin_port,
+            log,
+        };
+        for _ in 0..150 {
+            let (code, _) = e.curl(&format!("http://127.0.0.1:{admin_port}/ready"), &[]);
+            if code == 200 {
+                return p;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!(
+            "kruntimes-console did not become ready: {}",
+            std::fs::read_to_string(&p.log).unwrap_or_default()
+        );
+    }
+}
