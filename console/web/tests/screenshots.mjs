@@ -38,6 +38,7 @@ const BIG_LOG = fx.logRecords(100_100, 100_100);
 const followed = new Set();
 
 async function mockApi(page) {
+  followed.clear();
   await page.route('**/api/**', async (route) => {
     const url = new URL(route.request().url());
     const p = url.pathname;
@@ -145,7 +146,23 @@ const PAGES = [
   ['runtimes', `/namespaces/${NS}/runtimes`],
   ['runtime-detail', `/namespaces/${NS}/runtimes/python-pool`],
   ['workflowruns', `/namespaces/${NS}/workflowruns`],
-  ['workflowrun-dag', `/namespaces/${NS}/workflowruns/release-2025-06`],
+  [
+    'workflowrun-dag',
+    `/namespaces/${NS}/workflowruns/release-2025-06`,
+    async (page) => {
+      // Drag on empty canvas pans the graph; the drag starts outside any job link.
+      const canvas = page.getByTestId('dag-canvas');
+      const box = await canvas.boundingBox();
+      const before = await canvas.evaluate((el) => el.scrollLeft);
+      await page.mouse.move(box.x + box.width - 40, box.y + box.height - 20);
+      await page.mouse.down();
+      await page.mouse.move(box.x + box.width - 240, box.y + box.height - 30, { steps: 5 });
+      await page.mouse.up();
+      const after = await canvas.evaluate((el) => el.scrollLeft);
+      if (!(after > before)) throw new Error(`drag did not pan the DAG (scrollLeft ${before} -> ${after})`);
+      console.log(`DAG drag-pan: scrollLeft ${before} -> ${after}`);
+    },
+  ],
   ['workflowrun-table', `/namespaces/${NS}/workflowruns/release-2025-06?view=table`],
   ['job-detail', `/namespaces/${NS}/workflowruns/release-2025-06/jobs/integration-tests?step=2`],
   ['settings', '/settings'],

@@ -63,7 +63,7 @@ export function DagTable({ wr, ns }: { wr: WorkflowRunDetail; ns: string }) {
                   <td>
                     <PhaseBadge phase={st?.phase ?? 'Pending'} />
                   </td>
-                  <td className="mono small" title={st?.outputs?.result}>
+                  <td className="mono small result" title={st?.outputs?.result}>
                     {st?.outputs?.result !== undefined ? bounded(st.outputs.result, 80).text : <span className="muted">—</span>}
                   </td>
                   <td>{steps.length ? `${done}/${steps.length}` : <span className="muted">—</span>}</td>
