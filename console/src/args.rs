@@ -60,6 +60,39 @@ pub struct Args {
     #[arg(long)]
     pub apiserver_tls_key: PathBuf,
 
+    /// Address of the Console listener: the web UI, /api and /v1.
+    #[arg(long, default_value = "0.0.0.0:9443")]
+    pub console_listen: SocketAddr,
+
+    /// PEM serving certificate of the Console listener (default: the
+    /// aggregated listener's). Re-read when the file changes.
+    #[arg(long)]
+    pub console_tls_cert: Option<PathBuf>,
+
+    /// PEM private key of the Console listener (default: the aggregated listener's).
+    #[arg(long)]
+    pub console_tls_key: Option<PathBuf>,
+
+    /// PEM CA bundle whose client certificates authenticate on the Console
+    /// listener (user from CN, groups from O). Re-read when the file changes.
+    #[arg(long)]
+    pub client_ca_file: Option<PathBuf>,
+
+    /// File with the key material (at least 32 bytes) that seals session
+    /// cookies; share it between replicas. Without it a random key is used
+    /// and sessions end when the process does.
+    #[arg(long)]
+    pub cookie_key_file: Option<PathBuf>,
+
+    /// Lifetime of a browser session.
+    #[arg(long, default_value = "8h")]
+    pub session_ttl: DurationArg,
+
+    /// Serve list summaries (names, phases, runtimes, ages, counts) to
+    /// callers without credentials, read with the Console's own identity.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub public_read: bool,
+
     /// Address of the plain-HTTP admin listener: /metrics, /live, /ready.
     #[arg(long, default_value = "0.0.0.0:9090")]
     pub admin_listen: SocketAddr,

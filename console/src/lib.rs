@@ -4,8 +4,16 @@
 #![forbid(unsafe_code)]
 
 pub mod admin;
+pub mod api;
 pub mod args;
+pub mod clients;
+pub mod console;
+pub mod credentials;
+pub mod error;
+pub mod headers;
 pub mod logging;
+pub mod session;
+pub mod web;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,8 +28,8 @@ use tokio::net::TcpListener;
 
 pub use args::Args;
 
-/// Builds the server's own Kubernetes client (its ServiceAccount identity).
-async fn service_account_client(args: &Args) -> anyhow::Result<kube::Client> {
+/// Builds the server's own Kubernetes configuration (its ServiceAccount identity).
+async fn service_account_config(args: &Args) -> anyhow::Result<kube::Config> {
     let config = match &args.kubeconfig {
         Some(path) => {
             let kubeconfig = kube::config::Kubeconfig::read_from(path)
@@ -37,14 +45,49 @@ async fn service_account_client(args: &Args) -> anyhow::Result<kube::Client> {
             .await
             .context("no --kubeconfig given and no in-cluster configuration found")?,
     };
-    kube::Client::try_from(config).context("building the Kubernetes client")
+    Ok(config)
+}
+
+/// Keeps a verifier's client CA in step with a file on disk.
+fn watch_client_ca(
+    path: std::path::PathBuf,
+    verifier: Arc<DynamicClientVerifier>,
+) -> anyhow::Result<()> {
+    let load = |path: &std::path::Path| -> anyhow::Result<_> {
+        let pem = std::fs::read(path)
+            .with_context(|| format!("--client-ca-file {}: cannot be read", path.display()))?;
+        let roots = kruntimes_apiserver::tls::root_store(&pem, &path.display().to_string())?;
+        Ok(kruntimes_apiserver::tls::client_verifier(roots)?)
+    };
+    verifier.set_client_ca(Some(load(&path)?));
+    let mut last = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            let now = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+            if now != last {
+                last = now;
+                match load(&path) {
+                    Ok(v) => {
+                        verifier.set_client_ca(Some(v));
+                        tracing::info!(file = %path.display(), "client CA reloaded");
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "client CA changed but could not be loaded; keeping the previous one")
+                    }
+                }
+            }
+        }
+    });
+    Ok(())
 }
 
 /// Runs every listener until SIGTERM or Ctrl-C.
 pub async fn run(args: Args) -> anyhow::Result<()> {
     args.validate()?;
     let metrics = Metrics::default();
-    let sa = service_account_client(&args).await?;
+    let sa_config = service_account_config(&args).await?;
+    let sa = kube::Client::try_from(sa_config.clone()).context("building the Kubernetes client")?;
     let tokens = TokenReviewer::new(
         sa.clone(),
         args.authentication_cache_ttl.into(),
@@ -76,14 +119,56 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let api_router =
         kruntimes_apiserver::server::router(log_api, api_authn, Some(request_header.clone()));
 
+    // Console listener: client certificates only from --client-ca-file.
+    let console_verifier = Arc::new(DynamicClientVerifier::new(ClientRoots::default()));
+    if let Some(path) = &args.client_ca_file {
+        watch_client_ca(path.clone(), console_verifier.clone())?;
+    }
+    let console_cert = Arc::new(
+        ReloadingCert::new(
+            args.console_tls_cert
+                .clone()
+                .unwrap_or_else(|| args.apiserver_tls_cert.clone()),
+            args.console_tls_key
+                .clone()
+                .unwrap_or_else(|| args.apiserver_tls_key.clone()),
+        )
+        .context("--console-tls-cert/--console-tls-key")?,
+    );
+    let console_tls = Arc::new(server_config(console_cert, console_verifier.clone(), true)?);
+    let ttl = args.session_ttl.0.as_secs() as i64;
+    let sealer = match &args.cookie_key_file {
+        Some(path) => session::SessionSealer::from_file(path, ttl)?,
+        None => {
+            tracing::warn!(
+                "no --cookie-key-file: sessions are sealed with a random key and end with this process"
+            );
+            session::SessionSealer::ephemeral(ttl)
+        }
+    };
+    let console_state = Arc::new(console::ConsoleState {
+        authn: Authenticator::new(console_verifier, None, tokens.clone()),
+        access: access.clone(),
+        sealer,
+        users: clients::UserClients::new(sa_config.clone())?,
+        service_account: sa.clone(),
+        public_read: args.public_read,
+        metrics: metrics.clone(),
+    });
+    let console_router = console::router(console_state, axum::Router::new());
+
     let api_listener = TcpListener::bind(args.apiserver_listen)
         .await
         .with_context(|| format!("--apiserver-listen {}: cannot bind", args.apiserver_listen))?;
+    let console_listener = TcpListener::bind(args.console_listen)
+        .await
+        .with_context(|| format!("--console-listen {}: cannot bind", args.console_listen))?;
     let admin_listener = TcpListener::bind(args.admin_listen)
         .await
         .with_context(|| format!("--admin-listen {}: cannot bind", args.admin_listen))?;
     tracing::info!(
         apiserver = %api_listener.local_addr()?,
+        console = %console_listener.local_addr()?,
         admin = %admin_listener.local_addr()?,
         "listening"
     );
@@ -99,6 +184,13 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         handshake_timeout: Duration::from_secs(10),
         max_header_bytes: args.max_header_bytes,
     };
+    let console_task = tokio::spawn(serve_tls(
+        console_listener,
+        console_tls,
+        console_router,
+        limits,
+        shutdown(),
+    ));
     let api_task = tokio::spawn(serve_tls(
         api_listener,
         api_tls,
@@ -116,7 +208,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     wait_for_signal().await;
     tracing::info!("shutting down");
     let _ = stop_tx.send(true);
-    let _ = tokio::join!(api_task, admin_task);
+    let _ = tokio::join!(api_task, console_task, admin_task);
     Ok(())
 }
 

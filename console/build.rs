@@ -1,0 +1,39 @@
+//! Stages the web UI build (`web/dist`) for embedding. Without a build (a
+//! plain `cargo build` before `npm run build`) a page that says how to make
+//! one is embedded instead, so the binary always builds.
+
+use std::path::{Path, PathBuf};
+
+fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), target)?;
+        }
+    }
+    Ok(())
+}
+
+fn main() {
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
+    let staged = out.join("web");
+    let dist = Path::new("web/dist");
+    println!("cargo:rerun-if-changed=web/dist");
+    let _ = std::fs::remove_dir_all(&staged);
+    if dist.join("index.html").exists() {
+        copy_dir(dist, &staged).expect("copying web/dist");
+    } else {
+        std::fs::create_dir_all(&staged).expect("creating the web staging folder");
+        std::fs::write(
+            staged.join("index.html"),
+            "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>kruntimes console</title></head>\
+             <body><p>The web UI was not built into this binary. Run <code>npm ci &amp;&amp; npm run build</code> \
+             in console/web, then rebuild.</p></body></html>",
+        )
+        .expect("writing the placeholder page");
+    }
+}

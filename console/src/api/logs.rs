@@ -1,0 +1,190 @@
+//! Run logs through kube-apiserver's aggregated path, as the caller: the
+//! Console never reads a Pod log for a browser itself.
+
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::body::Body;
+use axum::extract::{Path, RawQuery, State};
+use axum::response::{IntoResponse, Response};
+use http::{HeaderValue, StatusCode, header};
+use http_body_util::BodyExt;
+use kruntimes_apiserver::metrics::Metrics;
+
+use super::{check_name, check_namespace, user_client};
+use crate::console::{Caller, ConsoleState};
+use crate::error::{AccessRequest, ConsoleError};
+
+/// `tail` and `follow` of the logs endpoint.
+#[derive(Debug, PartialEq, Eq)]
+pub struct LogsQuery {
+    pub tail: u32,
+    pub follow: bool,
+}
+
+pub fn parse(raw: Option<&str>) -> Result<LogsQuery, ConsoleError> {
+    let mut q = LogsQuery {
+        tail: 100,
+        follow: false,
+    };
+    for pair in raw.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        match k {
+            "tail" => {
+                q.tail = v
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|n| (1..=500).contains(n))
+                    .ok_or_else(|| {
+                        ConsoleError::bad_request(format!(
+                            "tail must be an integer from 1 to 500, got {v:?}"
+                        ))
+                    })?;
+            }
+            "follow" => {
+                q.follow = match v {
+                    "true" | "1" => true,
+                    "false" | "0" | "" => false,
+                    _ => {
+                        return Err(ConsoleError::bad_request(format!(
+                            "follow must be true or false, got {v:?}"
+                        )));
+                    }
+                }
+            }
+            other => {
+                return Err(ConsoleError::bad_request(format!(
+                    "unknown parameter {other:?}; logs accepts tail and follow"
+                )));
+            }
+        }
+    }
+    Ok(q)
+}
+
+/// Decrements the open-follow gauge when the stream is dropped (the browser left).
+struct FollowGuard(Metrics);
+
+impl Drop for FollowGuard {
+    fn drop(&mut self) {
+        self.0.follow_streams.dec();
+    }
+}
+
+pub async fn logs(
+    State(state): State<Arc<ConsoleState>>,
+    Extension(caller): Extension<Caller>,
+    Path((ns, name)): Path<(String, String)>,
+    RawQuery(raw): RawQuery,
+) -> Response {
+    match logs_inner(&state, &caller, &ns, &name, raw.as_deref()).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn logs_inner(
+    state: &ConsoleState,
+    caller: &Caller,
+    ns: &str,
+    name: &str,
+    raw: Option<&str>,
+) -> Result<Response, ConsoleError> {
+    check_namespace(ns)?;
+    check_name("run", name)?;
+    let q = parse(raw)?;
+    let client = user_client(state, caller)?;
+    let mut path = format!(
+        "/apis/logs.kruntimes.io/v1alpha1/namespaces/{ns}/runs/{name}/log?tailLines={}",
+        q.tail
+    );
+    if q.follow {
+        path.push_str("&follow=true");
+    }
+    let req = http::Request::get(path)
+        .body(kube::client::Body::empty())
+        .map_err(|e| ConsoleError::internal(e.to_string()))?;
+    let resp = client.send(req).await.map_err(|e| {
+        tracing::warn!(error = %e, "forwarding a log request failed");
+        ConsoleError::unavailable("the Kubernetes API is unreachable")
+    })?;
+    let status = resp.status();
+    if !status.is_success() {
+        let body = resp
+            .into_body()
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        return Err(status_error(status, &body, ns, name));
+    }
+    let content_type = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .cloned()
+        .unwrap_or(HeaderValue::from_static("application/json"));
+    let mut out = if q.follow {
+        state.metrics.follow_streams.inc();
+        let guard = FollowGuard(state.metrics.clone());
+        let body = resp.into_body().map_frame(move |f| {
+            let _ = &guard;
+            f
+        });
+        Response::new(Body::new(body))
+    } else {
+        Response::new(Body::new(resp.into_body()))
+    };
+    out.headers_mut().insert(header::CONTENT_TYPE, content_type);
+    out.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(out)
+}
+
+/// A Kubernetes `Status` from the log API, kept faithful.
+fn status_error(code: StatusCode, body: &[u8], ns: &str, name: &str) -> ConsoleError {
+    let status: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+    let message = status
+        .get("message")
+        .and_then(|m| m.as_str())
+        .unwrap_or("the log request failed")
+        .to_owned();
+    let reason = status
+        .get("reason")
+        .and_then(|m| m.as_str())
+        .filter(|r| !r.is_empty())
+        .map(str::to_owned)
+        .unwrap_or_else(|| code.canonical_reason().unwrap_or("Error").replace(' ', ""));
+    let mut e = ConsoleError::new(code, &reason, message);
+    if code == StatusCode::FORBIDDEN {
+        let mut a = AccessRequest::new("get", "logs.kruntimes.io", "runs", ns, Some(name));
+        a.subresource = Some("log".into());
+        e = e.with_access(a);
+    }
+    e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_tail_and_follow() {
+        assert_eq!(
+            parse(None).unwrap(),
+            LogsQuery {
+                tail: 100,
+                follow: false
+            }
+        );
+        assert_eq!(
+            parse(Some("tail=5&follow=true")).unwrap(),
+            LogsQuery {
+                tail: 5,
+                follow: true
+            }
+        );
+        for bad in ["tail=0", "tail=501", "tail=x", "follow=maybe", "x=1"] {
+            assert!(parse(Some(bad)).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,773 @@
+//! Runs: the paged, filtered list and the detail with its Pod and Events.
+
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::extract::{Path, RawQuery, State};
+use axum::response::{IntoResponse, Json, Response};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::api::{DynamicObject, ListParams};
+use kube::{Api, Client};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::objects::{at, bounded_outputs, conditions, meta, mode_name, pick, str_at};
+use super::{
+    Reader, check_name, check_namespace, kruntimes_api, kube_error, list_reader, user_client,
+};
+use crate::console::{Caller, ConsoleState};
+use crate::error::{AccessRequest, ConsoleError, from_kube};
+
+pub const PHASES: [&str; 8] = [
+    "Pending",
+    "Scheduled",
+    "Running",
+    "Ready",
+    "Succeeded",
+    "Failed",
+    "Timeout",
+    "Cancelled",
+];
+/// Default and largest page sizes.
+pub const DEFAULT_LIMIT: u32 = 50;
+pub const MAX_LIMIT: u32 = 500;
+/// Upstream page size while filtering on the Console.
+const SCAN_PAGE: u32 = 500;
+/// Upstream pages read at most per request while filtering on the Console.
+const SCAN_PAGES: usize = 40;
+
+/// Parsed query of the Run list.
+#[derive(Debug, Default, PartialEq)]
+pub struct RunQuery {
+    pub phases: Vec<String>,
+    pub runtime: Option<String>,
+    pub assigned_pod: Option<String>,
+    pub label_selector: Option<String>,
+    pub created_after: Option<jiff::Timestamp>,
+    pub limit: u32,
+    pub cont: Option<String>,
+}
+
+fn decode(s: &str) -> Result<String, ConsoleError> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let v = bytes
+                    .get(i + 1..i + 3)
+                    .and_then(|h| std::str::from_utf8(h).ok())
+                    .and_then(|h| u8::from_str_radix(h, 16).ok())
+                    .ok_or_else(|| {
+                        ConsoleError::bad_request("the query string has a bad percent-escape")
+                    })?;
+                out.push(v);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).map_err(|_| ConsoleError::bad_request("the query string is not UTF-8"))
+}
+
+/// Parses the query string strictly.
+pub fn parse_query(raw: Option<&str>) -> Result<RunQuery, ConsoleError> {
+    let mut q = RunQuery {
+        limit: DEFAULT_LIMIT,
+        ..Default::default()
+    };
+    for pair in raw.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        let (k, v) = (decode(k)?, decode(v)?);
+        let nonempty = |v: &str| (!v.is_empty()).then(|| v.to_owned());
+        match k.as_str() {
+            "phase" => {
+                for p in v.split(',').filter(|p| !p.is_empty()) {
+                    if !PHASES.contains(&p) {
+                        return Err(ConsoleError::bad_request(format!(
+                            "phase {p:?} is not a Run phase; use one of {}",
+                            PHASES.join(", ")
+                        )));
+                    }
+                    q.phases.push(p.to_owned());
+                }
+            }
+            "runtime" => {
+                if let Some(r) = nonempty(&v) {
+                    check_name("runtime", &r)?;
+                    q.runtime = Some(r);
+                }
+            }
+            "assignedPod" => {
+                if let Some(p) = nonempty(&v) {
+                    check_name("pod", &p)?;
+                    q.assigned_pod = Some(p);
+                }
+            }
+            "labelSelector" => {
+                if v.len() > 1024 {
+                    return Err(ConsoleError::bad_request(
+                        "labelSelector is longer than 1024 characters",
+                    ));
+                }
+                q.label_selector = nonempty(&v);
+            }
+            "createdAfter" => {
+                if !v.is_empty() {
+                    q.created_after = Some(v.parse().map_err(|_| {
+                        ConsoleError::bad_request(format!(
+                            "createdAfter {v:?} is not an RFC 3339 time such as 2026-01-02T15:04:05Z"
+                        ))
+                    })?);
+                }
+            }
+            "limit" => {
+                q.limit = v
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|n| (1..=MAX_LIMIT).contains(n))
+                    .ok_or_else(|| {
+                        ConsoleError::bad_request(format!(
+                            "limit must be an integer from 1 to {MAX_LIMIT}, got {v:?}"
+                        ))
+                    })?;
+            }
+            "continue" => q.cont = nonempty(&v),
+            other => {
+                return Err(ConsoleError::bad_request(format!(
+                    "unknown parameter {other:?}; the Run list accepts phase, runtime, assignedPod, labelSelector, createdAfter, limit and continue"
+                )));
+            }
+        }
+    }
+    Ok(q)
+}
+
+/// Our own continue token while filtering on the Console: the upstream
+/// token of the page being read and how many of its items were consumed.
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
+struct ScanToken {
+    c: Option<String>,
+    s: usize,
+}
+
+const SCAN_PREFIX: &str = "krt1.";
+
+fn encode_scan(t: &ScanToken) -> String {
+    format!(
+        "{SCAN_PREFIX}{}",
+        URL_SAFE_NO_PAD.encode(serde_json::to_vec(t).unwrap_or_default())
+    )
+}
+
+fn decode_scan(s: &str) -> Result<Option<ScanToken>, ConsoleError> {
+    let Some(rest) = s.strip_prefix(SCAN_PREFIX) else {
+        return Ok(None);
+    };
+    let bytes = URL_SAFE_NO_PAD
+        .decode(rest)
+        .map_err(|_| ConsoleError::bad_request("the continue token is not valid"))?;
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|_| ConsoleError::bad_request("the continue token is not valid"))
+}
+
+/// Filters the Console applies itself.
+struct Residual<'a> {
+    q: &'a RunQuery,
+    /// Field filters the API server could not apply.
+    fields: bool,
+}
+
+impl Residual<'_> {
+    fn is_empty(&self) -> bool {
+        !self.fields && self.q.created_after.is_none() && self.q.phases.len() <= 1
+    }
+
+    fn admits(&self, o: &DynamicObject) -> bool {
+        let q = self.q;
+        if let Some(after) = q.created_after {
+            let created = o.metadata.creation_timestamp.as_ref().map(|t| t.0);
+            if created.is_none_or(|c| c < after) {
+                return false;
+            }
+        }
+        let phase = str_at(&o.data, &["status", "phase"]).unwrap_or("");
+        if (q.phases.len() > 1 || (self.fields && !q.phases.is_empty()))
+            && !q.phases.iter().any(|p| p == phase)
+        {
+            return false;
+        }
+        if self.fields {
+            if let Some(r) = &q.runtime
+                && str_at(&o.data, &["spec", "runtime"]) != Some(r.as_str())
+            {
+                return false;
+            }
+            if let Some(p) = &q.assigned_pod
+                && str_at(&o.data, &["status", "assignedPod"]) != Some(p.as_str())
+            {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+fn field_selector(q: &RunQuery) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(r) = &q.runtime {
+        parts.push(format!("spec.runtime={r}"));
+    }
+    if q.phases.len() == 1 {
+        parts.push(format!("status.phase={}", q.phases[0]));
+    }
+    if let Some(p) = &q.assigned_pod {
+        parts.push(format!("status.assignedPod={p}"));
+    }
+    (!parts.is_empty()).then(|| parts.join(","))
+}
+
+/// Is this the API server refusing a field selector the CRD does not declare?
+fn unsupported_field(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 400 && s.message.contains("field label not supported"))
+}
+
+/// A page of Runs matching `q`.
+pub struct Page {
+    pub items: Vec<DynamicObject>,
+    pub cont: Option<String>,
+    pub remaining: Option<i64>,
+}
+
+/// Lists one page, pushing filters to the API server where the CRD allows
+/// and filtering the rest here without listing everything per request.
+pub async fn list_runs(api: &Api<DynamicObject>, q: &RunQuery) -> Result<Page, kube::Error> {
+    let scan = match &q.cont {
+        Some(c) => decode_scan(c).ok().flatten(),
+        None => None,
+    };
+    let fs = field_selector(q);
+    let mut residual = Residual { q, fields: false };
+    if scan.is_none() && residual.is_empty() {
+        let mut lp = ListParams::default().limit(q.limit);
+        if let Some(l) = &q.label_selector {
+            lp = lp.labels(l);
+        }
+        if let Some(c) = &q.cont {
+            lp = lp.continue_token(c);
+        }
+        if let Some(f) = &fs {
+            lp = lp.fields(f);
+        }
+        match api.list(&lp).await {
+            Ok(list) => {
+                return Ok(Page {
+                    items: list.items,
+                    cont: list.metadata.continue_.filter(|c| !c.is_empty()),
+                    remaining: list.metadata.remaining_item_count,
+                });
+            }
+            Err(e) if fs.is_some() && unsupported_field(&e) => residual.fields = true,
+            Err(e) => return Err(e),
+        }
+    }
+    scan_runs(api, q, residual, fs, scan).await
+}
+
+async fn scan_runs(
+    api: &Api<DynamicObject>,
+    q: &RunQuery,
+    mut residual: Residual<'_>,
+    fs: Option<String>,
+    start: Option<ScanToken>,
+) -> Result<Page, kube::Error> {
+    let (mut upstream, mut skip) = start.map(|t| (t.c, t.s)).unwrap_or((None, 0));
+    let mut items = Vec::new();
+    for _ in 0..SCAN_PAGES {
+        let mut lp = ListParams::default().limit(SCAN_PAGE);
+        if let Some(l) = &q.label_selector {
+            lp = lp.labels(l);
+        }
+        if let Some(c) = &upstream {
+            lp = lp.continue_token(c);
+        }
+        if !residual.fields
+            && let Some(f) = &fs
+        {
+            lp = lp.fields(f);
+        }
+        let list = match api.list(&lp).await {
+            Ok(l) => l,
+            Err(e) if !residual.fields && fs.is_some() && unsupported_field(&e) => {
+                residual.fields = true;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let n = list.items.len();
+        for (i, o) in list.items.into_iter().enumerate().skip(skip) {
+            if !residual.admits(&o) {
+                continue;
+            }
+            items.push(o);
+            if items.len() as u32 == q.limit {
+                let next = if i + 1 < n {
+                    Some(ScanToken {
+                        c: upstream.clone(),
+                        s: i + 1,
+                    })
+                } else {
+                    list.metadata
+                        .continue_
+                        .clone()
+                        .filter(|c| !c.is_empty())
+                        .map(|c| ScanToken { c: Some(c), s: 0 })
+                };
+                return Ok(Page {
+                    items,
+                    cont: next.map(|t| encode_scan(&t)),
+                    remaining: None,
+                });
+            }
+        }
+        match list.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(c) => {
+                upstream = Some(c);
+                skip = 0;
+            }
+            None => {
+                return Ok(Page {
+                    items,
+                    cont: None,
+                    remaining: None,
+                });
+            }
+        }
+    }
+    // Bounded work per request: hand back what was found and where to go on.
+    Ok(Page {
+        items,
+        cont: Some(encode_scan(&ScanToken { c: upstream, s: 0 })),
+        remaining: None,
+    })
+}
+
+/// The condition with the latest transition.
+fn last_transition(status: &Value) -> Option<Value> {
+    let conds = status.get("conditions")?.as_array()?;
+    let c = conds.iter().max_by_key(|c| {
+        c.get("lastTransitionTime")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    })?;
+    let mut out = pick(c, &["type", "status", "reason", "message"]);
+    if let Some(t) = c.get("lastTransitionTime") {
+        out["time"] = t.clone();
+    }
+    Some(out)
+}
+
+/// One row of the Run table.
+pub fn run_item(o: &DynamicObject, summary: bool) -> Value {
+    let spec = o.data.get("spec").cloned().unwrap_or(Value::Null);
+    let status = o.data.get("status").cloned().unwrap_or(Value::Null);
+    let mut item = json!({
+        "metadata": meta(&o.metadata, summary),
+        "runtime": str_at(&spec, &["runtime"]).unwrap_or_default(),
+    });
+    if let Some(p) = str_at(&status, &["phase"]) {
+        item["phase"] = json!(p);
+    }
+    if let Some(m) = mode_name(&spec) {
+        item["mode"] = json!(m);
+    }
+    if summary {
+        return item;
+    }
+    for (k, path) in [
+        ("assignedPod", "assignedPod"),
+        ("startTime", "startTime"),
+        ("completionTime", "completionTime"),
+    ] {
+        if let Some(v) = str_at(&status, &[path]) {
+            item[k] = json!(v);
+        }
+    }
+    if let Some(a) = at(&status, &["attempt"]) {
+        item["attempt"] = a.clone();
+    }
+    if let Some(t) = last_transition(&status) {
+        item["lastTransition"] = t;
+    }
+    item
+}
+
+fn respond(r: Result<Value, ConsoleError>) -> Response {
+    match r {
+        Ok(v) => Json(v).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+pub async fn list(
+    State(state): State<Arc<ConsoleState>>,
+    Extension(caller): Extension<Caller>,
+    Path(ns): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Response {
+    respond(list_inner(&state, &caller, &ns, raw.as_deref()).await)
+}
+
+async fn list_inner(
+    state: &ConsoleState,
+    caller: &Caller,
+    ns: &str,
+    raw: Option<&str>,
+) -> Result<Value, ConsoleError> {
+    check_namespace(ns)?;
+    let q = parse_query(raw)?;
+    let reader = list_reader(state, caller)?;
+    let api = kruntimes_api(reader.client().clone(), ns, "Run", "runs");
+    let page = list_runs(&api, &q).await.map_err(|e| {
+        kube_error(
+            e,
+            "listing runs",
+            AccessRequest::new("list", "kruntimes.io", "runs", ns, None),
+        )
+    })?;
+    let summary = matches!(reader, Reader::Public(_));
+    let mut out =
+        json!({"items": page.items.iter().map(|o| run_item(o, summary)).collect::<Vec<_>>()});
+    if let Some(c) = page.cont {
+        out["continue"] = json!(c);
+    }
+    if let Some(r) = page.remaining {
+        out["remainingItemCount"] = json!(r);
+    }
+    if summary {
+        out["summary"] = json!(true);
+    }
+    Ok(out)
+}
+
+pub async fn detail(
+    State(state): State<Arc<ConsoleState>>,
+    Extension(caller): Extension<Caller>,
+    Path((ns, name)): Path<(String, String)>,
+) -> Response {
+    respond(detail_inner(&state, &caller, &ns, &name).await)
+}
+
+fn section_error(e: kube::Error, what: &str, access: AccessRequest) -> Value {
+    let e = from_kube(e, what);
+    if e.code == http::StatusCode::FORBIDDEN {
+        json!({"state": "forbidden", "message": e.message, "access": access})
+    } else {
+        json!({"state": "error", "message": e.message, "code": e.code.as_u16()})
+    }
+}
+
+async fn detail_inner(
+    state: &ConsoleState,
+    caller: &Caller,
+    ns: &str,
+    name: &str,
+) -> Result<Value, ConsoleError> {
+    check_namespace(ns)?;
+    check_name("run", name)?;
+    let client = user_client(state, caller)?;
+    let run = kruntimes_api(client.clone(), ns, "Run", "runs")
+        .get(name)
+        .await
+        .map_err(|e| {
+            kube_error(
+                e,
+                "reading the run",
+                AccessRequest::new("get", "kruntimes.io", "runs", ns, Some(name)),
+            )
+        })?;
+    let spec = run.data.get("spec").cloned().unwrap_or(Value::Null);
+    let status = run.data.get("status").cloned().unwrap_or(Value::Null);
+    // Allow-listed fields only: never env, secrets or anything else in the spec.
+    let mut spec_out = pick(&spec, &["runtime", "mode", "timeout", "retryPolicy"]);
+    if spec_out.get("mode").is_none() {
+        spec_out["mode"] = json!({});
+    }
+    let mut status_out = pick(
+        &status,
+        &[
+            "phase",
+            "assignedPod",
+            "assignedPodUID",
+            "message",
+            "startTime",
+            "completionTime",
+            "attempt",
+        ],
+    );
+    if let Some(ep) = status.get("endpoint") {
+        status_out["endpoint"] = pick(ep, &["protocol", "url"]);
+    }
+    if let Some(o) = bounded_outputs(status.get("outputs")) {
+        status_out["outputs"] = o;
+    }
+    if let Some(c) = conditions(status.get("conditions")) {
+        status_out["conditions"] = c;
+    }
+    if let Some(refs) = status.get("artifactRefs").and_then(Value::as_array) {
+        status_out["artifactRefs"] = Value::Array(
+            refs.iter()
+                .map(|r| {
+                    let mut a = pick(
+                        r,
+                        &[
+                            "name",
+                            "driver",
+                            "type",
+                            "sizeBytes",
+                            "digest",
+                            "contentType",
+                            "createdAt",
+                        ],
+                    );
+                    match r.get("location") {
+                        Some(Value::String(s)) => a["location"] = json!(s),
+                        Some(Value::Object(o)) => a["location"] = json!(describe_location(o)),
+                        _ => {}
+                    }
+                    a
+                })
+                .collect(),
+        );
+    }
+    let pod_name = str_at(&status, &["assignedPod"]).filter(|p| !p.is_empty());
+    let pod_uid = str_at(&status, &["assignedPodUID"]);
+    let run_uid = run.metadata.uid.clone().unwrap_or_default();
+    let (pod, events) = tokio::join!(
+        pod_section(&client, ns, pod_name, pod_uid),
+        events_section(&client, ns, &run_uid, name, pod_name)
+    );
+    Ok(json!({
+        "metadata": meta(&run.metadata, false),
+        "spec": spec_out,
+        "status": status_out,
+        "pod": pod,
+        "events": events,
+    }))
+}
+
+/// An artifact location object (`{s3: {bucket, key}}`, `{filesystem: {...}}`) as one string.
+fn describe_location(o: &serde_json::Map<String, Value>) -> String {
+    if let Some(s3) = o.get("s3") {
+        return format!(
+            "s3://{}/{}",
+            str_at(s3, &["bucket"]).unwrap_or_default(),
+            str_at(s3, &["key"]).unwrap_or_default()
+        );
+    }
+    if let Some(fs) = o.get("filesystem") {
+        let path = str_at(fs, &["path"]).unwrap_or_default();
+        return match str_at(fs, &["volumeClaimName"]) {
+            Some(pvc) => format!("pvc://{pvc}{path}"),
+            None => format!("file://{path}"),
+        };
+    }
+    Value::Object(o.clone()).to_string()
+}
+
+/// Facts about a Pod the UI shows (never its spec).
+pub fn pod_facts(p: &Pod) -> Value {
+    let status = p.status.clone().unwrap_or_default();
+    let conds = status.conditions.clone().unwrap_or_default();
+    let ready = conds
+        .iter()
+        .any(|c| c.type_ == "Ready" && c.status == "True");
+    let restarts: i32 = status
+        .container_statuses
+        .as_ref()
+        .map(|cs| cs.iter().map(|c| c.restart_count).sum())
+        .unwrap_or(0);
+    let mut out = json!({
+        "name": p.metadata.name.clone().unwrap_or_default(),
+        "namespace": p.metadata.namespace.clone().unwrap_or_default(),
+        "uid": p.metadata.uid.clone().unwrap_or_default(),
+        "phase": status.phase.clone().unwrap_or_else(|| "Unknown".into()),
+        "ready": ready,
+        "restarts": restarts,
+    });
+    if let Some(n) = p.spec.as_ref().and_then(|s| s.node_name.clone()) {
+        out["node"] = json!(n);
+    }
+    if let Some(ip) = status.pod_ip.clone() {
+        out["podIP"] = json!(ip);
+    }
+    if let Some(t) = status.start_time.as_ref() {
+        out["startTime"] = json!(t.0.to_string());
+    }
+    if let Some(c) = conds
+        .iter()
+        .find(|c| c.type_ == "kruntimes.io/RuntimedReady")
+    {
+        let mut cond = json!({"type": c.type_, "status": c.status});
+        if let Some(r) = &c.reason {
+            cond["reason"] = json!(r);
+        }
+        if let Some(m) = &c.message {
+            cond["message"] = json!(m);
+        }
+        if let Some(t) = &c.last_transition_time {
+            cond["lastTransitionTime"] = json!(t.0.to_string());
+        }
+        out["runtimedReady"] = cond;
+    }
+    if let Some(l) = &p.metadata.labels {
+        out["labels"] = json!(l);
+    }
+    out
+}
+
+async fn pod_section(client: &Client, ns: &str, pod: Option<&str>, uid: Option<&str>) -> Value {
+    let Some(pod) = pod else {
+        return json!({"state": "absent", "message": "the Run is not assigned to a Runtime Pod yet"});
+    };
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    match pods.get_opt(pod).await {
+        Ok(Some(p)) => {
+            let mut facts = pod_facts(&p);
+            if uid.is_some_and(|u| p.metadata.uid.as_deref() != Some(u)) {
+                facts["replaced"] = json!(true);
+            }
+            json!({"state": "ok", "pod": facts})
+        }
+        Ok(None) => json!({"state": "absent", "message": format!("pod {pod:?} no longer exists")}),
+        Err(e) => section_error(
+            e,
+            "reading the pod",
+            AccessRequest::new("get", "", "pods", ns, Some(pod)),
+        ),
+    }
+}
+
+async fn events_section(
+    client: &Client,
+    ns: &str,
+    run_uid: &str,
+    run: &str,
+    pod: Option<&str>,
+) -> Value {
+    let events: Api<Event> = Api::namespaced(client.clone(), ns);
+    let mut selectors = vec![format!("involvedObject.uid={run_uid}")];
+    if let Some(p) = pod {
+        selectors.push(format!("involvedObject.kind=Pod,involvedObject.name={p}"));
+    }
+    let mut items = Vec::new();
+    for fs in selectors {
+        match events
+            .list(&ListParams::default().fields(&fs).limit(200))
+            .await
+        {
+            Ok(list) => items.extend(list.items),
+            Err(e) => {
+                return section_error(
+                    e,
+                    "listing events",
+                    AccessRequest::new("list", "", "events", ns, None),
+                );
+            }
+        }
+    }
+    let mut out: Vec<(String, Value)> = items
+        .iter()
+        .map(|e| {
+            let last = e
+                .last_timestamp
+                .as_ref()
+                .map(|t| t.0.to_string())
+                .or_else(|| e.event_time.as_ref().map(|t| t.0.to_string()))
+                .unwrap_or_default();
+            let mut v = json!({
+                "type": e.type_.clone().unwrap_or_else(|| "Normal".into()),
+                "reason": e.reason.clone().unwrap_or_default(),
+                "message": e.message.clone().unwrap_or_default(),
+                "involvedObject": format!("{}/{}", e.involved_object.kind.clone().unwrap_or_default(), e.involved_object.name.clone().unwrap_or_default()),
+            });
+            if let Some(c) = e.count {
+                v["count"] = json!(c);
+            }
+            if let Some(t) = &e.first_timestamp {
+                v["firstTime"] = json!(t.0.to_string());
+            }
+            if !last.is_empty() {
+                v["lastTime"] = json!(last);
+            }
+            if let Some(s) = e.source.as_ref().and_then(|s| s.component.clone()) {
+                v["source"] = json!(s);
+            }
+            (last, v)
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    let _ = run;
+    json!({"state": "ok", "items": out.into_iter().map(|(_, v)| v).collect::<Vec<_>>()})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_parsing() {
+        let q = parse_query(Some(
+            "phase=Failed&runtime=bash&limit=10&labelSelector=app%3Dweb",
+        ))
+        .unwrap();
+        assert_eq!(q.phases, ["Failed"]);
+        assert_eq!(q.runtime.as_deref(), Some("bash"));
+        assert_eq!(q.limit, 10);
+        assert_eq!(q.label_selector.as_deref(), Some("app=web"));
+        assert_eq!(
+            field_selector(&q).as_deref(),
+            Some("spec.runtime=bash,status.phase=Failed")
+        );
+        for bad in [
+            "limit=0",
+            "limit=501",
+            "limit=abc",
+            "phase=Nope",
+            "createdAfter=yesterday",
+            "runtime=Bad_Name",
+            "foo=1",
+        ] {
+            let e = parse_query(Some(bad)).unwrap_err();
+            assert_eq!(e.code, http::StatusCode::BAD_REQUEST, "{bad}");
+        }
+        assert!(
+            parse_query(Some("createdAfter=2026-01-02T15:04:05Z"))
+                .unwrap()
+                .created_after
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn scan_tokens_round_trip() {
+        let t = ScanToken {
+            c: Some("abc".into()),
+            s: 7,
+        };
+        assert_eq!(decode_scan(&encode_scan(&t)).unwrap(), Some(t));
+        assert_eq!(decode_scan("upstream-token").unwrap(), None);
+        assert!(decode_scan("krt1.!!").is_err());
+    }
+}

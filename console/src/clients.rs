@@ -1,0 +1,54 @@
+//! Kubernetes clients: the Console's own (ServiceAccount) client, and
+//! request-scoped clients that carry a caller's token over one shared
+//! connection pool.
+
+use http::HeaderValue;
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use kruntimes_apiserver::auth::BearerToken;
+use kube::client::ConfigExt;
+use tower::ServiceBuilder;
+use tower_http::set_header::SetRequestHeaderLayer;
+
+/// Builds a client per caller without building TLS or a pool per caller.
+#[derive(Clone)]
+pub struct UserClients {
+    config: kube::Config,
+    pool: HyperClient<hyper_rustls::HttpsConnector<HttpConnector>, kube::client::Body>,
+}
+
+impl UserClients {
+    /// `config` is the Console's own configuration; its credentials are dropped.
+    pub fn new(mut config: kube::Config) -> anyhow::Result<Self> {
+        config.auth_info = Default::default();
+        let https = config.rustls_https_connector()?;
+        let pool = HyperClient::builder(TokioExecutor::new())
+            .pool_idle_timeout(std::time::Duration::from_secs(90))
+            .build(https);
+        Ok(Self { config, pool })
+    }
+
+    /// A client that acts as the holder of `token`.
+    pub fn for_token(
+        &self,
+        token: &BearerToken,
+    ) -> Result<kube::Client, crate::error::ConsoleError> {
+        let mut value =
+            HeaderValue::from_str(&format!("Bearer {}", token.expose())).map_err(|_| {
+                crate::error::ConsoleError::unauthorized("the token cannot be sent in a header")
+            })?;
+        value.set_sensitive(true);
+        let service = ServiceBuilder::new()
+            .layer(self.config.base_uri_layer())
+            .layer(SetRequestHeaderLayer::overriding(
+                http::header::AUTHORIZATION,
+                value,
+            ))
+            .service(self.pool.clone());
+        Ok(kube::Client::new(
+            service,
+            self.config.default_namespace.clone(),
+        ))
+    }
+}

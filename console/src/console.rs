@@ -1,0 +1,235 @@
+//! The Console listener: web UI, `/api` and `/v1`.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use http::{HeaderMap, HeaderValue, Method, header};
+use kruntimes_apiserver::auth::{AccessReview, Authenticator, BearerToken};
+use kruntimes_apiserver::metrics::{Metrics, RequestLabels, RouteLabels};
+use kruntimes_apiserver::serve::PeerCertificates;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::clients::UserClients;
+use crate::credentials::{Credentials, Source, auth_error, resolve};
+use crate::error::ConsoleError;
+use crate::session::SessionSealer;
+
+/// Everything the Console's handlers share.
+pub struct ConsoleState {
+    pub authn: Authenticator,
+    pub access: AccessReview,
+    pub sealer: SessionSealer,
+    pub users: UserClients,
+    /// The Console's own identity: TokenReview, SubjectAccessReview,
+    /// public-read summaries and the /v1 Run cache. Never reads on a user's behalf.
+    pub service_account: kube::Client,
+    pub public_read: bool,
+    pub metrics: Metrics,
+}
+
+/// The resolved credentials of a request (absent: none given).
+#[derive(Clone, Debug)]
+pub struct Caller(pub Option<Credentials>);
+
+fn same_origin(headers: &HeaderMap) -> bool {
+    let (Some(origin), Some(host)) = (
+        headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()),
+        headers.get(header::HOST).and_then(|v| v.to_str().ok()),
+    ) else {
+        return false;
+    };
+    origin == format!("https://{host}")
+}
+
+/// Resolves credentials once per request and enforces the Origin rule on
+/// cookie-authenticated state changes.
+async fn credentials(
+    State(state): State<Arc<ConsoleState>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let peer = req
+        .extensions()
+        .get::<PeerCertificates>()
+        .cloned()
+        .unwrap_or_default();
+    let creds = match resolve(&state.authn, &state.sealer, req.headers(), &peer).await {
+        Ok(c) => c,
+        Err(e) => return e.into_response(),
+    };
+    let changes_state = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+    let is_ws = req
+        .headers()
+        .get(header::UPGRADE)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"websocket"));
+    if let Some(c) = &creds
+        && c.source == Source::Cookie
+        && (changes_state || is_ws)
+        && !same_origin(req.headers())
+    {
+        return ConsoleError::forbidden(
+            "cross-origin request refused: a request authenticated by the session cookie must come from the Console's own origin",
+        )
+        .into_response();
+    }
+    req.extensions_mut().insert(Caller(creds));
+    next.run(req).await
+}
+
+async fn observe(State(metrics): State<Metrics>, req: Request, next: Next) -> Response {
+    let route: &'static str = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| route_name(p.as_str()))
+        .unwrap_or("static");
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let id = request_id();
+    let started = Instant::now();
+    let mut resp = next.run(req).await;
+    let elapsed = started.elapsed();
+    let code = resp.status().as_u16();
+    let listener = "console";
+    metrics
+        .request_seconds
+        .get_or_create(&RouteLabels { listener, route })
+        .observe(elapsed.as_secs_f64());
+    metrics
+        .requests
+        .get_or_create(&RequestLabels {
+            listener,
+            route,
+            code,
+        })
+        .inc();
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        resp.headers_mut().insert("x-request-id", v);
+    }
+    tracing::info!(listener, request_id = %id, %method, %path, code, ms = elapsed.as_secs_f64() * 1e3, "request");
+    resp
+}
+
+fn request_id() -> String {
+    use rand::Rng;
+    format!("{:016x}", rand::rng().random::<u64>())
+}
+
+fn route_name(p: &str) -> &'static str {
+    match p {
+        "/api/session" => "session",
+        "/api/namespaces" => "namespaces",
+        "/api/namespaces/{ns}/runs" => "runs",
+        "/api/namespaces/{ns}/runs/{name}" => "run",
+        "/api/namespaces/{ns}/runs/{name}/logs" => "run-logs",
+        "/api/namespaces/{ns}/runtimes" => "runtimes",
+        "/api/namespaces/{ns}/runtimes/{name}" => "runtime",
+        "/api/namespaces/{ns}/workflowruns" => "workflowruns",
+        "/api/namespaces/{ns}/workflowruns/{name}" => "workflowrun",
+        p if p.starts_with("/v1/") => "v1",
+        _ => "other",
+    }
+}
+
+#[derive(Deserialize)]
+struct Login {
+    token: String,
+}
+
+/// Largest login body (a 16 KiB token plus JSON).
+const MAX_LOGIN_BODY: usize = 20 << 10;
+
+async fn session_get(
+    State(state): State<Arc<ConsoleState>>,
+    axum::Extension(Caller(creds)): axum::Extension<Caller>,
+) -> Response {
+    match creds {
+        Some(c) => Json(json!({"authenticated": true, "username": c.caller.user, "publicRead": state.public_read})).into_response(),
+        None => Json(json!({"authenticated": false, "publicRead": state.public_read})).into_response(),
+    }
+}
+
+async fn session_post(
+    State(state): State<Arc<ConsoleState>>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    match login(&state, &headers, &body).await {
+        Ok(resp) => resp,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn login(
+    state: &ConsoleState,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Response, ConsoleError> {
+    // Login CSRF: a browser always sends Origin on a POST; it must be ours.
+    if headers.contains_key(header::ORIGIN) && !same_origin(headers) {
+        return Err(ConsoleError::forbidden("cross-origin login refused"));
+    }
+    if body.len() > MAX_LOGIN_BODY {
+        return Err(ConsoleError::bad_request("the token is over 16 KiB"));
+    }
+    let login: Login = serde_json::from_slice(body).map_err(|e| {
+        ConsoleError::bad_request(format!("the body must be JSON {{\"token\": \"...\"}}: {e}"))
+    })?;
+    let token = BearerToken::new(login.token.trim()).map_err(auth_error)?;
+    let caller = state
+        .authn
+        .tokens()
+        .review(token.clone())
+        .await
+        .map_err(auth_error)?;
+    let sealed = state
+        .sealer
+        .seal(&token)
+        .ok_or_else(|| ConsoleError::internal("the session could not be sealed"))?;
+    let mut resp = Json(
+        json!({"authenticated": true, "username": caller.user, "publicRead": state.public_read}),
+    )
+    .into_response();
+    for c in state.sealer.set_cookies(&sealed) {
+        if let Ok(v) = HeaderValue::from_str(&c) {
+            resp.headers_mut().append(header::SET_COOKIE, v);
+        }
+    }
+    Ok(resp)
+}
+
+async fn session_delete(State(state): State<Arc<ConsoleState>>) -> Response {
+    let mut resp =
+        Json(json!({"authenticated": false, "publicRead": state.public_read})).into_response();
+    for c in SessionSealer::clear_cookies() {
+        if let Ok(v) = HeaderValue::from_str(&c) {
+            resp.headers_mut().append(header::SET_COOKIE, v);
+        }
+    }
+    resp
+}
+
+/// The Console listener's router.
+pub fn router(state: Arc<ConsoleState>, v1: Router) -> Router {
+    let metrics = state.metrics.clone();
+    let api = Router::new()
+        .route(
+            "/api/session",
+            get(session_get).post(session_post).delete(session_delete),
+        )
+        .merge(crate::api::routes())
+        .with_state(state.clone())
+        .merge(v1)
+        .layer(middleware::from_fn_with_state(state.clone(), credentials))
+        .layer(DefaultBodyLimit::max(MAX_LOGIN_BODY));
+    Router::new()
+        .merge(api)
+        .fallback(crate::web::serve)
+        .layer(middleware::from_fn(crate::headers::security_headers))
+        .layer(middleware::from_fn_with_state(metrics, observe))
+}

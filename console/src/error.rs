@@ -1,0 +1,144 @@
+//! The one place where Console failures become HTTP answers:
+//! `{"error": {"code", "reason", "message"}}`.
+
+use axum::Json;
+use axum::response::{IntoResponse, Response};
+use http::StatusCode;
+use serde::Serialize;
+use serde_json::json;
+
+/// An access check, named in forbidden answers so the UI can show `kubectl auth can-i`.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct AccessRequest {
+    pub verb: String,
+    pub group: String,
+    pub resource: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subresource: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+impl AccessRequest {
+    pub fn new(
+        verb: &str,
+        group: &str,
+        resource: &str,
+        namespace: &str,
+        name: Option<&str>,
+    ) -> Self {
+        Self {
+            verb: verb.into(),
+            group: group.into(),
+            resource: resource.into(),
+            subresource: None,
+            namespace: Some(namespace.into()),
+            name: name.map(Into::into),
+        }
+    }
+}
+
+/// A Console failure.
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct ConsoleError {
+    pub code: StatusCode,
+    pub reason: String,
+    pub message: String,
+    pub access: Option<Box<AccessRequest>>,
+    pub retry_after: Option<u32>,
+}
+
+impl ConsoleError {
+    pub fn new(code: StatusCode, reason: &str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            reason: reason.into(),
+            message: message.into(),
+            access: None,
+            retry_after: None,
+        }
+    }
+    pub fn bad_request(m: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "BadRequest", m)
+    }
+    pub fn unauthorized(m: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "Unauthorized", m)
+    }
+    pub fn forbidden(m: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "Forbidden", m)
+    }
+    pub fn not_found(m: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "NotFound", m)
+    }
+    pub fn unavailable(m: impl Into<String>) -> Self {
+        let mut e = Self::new(StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable", m);
+        e.retry_after = Some(1);
+        e
+    }
+    pub fn too_large(m: impl Into<String>) -> Self {
+        Self::new(StatusCode::PAYLOAD_TOO_LARGE, "RequestEntityTooLarge", m)
+    }
+    pub fn internal(m: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", m)
+    }
+    pub fn with_access(mut self, access: AccessRequest) -> Self {
+        self.access = Some(Box::new(access));
+        self
+    }
+
+    /// `/api` needs the caller's own token to act as them.
+    pub fn needs_token() -> Self {
+        Self::unauthorized(
+            "this request needs a bearer token (log in, or send Authorization: Bearer); \
+             a client certificate authenticates /v1 calls only",
+        )
+    }
+
+    /// The JSON body.
+    pub fn body(&self) -> serde_json::Value {
+        let mut inner =
+            json!({"code": self.code.as_u16(), "reason": self.reason, "message": self.message});
+        if let Some(a) = &self.access {
+            inner["access"] = serde_json::to_value(a.as_ref()).unwrap_or_default();
+        }
+        json!({ "error": inner })
+    }
+}
+
+impl IntoResponse for ConsoleError {
+    fn into_response(self) -> Response {
+        let mut resp = (self.code, Json(self.body())).into_response();
+        if let Some(s) = self.retry_after {
+            resp.headers_mut()
+                .insert(http::header::RETRY_AFTER, s.into());
+        }
+        resp
+    }
+}
+
+/// A Kubernetes API failure, passed through faithfully (401/403/404/409…);
+/// the cluster unreachable is 503. `what` says what was being read.
+pub fn from_kube(err: kube::Error, what: &str) -> ConsoleError {
+    match err {
+        kube::Error::Api(status) => {
+            let code = StatusCode::from_u16(status.code).unwrap_or(StatusCode::BAD_GATEWAY);
+            let reason = if status.reason.is_empty() {
+                code.canonical_reason().unwrap_or("Error").replace(' ', "")
+            } else {
+                status.reason.clone()
+            };
+            let mut e = ConsoleError::new(code, &reason, status.message.clone());
+            if code.is_server_error() {
+                e.retry_after = Some(1);
+            }
+            e
+        }
+        other => {
+            tracing::warn!(error = %other, what, "Kubernetes API call failed");
+            ConsoleError::unavailable(format!("{what}: the Kubernetes API is unreachable"))
+        }
+    }
+}
