@@ -786,3 +786,46 @@ fn lookup_keeps_generated_secrets_and_checks_an_existing_secret() {
         "no generated TLS Secret with an existing one"
     );
 }
+
+/// Flags of the `/v1` access handler that the chart renders ahead of the
+/// binary (the CLI contract). Once the binary knows them all, this list
+/// goes.
+const PENDING_FLAGS: &[&str] = &[
+    "--access-max-request-bytes",
+    "--access-max-response-bytes",
+    "--access-max-ws-message-bytes",
+    "--access-idle-timeout",
+    "--access-total-timeout",
+    "--gateway-ca-file",
+    "--gateway-client-cert",
+    "--gateway-client-key",
+];
+
+#[test]
+fn rendered_flags_are_flags_of_the_binary() {
+    // The environment builds target/debug/kruntimes-console.
+    let _ = env();
+    let help = Command::new(repo_root().join("target/debug/kruntimes-console"))
+        .arg("--help")
+        .output()
+        .expect("running kruntimes-console --help");
+    assert!(help.status.success(), "{}", text(&help.stderr));
+    let known: Vec<String> = text(&help.stdout)
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("--"))
+        .map(|l| format!("--{}", l.split([' ', '=', '\t']).next().unwrap_or_default()))
+        .collect();
+    let objs = dry_run_chart(&render(&[
+        "console.tls.clientCASecretName=client-ca",
+        "console.access.gatewayCASecretName=gateway-ca",
+    ]));
+    for arg in args(&objs) {
+        let flag = arg.split('=').next().unwrap_or_default().to_owned();
+        let pending = PENDING_FLAGS.contains(&flag.as_str());
+        let is_known = known.contains(&flag);
+        assert!(
+            is_known || pending,
+            "the chart renders {flag}, which kruntimes-console does not know: {known:?}"
+        );
+    }
+}
