@@ -37,14 +37,18 @@ pub struct ConsoleState {
 #[derive(Clone, Debug)]
 pub struct Caller(pub Option<Credentials>);
 
-fn same_origin(headers: &HeaderMap) -> bool {
-    let (Some(origin), Some(host)) = (
-        headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()),
-        headers.get(header::HOST).and_then(|v| v.to_str().ok()),
-    ) else {
+/// Does `Origin` name this server? The host comes from `Host` (HTTP/1.1) or
+/// the request URI's authority (HTTP/2 `:authority`).
+fn same_origin(headers: &HeaderMap, uri: &http::Uri) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else {
         return false;
     };
-    origin == format!("https://{host}")
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| uri.authority().map(|a| a.as_str().to_owned()));
+    host.is_some_and(|h| origin.eq_ignore_ascii_case(&format!("https://{h}")))
 }
 
 /// Resolves credentials once per request and enforces the Origin rule on
@@ -71,7 +75,7 @@ async fn credentials(
     if let Some(c) = &creds
         && c.source == Source::Cookie
         && (changes_state || is_ws)
-        && !same_origin(req.headers())
+        && !same_origin(req.headers(), req.uri())
     {
         return ConsoleError::forbidden(
             "cross-origin request refused: a request authenticated by the session cookie must come from the Console's own origin",
@@ -156,10 +160,11 @@ async fn session_get(
 
 async fn session_post(
     State(state): State<Arc<ConsoleState>>,
+    uri: http::Uri,
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    match login(&state, &headers, &body).await {
+    match login(&state, &headers, &uri, &body).await {
         Ok(resp) => resp,
         Err(e) => e.into_response(),
     }
@@ -168,10 +173,11 @@ async fn session_post(
 async fn login(
     state: &ConsoleState,
     headers: &HeaderMap,
+    uri: &http::Uri,
     body: &[u8],
 ) -> Result<Response, ConsoleError> {
     // Login CSRF: a browser always sends Origin on a POST; it must be ours.
-    if headers.contains_key(header::ORIGIN) && !same_origin(headers) {
+    if headers.contains_key(header::ORIGIN) && !same_origin(headers, uri) {
         return Err(ConsoleError::forbidden("cross-origin login refused"));
     }
     if body.len() > MAX_LOGIN_BODY {

@@ -440,11 +440,20 @@ async fn list_inner(
     let reader = list_reader(state, caller)?;
     let api = kruntimes_api(reader.client().clone(), ns, "Run", "runs");
     let page = list_runs(&api, &q).await.map_err(|e| {
-        kube_error(
+        let mut e = kube_error(
             e,
             "listing runs",
             AccessRequest::new("list", "kruntimes.io", "runs", ns, None),
-        )
+        );
+        if e.code == http::StatusCode::BAD_REQUEST
+            && let Some(sel) = &q.label_selector
+        {
+            e.message = format!(
+                "labelSelector {sel:?} is not a valid label selector: {}",
+                e.message
+            );
+        }
+        e
     })?;
     let summary = matches!(reader, Reader::Public(_));
     let mut out =
