@@ -9,6 +9,9 @@ use futures::StreamExt;
 use kruntimes_tests::env::{ConsoleProcess, Fixtures, env, now_rfc3339, runtimed_line, unique};
 use serde_json::{Value, json};
 
+/// A generated Run: name, phase, runtime, assigned Pod.
+type RunSpec = (String, String, String, String);
+
 /// One HTTP exchange through curl: status, response headers (lower-cased names), body.
 struct Reply {
     code: u16,
@@ -670,7 +673,7 @@ async fn logs_through_the_console_act_as_the_caller() {
 }
 
 /// Creates `n` Runs in a fresh namespace with phases, runtimes and pods in rotation.
-async fn many_runs(n: usize) -> (String, Vec<(String, String, String, String)>) {
+async fn many_runs(n: usize) -> (String, Vec<RunSpec>) {
     let admin = env().admin().await;
     let ns = unique("paging");
     let nsapi: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(admin.clone());
@@ -740,7 +743,7 @@ fn urlencode(s: &str) -> String {
         .collect()
 }
 
-fn check_filters(ns: &str, specs: &[(String, String, String, String)]) {
+fn check_filters(ns: &str, specs: &[RunSpec]) {
     let all = page_all(ns, "", 173);
     assert_eq!(all.len(), specs.len());
     assert_eq!(
@@ -748,7 +751,7 @@ fn check_filters(ns: &str, specs: &[(String, String, String, String)]) {
         specs.len(),
         "each Run exactly once"
     );
-    let want = |f: &dyn Fn(&(String, String, String, String)) -> bool| {
+    let want = |f: &dyn Fn(&RunSpec) -> bool| {
         let mut v: Vec<String> = specs.iter().filter(|s| f(s)).map(|s| s.0.clone()).collect();
         v.sort();
         v
