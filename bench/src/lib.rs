@@ -1,0 +1,14 @@
+//! Shared pieces of the Run-log benchmarks: realistic runtimed lines, a small
+//! HTTP/1.1 client over TLS, the bench environment's variables, process
+//! memory from `/proc`, Prometheus text scraping and percentiles.
+//!
+//! The report is `bench/README.md`.
+#![forbid(unsafe_code)]
+
+pub mod envfile;
+pub mod fixtures;
+pub mod http;
+pub mod lines;
+pub mod metrics;
+pub mod procfs;
+pub mod stats;

@@ -1,0 +1,37 @@
+//! Resident memory of a process from `/proc/PID/status`.
+
+use anyhow::{Context, Result};
+
+/// Resident set size now and its peak, in KiB.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Memory {
+    pub rss_kib: u64,
+    pub hwm_kib: u64,
+}
+
+pub fn memory(pid: u32) -> Result<Memory> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .with_context(|| format!("reading /proc/{pid}/status"))?;
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    };
+    Ok(Memory {
+        rss_kib: field("VmRSS:"),
+        hwm_kib: field("VmHWM:"),
+    })
+}
+
+/// Resets the peak (VmHWM) to the current RSS, so the next peak belongs to
+/// what happens next (`echo 5 > /proc/PID/clear_refs`).
+pub fn reset_peak(pid: u32) -> Result<()> {
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5")
+        .with_context(|| format!("resetting the peak RSS of {pid}"))
+}
+
+/// KiB as MiB with one decimal.
+pub fn mib(kib: u64) -> String {
+    format!("{:.1}", kib as f64 / 1024.0)
+}
