@@ -97,10 +97,12 @@ pub async fn serve_tls(
             let mut builder = Builder::new(TokioExecutor::new());
             builder
                 .http1()
+                .timer(hyper_util::rt::TokioTimer::new())
                 .max_buf_size(limits.max_header_bytes.max(8192))
                 .header_read_timeout(Duration::from_secs(30));
             builder
                 .http2()
+                .timer(hyper_util::rt::TokioTimer::new())
                 .max_header_list_size(limits.max_header_bytes as u32);
             let conn = builder
                 .serve_connection_with_upgrades(TokioIo::new(tls), TowerToHyperService::new(svc));

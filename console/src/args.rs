@@ -109,6 +109,46 @@ pub struct Args {
     #[arg(long, default_value_t = 16 << 10)]
     pub max_header_bytes: usize,
 
+    /// PEM CA bundle that verifies Runtime gateways' serving certificates.
+    #[arg(long)]
+    pub gateway_ca_file: Option<PathBuf>,
+
+    /// PEM client certificate the Console presents to Runtime gateways.
+    #[arg(long)]
+    pub gateway_client_cert: Option<PathBuf>,
+
+    /// PEM private key of --gateway-client-cert.
+    #[arg(long)]
+    pub gateway_client_key: Option<PathBuf>,
+
+    /// Name of the gateway Service port that serves /v1.
+    #[arg(long, default_value = "https")]
+    pub gateway_port_name: String,
+
+    /// Largest /v1 request body; larger bodies get 413 and nothing is forwarded.
+    #[arg(long, default_value_t = 1 << 20)]
+    pub access_max_request_bytes: usize,
+
+    /// Largest gateway response body relayed for an invoke.
+    #[arg(long, default_value_t = 16 << 20)]
+    pub access_max_response_bytes: usize,
+
+    /// Largest WebSocket message relayed on operations:ws (either direction).
+    #[arg(long, default_value_t = 1 << 20)]
+    pub access_max_ws_message_bytes: usize,
+
+    /// An operations:ws connection with no message either way for this long is closed.
+    #[arg(long, default_value = "60s")]
+    pub access_idle_timeout: DurationArg,
+
+    /// Longest wait for a gateway's answer to an invoke.
+    #[arg(long, default_value = "300s")]
+    pub access_total_timeout: DurationArg,
+
+    /// Longest wait to connect to a gateway.
+    #[arg(long, default_value = "5s")]
+    pub access_connect_timeout: DurationArg,
+
     /// Log format: json or text.
     #[arg(long, default_value = "json", value_parser = ["json", "text"])]
     pub log_format: String,

@@ -220,8 +220,26 @@ async fn session_delete(State(state): State<Arc<ConsoleState>>) -> Response {
     resp
 }
 
+/// Refuses requests whose header block exceeds the bound.
+async fn header_bound(State(max): State<usize>, req: Request, next: Next) -> Response {
+    let size: usize = req
+        .headers()
+        .iter()
+        .map(|(k, v)| k.as_str().len() + v.len() + 4)
+        .sum();
+    if size > max {
+        return ConsoleError::new(
+            http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "RequestHeaderFieldsTooLarge",
+            format!("the request headers total {size} bytes; at most {max} are accepted"),
+        )
+        .into_response();
+    }
+    next.run(req).await
+}
+
 /// The Console listener's router.
-pub fn router(state: Arc<ConsoleState>, v1: Router) -> Router {
+pub fn router(state: Arc<ConsoleState>, v1: Router, max_header_bytes: usize) -> Router {
     let metrics = state.metrics.clone();
     let api = Router::new()
         .route(
@@ -236,6 +254,10 @@ pub fn router(state: Arc<ConsoleState>, v1: Router) -> Router {
     Router::new()
         .merge(api)
         .fallback(crate::web::serve)
+        .layer(middleware::from_fn_with_state(
+            max_header_bytes,
+            header_bound,
+        ))
         .layer(middleware::from_fn(crate::headers::security_headers))
         .layer(middleware::from_fn_with_state(metrics, observe))
 }

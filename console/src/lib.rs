@@ -13,6 +13,7 @@ pub mod error;
 pub mod headers;
 pub mod logging;
 pub mod session;
+pub mod v1;
 pub mod web;
 
 use std::sync::Arc;
@@ -155,7 +156,27 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         public_read: args.public_read,
         metrics: metrics.clone(),
     });
-    let console_router = console::router(console_state, axum::Router::new());
+    let gateway_tls = v1::gateway::client_tls(
+        args.gateway_ca_file.as_deref(),
+        args.gateway_client_cert.as_deref(),
+        args.gateway_client_key.as_deref(),
+    )?;
+    let v1_state = Arc::new(v1::V1State::new(
+        v1::runs::RunCache::start(sa.clone()),
+        v1::gateway::GatewayResolver::new(sa.clone(), args.gateway_port_name.clone()),
+        access.clone(),
+        gateway_tls,
+        v1::AccessBounds {
+            max_request_bytes: args.access_max_request_bytes,
+            max_response_bytes: args.access_max_response_bytes,
+            max_ws_message_bytes: args.access_max_ws_message_bytes,
+            idle_timeout: args.access_idle_timeout.into(),
+            total_timeout: args.access_total_timeout.into(),
+            connect_timeout: args.access_connect_timeout.into(),
+        },
+    ));
+    let console_router =
+        console::router(console_state, v1::router(v1_state), args.max_header_bytes);
 
     let api_listener = TcpListener::bind(args.apiserver_listen)
         .await
@@ -182,7 +203,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     };
     let limits = ConnLimits {
         handshake_timeout: Duration::from_secs(10),
-        max_header_bytes: args.max_header_bytes,
+        // The transport allows twice the bound so the Console can answer 431 itself.
+        max_header_bytes: args.max_header_bytes * 2,
     };
     let console_task = tokio::spawn(serve_tls(
         console_listener,

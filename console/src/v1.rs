@@ -1,0 +1,485 @@
+//! The Runtime access handler (`/v1/...`): function invoke and session
+//! operations, authorized by SubjectAccessReview and forwarded to the Run's
+//! Runtime gateway with the caller's identity in `X-Remote-*` headers.
+
+pub mod gateway;
+pub mod runs;
+pub mod ws;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Extension;
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{FromRequestParts, Path, Request, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use http_body_util::BodyExt;
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::client::legacy::connect::HttpConnector;
+use kruntimes_apiserver::auth::access::Decision;
+use kruntimes_apiserver::auth::{AccessReview, Caller as Identity, ResourceAttributes};
+use kruntimes_apiserver::logs::params::{is_dns1123_label, is_dns1123_subdomain};
+use rustls::ClientConfig;
+
+use self::gateway::{GatewayResolver, GatewayTarget};
+use self::runs::{Mode, RunCache};
+use crate::console::Caller;
+use crate::error::{AccessRequest, ConsoleError};
+
+/// Header carrying an invocation's ID, echoed back.
+pub const INVOCATION_ID: &str = "x-kruntime-invocation-id";
+/// Longest invocation ID.
+pub const MAX_INVOCATION_ID: usize = 128;
+
+/// Bounds of `/v1` calls (`console.access`).
+#[derive(Clone, Copy, Debug)]
+pub struct AccessBounds {
+    pub max_request_bytes: usize,
+    pub max_response_bytes: usize,
+    pub max_ws_message_bytes: usize,
+    pub idle_timeout: Duration,
+    pub total_timeout: Duration,
+    pub connect_timeout: Duration,
+}
+
+/// What the handler shares.
+pub struct V1State {
+    pub runs: RunCache,
+    pub gateways: GatewayResolver,
+    pub access: AccessReview,
+    pub tls: Arc<ClientConfig>,
+    pub http: HyperClient<hyper_rustls::HttpsConnector<HttpConnector>, Body>,
+    pub bounds: AccessBounds,
+}
+
+impl V1State {
+    pub fn new(
+        runs: RunCache,
+        gateways: GatewayResolver,
+        access: AccessReview,
+        tls: Arc<ClientConfig>,
+        bounds: AccessBounds,
+    ) -> Self {
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_nodelay(true);
+        http.set_connect_timeout(Some(bounds.connect_timeout));
+        let mut http_tls = (*tls).clone();
+        // The connector sets ALPN itself (HTTP/1.1 only: no retries, upgrades stay possible).
+        http_tls.alpn_protocols.clear();
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(http_tls)
+            .https_only()
+            .enable_http1()
+            .wrap_connector(http);
+        let client = HyperClient::builder(hyper_util::rt::TokioExecutor::new())
+            // Never re-send a request once it may have reached the gateway.
+            .retry_canceled_requests(false)
+            .pool_idle_timeout(Duration::from_secs(60))
+            .build(https);
+        Self {
+            runs,
+            gateways,
+            access,
+            tls,
+            http: client,
+            bounds,
+        }
+    }
+}
+
+pub fn router(state: Arc<V1State>) -> Router {
+    Router::new()
+        .route("/v1/namespaces/{ns}/runs/{name}/{uid}/invoke", post(invoke))
+        .route(
+            "/v1/namespaces/{ns}/runs/{name}/{uid}/operations:ws",
+            get(operations),
+        )
+        .with_state(state)
+}
+
+fn check_path(ns: &str, name: &str, uid: &str) -> Result<(), ConsoleError> {
+    if !is_dns1123_label(ns) {
+        return Err(ConsoleError::bad_request(format!(
+            "namespace {ns:?} is not a valid name"
+        )));
+    }
+    if !is_dns1123_subdomain(name) {
+        return Err(ConsoleError::bad_request(format!(
+            "run name {name:?} is not a valid name"
+        )));
+    }
+    let uid_ok = !uid.is_empty()
+        && uid.len() <= 64
+        && uid.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-');
+    if !uid_ok {
+        return Err(ConsoleError::bad_request(format!(
+            "{uid:?} is not a Run UID"
+        )));
+    }
+    Ok(())
+}
+
+/// Authenticates and authorizes a `/v1` call: `create` on `runs/<sub>`.
+async fn admit(
+    state: &V1State,
+    caller: &Caller,
+    ns: &str,
+    name: &str,
+    sub: &'static str,
+) -> Result<Identity, ConsoleError> {
+    let Some(creds) = &caller.0 else {
+        return Err(ConsoleError::unauthorized(
+            "send a bearer token, a client certificate or log in",
+        ));
+    };
+    let attrs = ResourceAttributes {
+        verb: "create",
+        group: "kruntimes.io",
+        resource: "runs",
+        subresource: Some(sub),
+        namespace: ns.to_owned(),
+        name: Some(name.to_owned()),
+    };
+    match state.access.check(&creds.caller, &attrs).await {
+        Ok(Decision::Allowed) => Ok(creds.caller.clone()),
+        Ok(Decision::Denied(_)) => {
+            let mut a = AccessRequest::new("create", "kruntimes.io", "runs", ns, Some(name));
+            a.subresource = Some(sub.into());
+            Err(ConsoleError::forbidden(format!(
+                "User {:?} cannot create resource \"runs/{sub}\" in API group \"kruntimes.io\" for run {name:?} in the namespace {ns:?}",
+                creds.caller.user
+            ))
+            .with_access(a))
+        }
+        Err(e) => Err(ConsoleError::unavailable(e.to_string())),
+    }
+}
+
+/// Hop-by-hop headers and credentials never forwarded in either direction.
+fn is_stripped(name: &HeaderName, connection_listed: &[String]) -> bool {
+    let n = name.as_str();
+    matches!(
+        n,
+        "connection"
+            | "keep-alive"
+            | "proxy-connection"
+            | "proxy-authenticate"
+            | "proxy-authorization"
+            | "te"
+            | "trailer"
+            | "transfer-encoding"
+            | "upgrade"
+            | "authorization"
+            | "cookie"
+            | "set-cookie"
+            | "host"
+            | "content-length"
+    ) || n.starts_with("x-remote-")
+        || n.starts_with("sec-websocket-")
+        || connection_listed.iter().any(|c| c == n)
+}
+
+fn connection_listed(headers: &HeaderMap) -> Vec<String> {
+    headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|s| s.trim().to_ascii_lowercase())
+        .collect()
+}
+
+/// Sets the caller's identity the way kube-apiserver's front proxy does.
+pub fn identity_headers(id: &Identity, out: &mut HeaderMap) {
+    if let Ok(v) = HeaderValue::from_str(&id.user) {
+        out.insert("x-remote-user", v);
+    }
+    if let Some(uid) = &id.uid
+        && let Ok(v) = HeaderValue::from_str(uid)
+    {
+        out.insert("x-remote-uid", v);
+    }
+    for g in &id.groups {
+        if let Ok(v) = HeaderValue::from_str(g) {
+            out.append("x-remote-group", v);
+        }
+    }
+    for (k, vs) in &id.extra {
+        let key: String = k
+            .bytes()
+            .map(|b| match b {
+                b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        let Ok(name) = HeaderName::from_bytes(format!("x-remote-extra-{key}").as_bytes()) else {
+            continue;
+        };
+        for v in vs {
+            if let Ok(v) = HeaderValue::from_str(v) {
+                out.append(name.clone(), v);
+            }
+        }
+    }
+}
+
+/// The invocation ID of the request, or a new one.
+fn invocation_id(headers: &HeaderMap) -> Result<HeaderValue, ConsoleError> {
+    match headers.get(INVOCATION_ID) {
+        Some(v) => {
+            let ok = !v.is_empty()
+                && v.len() <= MAX_INVOCATION_ID
+                && v.as_bytes().iter().all(|b| b.is_ascii_graphic());
+            if ok {
+                Ok(v.clone())
+            } else {
+                Err(ConsoleError::bad_request(format!(
+                    "X-Kruntime-Invocation-ID must be 1 to {MAX_INVOCATION_ID} visible ASCII characters (got {} bytes)",
+                    v.len()
+                )))
+            }
+        }
+        None => {
+            use rand::Rng;
+            let id = format!("inv-{:032x}", rand::rng().random::<u128>());
+            HeaderValue::from_str(&id).map_err(|e| ConsoleError::internal(e.to_string()))
+        }
+    }
+}
+
+/// Reads the request body up to the bound; nothing is forwarded past it.
+async fn bounded_body(body: Body, max: usize) -> Result<Bytes, ConsoleError> {
+    let too_large = || {
+        ConsoleError::too_large(format!(
+            "the request body exceeds {max} bytes; nothing was forwarded"
+        ))
+    };
+    let limited = http_body_util::Limited::new(body, max);
+    match limited.collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            Err(too_large())
+        }
+        Err(_) => Err(ConsoleError::bad_request(
+            "the request body could not be read",
+        )),
+    }
+}
+
+async fn invoke(
+    State(state): State<Arc<V1State>>,
+    Extension(caller): Extension<Caller>,
+    Path((ns, name, uid)): Path<(String, String, String)>,
+    req: Request,
+) -> Response {
+    match invoke_inner(&state, &caller, &ns, &name, &uid, req).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn invoke_inner(
+    state: &V1State,
+    caller: &Caller,
+    ns: &str,
+    name: &str,
+    uid: &str,
+    req: Request,
+) -> Result<Response, ConsoleError> {
+    check_path(ns, name, uid)?;
+    let (parts, body) = req.into_parts();
+    if let Some(len) = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
+        && len > state.bounds.max_request_bytes
+    {
+        return Err(ConsoleError::too_large(format!(
+            "the request body exceeds {} bytes; nothing was forwarded",
+            state.bounds.max_request_bytes
+        )));
+    }
+    let inv = invocation_id(&parts.headers)?;
+    let identity = admit(state, caller, ns, name, "invoke").await?;
+    let run = state.runs.resolve(ns, name, uid, Mode::Function)?;
+    let target = state.gateways.target(ns, &run.spec.runtime).await?;
+    let body = bounded_body(body, state.bounds.max_request_bytes).await?;
+
+    let listed = connection_listed(&parts.headers);
+    let mut headers = HeaderMap::new();
+    for (k, v) in &parts.headers {
+        if !is_stripped(k, &listed) {
+            headers.append(k.clone(), v.clone());
+        }
+    }
+    identity_headers(&identity, &mut headers);
+    headers.insert(INVOCATION_ID, inv.clone());
+    let uri = format!("https://{}{}", target.authority(), parts.uri.path());
+    let mut upstream = http::Request::post(&uri)
+        .body(Body::from(body))
+        .map_err(|e| ConsoleError::internal(e.to_string()))?;
+    *upstream.headers_mut() = headers;
+    let resp = tokio::time::timeout(state.bounds.total_timeout, state.http.request(upstream))
+        .await
+        .map_err(|_| {
+            ConsoleError::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                "Timeout",
+                "the Runtime gateway did not answer in time",
+            )
+        })?
+        .map_err(|e| unreachable(&target, &e))?;
+    relay_response(resp, inv, state.bounds.max_response_bytes)
+}
+
+fn unreachable(target: &GatewayTarget, e: &hyper_util::client::legacy::Error) -> ConsoleError {
+    tracing::warn!(gateway = %target.authority(), error = %e, connect = e.is_connect(), "Runtime gateway call failed");
+    if e.is_connect() {
+        ConsoleError::unavailable(format!(
+            "the Runtime gateway {} is unreachable",
+            target.authority()
+        ))
+    } else {
+        // Dispatched but broken off: not retried (the call may have run).
+        ConsoleError::new(
+            StatusCode::BAD_GATEWAY,
+            "BadGateway",
+            "the Runtime gateway closed the connection before answering",
+        )
+    }
+}
+
+/// Passes the gateway's answer through (429 and 5xx included), bounded.
+fn relay_response(
+    resp: http::Response<hyper::body::Incoming>,
+    inv: HeaderValue,
+    max: usize,
+) -> Result<Response, ConsoleError> {
+    if let Some(len) = resp
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
+        && len > max
+    {
+        return Err(ConsoleError::new(
+            StatusCode::BAD_GATEWAY,
+            "BadGateway",
+            format!("the Runtime gateway's response exceeds {max} bytes"),
+        ));
+    }
+    let (parts, body) = resp.into_parts();
+    let listed = connection_listed(&parts.headers);
+    let mut out = Response::new(Body::new(http_body_util::Limited::new(body, max)));
+    *out.status_mut() = parts.status;
+    for (k, v) in &parts.headers {
+        if !is_stripped(k, &listed) {
+            out.headers_mut().append(k.clone(), v.clone());
+        }
+    }
+    if let Some(len) = parts.headers.get(header::CONTENT_LENGTH) {
+        out.headers_mut()
+            .insert(header::CONTENT_LENGTH, len.clone());
+    }
+    out.headers_mut().insert(INVOCATION_ID, inv);
+    Ok(out)
+}
+
+async fn operations(
+    State(state): State<Arc<V1State>>,
+    Extension(caller): Extension<Caller>,
+    Path((ns, name, uid)): Path<(String, String, String)>,
+    req: Request,
+) -> Response {
+    let (mut parts, _body) = req.into_parts();
+    let upgrade =
+        match axum::extract::ws::WebSocketUpgrade::from_request_parts(&mut parts, &()).await {
+            Ok(u) => u,
+            Err(_) => {
+                return ConsoleError::bad_request(
+                    "operations:ws needs a WebSocket upgrade (GET with Upgrade: websocket)",
+                )
+                .into_response();
+            }
+        };
+    match ws::open(state, &caller, &ns, &name, &uid, &parts.headers, upgrade).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_credentials_and_hop_by_hop() {
+        let mut h = HeaderMap::new();
+        h.insert("connection", "keep-alive, x-custom".parse().unwrap());
+        let listed = connection_listed(&h);
+        for n in [
+            "authorization",
+            "cookie",
+            "x-remote-user",
+            "x-remote-group",
+            "transfer-encoding",
+            "x-custom",
+            "host",
+        ] {
+            assert!(is_stripped(&HeaderName::from_static(n), &listed), "{n}");
+        }
+        for n in ["content-type", "accept", "x-kruntime-invocation-id"] {
+            assert!(!is_stripped(&HeaderName::from_static(n), &listed), "{n}");
+        }
+    }
+
+    #[test]
+    fn invocation_ids() {
+        let mut h = HeaderMap::new();
+        assert!(
+            invocation_id(&h)
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("inv-")
+        );
+        h.insert(INVOCATION_ID, "a".repeat(128).parse().unwrap());
+        assert!(invocation_id(&h).is_ok());
+        h.insert(INVOCATION_ID, "a".repeat(129).parse().unwrap());
+        assert_eq!(invocation_id(&h).unwrap_err().code, StatusCode::BAD_REQUEST);
+    }
+
+    #[test]
+    fn identity_as_headers() {
+        let id = Identity {
+            user: "alice".into(),
+            uid: Some("u1".into()),
+            groups: vec!["a".into(), "b".into()],
+            extra: [("scopes.example/x".to_string(), vec!["s".to_string()])]
+                .into_iter()
+                .collect(),
+            method: kruntimes_apiserver::auth::AuthMethod::BearerToken,
+            token: None,
+            expires_at: None,
+        };
+        let mut h = HeaderMap::new();
+        identity_headers(&id, &mut h);
+        assert_eq!(h["x-remote-user"], "alice");
+        assert_eq!(h.get_all("x-remote-group").iter().count(), 2);
+        assert_eq!(h["x-remote-extra-scopes.example%2Fx"], "s");
+    }
+
+    #[test]
+    fn path_checks() {
+        assert!(check_path("team-a", "run-1", "6f1c2b9e-1111-4a2b-9c3d-000000000001").is_ok());
+        assert!(check_path("team-a", "run-1", "../x").is_err());
+        assert!(check_path("Team", "run-1", "abc").is_err());
+    }
+}

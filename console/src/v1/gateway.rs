@@ -1,0 +1,201 @@
+//! The Runtime gateway a Run's calls go to: Service `<runtime>-gateway` in
+//! the Run's namespace, port `https`, over mutually authenticated TLS.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Service;
+use kube::{Api, Client};
+use moka::future::Cache;
+use rustls::ClientConfig;
+use rustls::pki_types::ServerName;
+
+use crate::error::ConsoleError;
+
+/// Where to dial.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GatewayTarget {
+    /// DNS name dialled and verified (ClusterIP: `<svc>.<ns>.svc`; ExternalName: the external name).
+    pub host: String,
+    pub port: u16,
+}
+
+impl GatewayTarget {
+    pub fn authority(&self) -> String {
+        format!("{}:{}", self.host, self.port)
+    }
+}
+
+/// Resolves gateway Services with the Console's identity, cached briefly.
+#[derive(Clone)]
+pub struct GatewayResolver {
+    client: Client,
+    port_name: String,
+    cache: Cache<(String, String), Option<GatewayTarget>>,
+}
+
+impl GatewayResolver {
+    pub fn new(client: Client, port_name: String) -> Self {
+        Self {
+            client,
+            port_name,
+            cache: Cache::builder()
+                .max_capacity(10_000)
+                .time_to_live(Duration::from_secs(15))
+                .build(),
+        }
+    }
+
+    /// The target of `runtime` in `ns`.
+    pub async fn target(&self, ns: &str, runtime: &str) -> Result<GatewayTarget, ConsoleError> {
+        let key = (ns.to_owned(), runtime.to_owned());
+        if let Some(hit) = self.cache.get(&key).await {
+            return hit.ok_or_else(|| no_gateway(ns, runtime));
+        }
+        let name = format!("{runtime}-gateway");
+        let api: Api<Service> = Api::namespaced(self.client.clone(), ns);
+        let svc = api.get_opt(&name).await.map_err(|e| {
+            tracing::warn!(error = %e, service = %name, "reading the gateway Service failed");
+            ConsoleError::unavailable(
+                "the Runtime gateway cannot be resolved: the Kubernetes API is unreachable",
+            )
+        })?;
+        let target = svc.and_then(|s| target_of(&s, ns, &name, &self.port_name));
+        self.cache.insert(key, target.clone()).await;
+        target.ok_or_else(|| no_gateway(ns, runtime))
+    }
+}
+
+fn no_gateway(ns: &str, runtime: &str) -> ConsoleError {
+    ConsoleError::unavailable(format!(
+        "the Runtime gateway Service {runtime}-gateway in namespace {ns} does not exist or has no https port"
+    ))
+}
+
+/// The target a Service names, if it has the port.
+pub fn target_of(svc: &Service, ns: &str, name: &str, port_name: &str) -> Option<GatewayTarget> {
+    let spec = svc.spec.as_ref()?;
+    let port = spec
+        .ports
+        .as_ref()?
+        .iter()
+        .find(|p| p.name.as_deref() == Some(port_name))?
+        .port;
+    let host = match spec.type_.as_deref() {
+        Some("ExternalName") => spec.external_name.clone()?.trim_end_matches('.').to_owned(),
+        _ => format!("{name}.{ns}.svc"),
+    };
+    Some(GatewayTarget {
+        host,
+        port: u16::try_from(port).ok()?,
+    })
+}
+
+/// TLS to gateways: their CA, and the Console's client certificate.
+pub fn client_tls(
+    ca: Option<&Path>,
+    cert: Option<&Path>,
+    key: Option<&Path>,
+) -> anyhow::Result<Arc<ClientConfig>> {
+    let mut roots = rustls::RootCertStore::empty();
+    if let Some(ca) = ca {
+        let pem = std::fs::read(ca)
+            .map_err(|e| anyhow::anyhow!("--gateway-ca-file {}: {e}", ca.display()))?;
+        for c in kruntimes_apiserver::tls::parse_certs(&pem) {
+            roots.add(c)?;
+        }
+        if roots.is_empty() {
+            anyhow::bail!("--gateway-ca-file {} holds no certificate", ca.display());
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots);
+    let mut config = match (cert, key) {
+        (Some(cert), Some(key)) => {
+            let ck = kruntimes_apiserver::tls::load_certified_key(
+                &cert.to_path_buf(),
+                &key.to_path_buf(),
+            )?;
+            builder.with_client_auth_cert(ck.cert.clone(), load_key(key)?)?
+        }
+        (None, None) => builder.with_no_client_auth(),
+        _ => anyhow::bail!("--gateway-client-cert and --gateway-client-key must be given together"),
+    };
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+fn load_key(path: &Path) -> anyhow::Result<rustls::pki_types::PrivateKeyDer<'static>> {
+    use rustls::pki_types::pem::PemObject;
+    rustls::pki_types::PrivateKeyDer::from_pem_file(path)
+        .map_err(|e| anyhow::anyhow!("--gateway-client-key {}: {e}", path.display()))
+}
+
+/// Opens a TLS connection to the target.
+pub async fn connect(
+    tls: &Arc<ClientConfig>,
+    target: &GatewayTarget,
+    timeout: Duration,
+) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, ConsoleError> {
+    let unreachable = |why: String| {
+        tracing::warn!(gateway = %target.authority(), why, "Runtime gateway unreachable");
+        ConsoleError::unavailable(format!(
+            "the Runtime gateway {} is unreachable",
+            target.authority()
+        ))
+    };
+    let tcp = tokio::time::timeout(
+        timeout,
+        tokio::net::TcpStream::connect((target.host.as_str(), target.port)),
+    )
+    .await
+    .map_err(|_| unreachable("connect timed out".into()))?
+    .map_err(|e| unreachable(e.to_string()))?;
+    let _ = tcp.set_nodelay(true);
+    let name = ServerName::try_from(target.host.clone()).map_err(|e| unreachable(e.to_string()))?;
+    tokio::time::timeout(
+        timeout,
+        tokio_rustls::TlsConnector::from(tls.clone()).connect(name, tcp),
+    )
+    .await
+    .map_err(|_| unreachable("TLS handshake timed out".into()))?
+    .map_err(|e| unreachable(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn svc(json: serde_json::Value) -> Service {
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn cluster_ip_and_external_name_targets() {
+        let c = svc(
+            serde_json::json!({"spec": {"type": "ClusterIP", "ports": [{"name": "metrics", "port": 9090}, {"name": "https", "port": 443}]}}),
+        );
+        assert_eq!(
+            target_of(&c, "team-a", "bash-gateway", "https"),
+            Some(GatewayTarget {
+                host: "bash-gateway.team-a.svc".into(),
+                port: 443
+            })
+        );
+        let e = svc(
+            serde_json::json!({"spec": {"type": "ExternalName", "externalName": "gw.example.", "ports": [{"name": "https", "port": 8443}]}}),
+        );
+        assert_eq!(
+            target_of(&e, "team-a", "bash-gateway", "https"),
+            Some(GatewayTarget {
+                host: "gw.example".into(),
+                port: 8443
+            })
+        );
+        let none = svc(serde_json::json!({"spec": {"ports": [{"name": "http", "port": 80}]}}));
+        assert_eq!(target_of(&none, "team-a", "x", "https"), None);
+    }
+}
