@@ -52,8 +52,7 @@ impl RunCache {
     }
 
     pub fn is_ready(&self) -> bool {
-        self.store.state().len() > 0
-            || futures::FutureExt::now_or_never(self.store.wait_until_ready()).is_some()
+        futures::FutureExt::now_or_never(self.store.wait_until_ready()).is_some()
     }
 
     /// The Ready Run `ns/name` with this UID, in the wanted mode.
