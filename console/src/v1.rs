@@ -254,24 +254,41 @@ fn invocation_id(headers: &HeaderMap) -> Result<HeaderValue, ConsoleError> {
 
 /// Reads the request body up to the bound; nothing is forwarded past it.
 async fn bounded_body(body: Body, max: usize) -> Result<Bytes, ConsoleError> {
-    let too_large = || {
-        ConsoleError::too_large(format!(
-            "the request body exceeds {max} bytes; nothing was forwarded"
-        ))
-    };
-    let limited = http_body_util::Limited::new(body, max);
-    match limited.collect().await {
-        Ok(c) => Ok(c.to_bytes()),
-        Err(e)
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some() =>
-        {
-            Err(too_large())
+    let mut body = body;
+    let mut buf = bytes::BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame =
+            frame.map_err(|_| ConsoleError::bad_request("the request body could not be read"))?;
+        if let Ok(data) = frame.into_data() {
+            if buf.len() + data.len() > max {
+                drain(body, max).await;
+                return Err(too_large(max));
+            }
+            buf.extend_from_slice(&data);
         }
-        Err(_) => Err(ConsoleError::bad_request(
-            "the request body could not be read",
-        )),
     }
+    Ok(buf.freeze())
+}
+
+fn too_large(max: usize) -> ConsoleError {
+    ConsoleError::too_large(format!(
+        "the request body exceeds {max} bytes; nothing was forwarded"
+    ))
+}
+
+/// Reads and drops up to `budget` more bytes (a few seconds at most) so the
+/// client, still sending, receives the 413 instead of a reset stream.
+async fn drain(mut body: Body, budget: usize) {
+    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+        let mut read = 0;
+        while read <= budget {
+            match body.frame().await {
+                Some(Ok(f)) => read += f.data_ref().map_or(0, |d| d.len()),
+                _ => break,
+            }
+        }
+    })
+    .await;
 }
 
 async fn invoke(
@@ -296,16 +313,17 @@ async fn invoke_inner(
 ) -> Result<Response, ConsoleError> {
     check_path(ns, name, uid)?;
     let (parts, body) = req.into_parts();
+    let max = state.bounds.max_request_bytes;
     if let Some(len) = parts
         .headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
-        && len > state.bounds.max_request_bytes
+        && len > max
     {
-        return Err(ConsoleError::too_large(format!(
-            "the request body exceeds {} bytes; nothing was forwarded",
-            state.bounds.max_request_bytes
-        )));
+        if len <= max.saturating_mul(2) {
+            drain(body, len).await;
+        }
+        return Err(too_large(max));
     }
     let inv = invocation_id(&parts.headers)?;
     let identity = admit(state, caller, ns, name, "invoke").await?;
