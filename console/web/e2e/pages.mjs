@@ -1,0 +1,157 @@
+// Every page in every Style x Theme against the real Console: axe finds no
+// serious or critical violation, and a full-page screenshot is written to
+// env.shots as <page>--<style>-<theme>.png.
+import { join } from 'node:path';
+import {
+  STYLES,
+  THEMES,
+  assert,
+  axeViolations,
+  close,
+  describeViolations,
+  env,
+  eventually,
+  login,
+  newPage,
+  test,
+} from './harness.mjs';
+
+const NS = env.ns;
+
+async function settle(page) {
+  await page.waitForLoadState('networkidle', { timeout: 5_000 }).catch(() => {});
+  await page.locator('.state-loading').first().waitFor({ state: 'detached', timeout: 10_000 }).catch(() => {});
+}
+
+/** [name, path, role, action?]: role is the account the page is seen as. */
+const PAGES = [
+  ['runs', `/namespaces/${NS}/runs?labelSelector=app%3Ddemo`, 'operator'],
+  ['runs-forbidden', `/namespaces/team-b/runs`, 'operator', (p) => p.locator('.state-forbidden').waitFor()],
+  [
+    'run-detail',
+    `/namespaces/${NS}/runs/test-succeeded#L3`,
+    'operator',
+    async (p) => {
+      await p.locator('#outputs').getByText('42 tests passed').waitFor();
+      await p.locator('.log-line').first().waitFor();
+    },
+  ],
+  [
+    'run-logs-follow',
+    `/namespaces/${NS}/runs/build-running`,
+    'operator',
+    async (p) => {
+      const logs = p.locator('#logs');
+      await logs.getByLabel('Follow').check();
+      await eventually('following', async () => (await logs.locator('.log-state').first().innerText()).includes('Following'));
+      await logs.getByLabel('Timestamps').check();
+      await logs.getByLabel('Search the log').fill('tick');
+      await logs.locator('.log-line').nth(2).waitFor();
+      await logs.scrollIntoViewIfNeeded();
+    },
+  ],
+  ['run-pending', `/namespaces/${NS}/runs/build-pending`, 'operator', (p) => p.locator('#logs .state-error').waitFor()],
+  [
+    'run-session',
+    `/namespaces/${NS}/runs/shell-session`,
+    'operator',
+    async (p) => {
+      const panel = p.locator('#session');
+      const cmd = panel.getByRole('textbox', { name: 'Command' });
+      await eventually('an enabled command input', () => cmd.isEnabled());
+      await cmd.fill('demo');
+      await panel.getByRole('button', { name: 'Run', exact: true }).click();
+      await panel.locator('.ev-terminal').waitFor();
+      await panel.scrollIntoViewIfNeeded();
+    },
+  ],
+  [
+    'run-session-forbidden',
+    `/namespaces/${NS}/runs/shell-session`,
+    'viewer',
+    async (p) => {
+      const panel = p.locator('#session');
+      const cmd = panel.getByRole('textbox', { name: 'Command' });
+      await eventually('an enabled command input', () => cmd.isEnabled());
+      await cmd.fill('echo hi');
+      await panel.getByRole('button', { name: 'Run', exact: true }).click();
+      await panel.locator('.state-forbidden').waitFor();
+      await panel.scrollIntoViewIfNeeded();
+    },
+  ],
+  ['runtimes', `/namespaces/${NS}/runtimes`, 'operator', (p) => p.getByRole('link', { name: 'bash', exact: true }).waitFor()],
+  ['runtime-detail', `/namespaces/${NS}/runtimes/bash`, 'operator', (p) => p.getByText('bash-pool-0').first().waitFor()],
+  ['workflowruns', `/namespaces/${NS}/workflowruns`, 'operator', (p) => p.getByRole('link', { name: 'release-1-4', exact: true }).waitFor()],
+  ['workflowrun-dag', `/namespaces/${NS}/workflowruns/release-1-4`, 'operator', (p) => p.getByTestId('dag-canvas').waitFor()],
+  ['workflowrun-table', `/namespaces/${NS}/workflowruns/release-1-4?view=table`, 'operator'],
+  ['workflowrun-child', `/namespaces/${NS}/workflowruns/release-1-4-security`, 'operator', (p) => p.getByTestId('dag-canvas').waitFor()],
+  [
+    'job-detail',
+    `/namespaces/${NS}/workflowruns/release-1-4/jobs/lint?step=1`,
+    'operator',
+    (p) => p.locator('.step .log-line').first().waitFor(),
+  ],
+  ['settings', '/settings', 'operator'],
+  ['about', '/about', 'operator'],
+  ['not-found', '/no/such/page', 'operator'],
+];
+
+for (const style of STYLES.filter((s) => !process.env.SHOT_STYLES || process.env.SHOT_STYLES.split(',').includes(s))) {
+  for (const theme of THEMES.filter((t) => !process.env.SHOT_THEMES || process.env.SHOT_THEMES.split(',').includes(t))) {
+    test(`pages in ${style} / ${theme}: axe finds no serious or critical violation; screenshots`, async (browser) => {
+      const problems = [];
+      const pages = {};
+      const shoot = async (page, name) => {
+        await page.evaluate(() => window.scrollTo(0, 0));
+        await page.screenshot({ path: join(env.shots, `${name}--${style}-${theme}.png`), fullPage: true });
+      };
+      const check = async (page, name) => {
+        const vs = await axeViolations(page);
+        if (vs.length) problems.push(`${name}:\n${describeViolations(vs)}`);
+      };
+      try {
+        // The login page, before and after a failed attempt.
+        const anon = await newPage(browser, { style, theme });
+        await anon.goto(`${env.url}/login`);
+        await anon.getByLabel('Kubernetes bearer token').waitFor();
+        await check(anon, 'login');
+        await shoot(anon, 'login');
+        await anon.getByLabel('Kubernetes bearer token').fill('not-a-valid-token');
+        await anon.getByRole('button', { name: 'Connect' }).click();
+        await anon.getByRole('alert').waitFor();
+        await check(anon, 'login-error');
+        await shoot(anon, 'login-error');
+        // Public summaries without a login.
+        await anon.goto(`${env.url}/namespaces/${NS}/runs?labelSelector=app%3Ddemo`);
+        await anon.locator('table.table tbody tr').first().waitFor();
+        await settle(anon);
+        await check(anon, 'runs-public');
+        await shoot(anon, 'runs-public');
+        await close(anon);
+
+        pages.operator = await newPage(browser, { style, theme });
+        await login(pages.operator, env.operator, 'operator');
+        pages.viewer = await newPage(browser, { style, theme });
+        await login(pages.viewer, env.viewer, 'viewer');
+
+        for (const [name, path, role, act] of PAGES) {
+          const page = pages[role];
+          try {
+            await page.goto(`${env.url}${path}`);
+            await page.locator('h1').first().waitFor();
+            await settle(page);
+            if (act) await act(page);
+            await page.waitForTimeout(150);
+            await check(page, name);
+            await shoot(page, name);
+          } catch (e) {
+            problems.push(`${name}: ${e.message.split('\n')[0]}`);
+          }
+        }
+      } finally {
+        for (const p of Object.values(pages)) await close(p).catch((e) => problems.push(e.message));
+      }
+      assert(problems.length === 0, problems.join('\n'));
+    });
+  }
+}
