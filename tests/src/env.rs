@@ -360,14 +360,28 @@ impl ConsoleProcess {
             .arg(format!("127.0.0.1:{api_port}"))
             .arg("--admin-listen")
             .arg(format!("127.0.0.1:{admin_port}"));
-        let has = |flag: &str| args.iter().any(|a| a == flag);
+        let has = |flag: &str| {
+            args.iter()
+                .any(|a| a == flag || a.starts_with(&format!("{flag}=")))
+        };
+        let console_port = match args
+            .iter()
+            .find_map(|a| a.strip_prefix("--console-listen=127.0.0.1:"))
+        {
+            Some(p) => p.parse().expect("--console-listen port"),
+            None => {
+                cmd.arg("--console-listen")
+                    .arg(format!("127.0.0.1:{console_port}"));
+                console_port
+            }
+        };
         if !has("--apiserver-tls-cert") {
             cmd.arg("--apiserver-tls-cert")
                 .arg(e.pki("console.crt"))
                 .arg("--apiserver-tls-key")
                 .arg(e.pki("console.key"));
         }
-        cmd.args(args)
+        cmd.args(args.iter().filter(|a| *a != "--no-wait"))
             .stdout(out.try_clone().expect("log"))
             .stderr(out);
         let child = cmd.spawn().expect("starting kruntimes-console");
@@ -378,6 +392,9 @@ impl ConsoleProcess {
             admin_port,
             log,
         };
+        if args.iter().any(|a| a == "--no-wait") {
+            return p;
+        }
         for _ in 0..150 {
             let (code, _) = e.curl(&format!("http://127.0.0.1:{admin_port}/ready"), &[]);
             if code == 200 {

@@ -787,20 +787,6 @@ fn lookup_keeps_generated_secrets_and_checks_an_existing_secret() {
     );
 }
 
-/// Flags of the `/v1` access handler that the chart renders ahead of the
-/// binary (the CLI contract). Once the binary knows them all, this list
-/// goes.
-const PENDING_FLAGS: &[&str] = &[
-    "--access-max-request-bytes",
-    "--access-max-response-bytes",
-    "--access-max-ws-message-bytes",
-    "--access-idle-timeout",
-    "--access-total-timeout",
-    "--gateway-ca-file",
-    "--gateway-client-cert",
-    "--gateway-client-key",
-];
-
 #[test]
 fn rendered_flags_are_flags_of_the_binary() {
     // The environment builds target/debug/kruntimes-console.
@@ -821,10 +807,8 @@ fn rendered_flags_are_flags_of_the_binary() {
     ]));
     for arg in args(&objs) {
         let flag = arg.split('=').next().unwrap_or_default().to_owned();
-        let pending = PENDING_FLAGS.contains(&flag.as_str());
-        let is_known = known.contains(&flag);
         assert!(
-            is_known || pending,
+            known.contains(&flag),
             "the chart renders {flag}, which kruntimes-console does not know: {known:?}"
         );
     }

@@ -136,8 +136,8 @@ fn header_values(req: &Value, name: &str) -> Vec<String> {
         .collect()
 }
 
-fn metric(name: &str) -> f64 {
-    let (_, body) = env().curl(&format!("{}/metrics", env().var("CONSOLE_ADMIN_URL")), &[]);
+fn metric(admin: &str, name: &str) -> f64 {
+    let (_, body) = env().curl(&format!("{admin}/metrics"), &[]);
     body.lines()
         .filter(|l| l.starts_with(name))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
@@ -420,23 +420,51 @@ async fn authorization_is_cached_and_revocation_ends_access_within_the_ttl() {
     let fx = Fixtures::new(ns).await;
     let (name, uid) = run(&fx, "bash", "function", "Ready").await;
     settle(ns, &name, &uid).await;
-    let url = invoke_url(ns, &name, &uid);
+    // A Console of its own, so no other test's calls move its metrics.
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let console = kruntimes_tests::env::ConsoleProcess::start(
+        dir.path(),
+        &[
+            format!("--console-listen=127.0.0.1:{port}"),
+            format!("--gateway-ca-file={}", e.pki("gateway-ca.crt").display()),
+            format!("--gateway-client-cert={}", e.pki("console.crt").display()),
+            format!("--gateway-client-key={}", e.pki("console.key").display()),
+        ],
+    );
+    let admin_url = format!("http://127.0.0.1:{}", console.admin_port);
+    let url = format!("https://127.0.0.1:{port}/v1/namespaces/{ns}/runs/{name}/{uid}/invoke");
+    // Its Run cache loads first.
+    for _ in 0..100 {
+        if post(&url, &[("Authorization", &bearer("operator"))], "{}", None).code == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     assert_eq!(
         post(&url, &[("Authorization", &token)], "{}", None).code,
         200
     );
-    let reviews = metric("kruntimes_console_access_reviews_total");
-    let hits = metric("kruntimes_console_access_review_cache_hits_total");
+    let reviews = metric(&admin_url, "kruntimes_console_access_reviews_total");
+    let hits = metric(
+        &admin_url,
+        "kruntimes_console_access_review_cache_hits_total",
+    );
     assert_eq!(
         post(&url, &[("Authorization", &token)], "{}", None).code,
         200
     );
     assert_eq!(
-        metric("kruntimes_console_access_reviews_total"),
+        metric(&admin_url, "kruntimes_console_access_reviews_total"),
         reviews,
         "a second call made a new SubjectAccessReview"
     );
-    assert!(metric("kruntimes_console_access_review_cache_hits_total") > hits);
+    assert!(
+        metric(
+            &admin_url,
+            "kruntimes_console_access_review_cache_hits_total"
+        ) > hits
+    );
 
     let _ = e.kubectl(Some(admin), &["-n", ns, "delete", "rolebinding", &user]);
     let revoked = Instant::now();
