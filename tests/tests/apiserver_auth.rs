@@ -257,3 +257,44 @@ async fn no_token_appears_in_the_consoles_log() {
         );
     }
 }
+
+#[tokio::test]
+async fn both_listeners_speak_http1_and_http2() {
+    let bearer = format!("Authorization: Bearer {}", env().token("viewer"));
+    for proto in ["--http1.1", "--http2"] {
+        let (code, body) = env().curl(
+            &url("/apis/logs.kruntimes.io/v1alpha1"),
+            &["--cacert", &ca(), proto, "-H", &bearer],
+        );
+        assert_eq!(code, 200, "aggregated listener over {proto}: {body}");
+        let (code, body) = env().curl(
+            &format!(
+                "{}/api/namespaces/team-a/runs?limit=1",
+                env().var("CONSOLE_URL")
+            ),
+            &["--cacert", &ca(), proto, "-H", &bearer],
+        );
+        assert_eq!(code, 200, "Console listener over {proto}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn a_client_certificate_on_the_console_authenticates_v1_but_not_api_reads() {
+    let cert = [
+        "--cacert",
+        &ca(),
+        "--cert",
+        &pki("user-viewer.crt"),
+        "--key",
+        &pki("user-viewer.key"),
+    ];
+    let (code, body) = env().curl(
+        &format!("{}/api/namespaces/team-a/runs/x", env().var("CONSOLE_URL")),
+        &cert,
+    );
+    assert_eq!(code, 401, "{body}");
+    assert!(body.contains("bearer token"), "{body}");
+    let (code, body) = env().curl(&format!("{}/api/session", env().var("CONSOLE_URL")), &cert);
+    assert_eq!(code, 200);
+    assert!(body.contains("\"username\":\"viewer\""), "{body}");
+}

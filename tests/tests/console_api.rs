@@ -851,3 +851,62 @@ async fn paging_and_filters_with_and_without_selectable_fields() {
         &["delete", "namespace", &ns, "--wait=false"],
     );
 }
+
+#[tokio::test]
+async fn a_browser_leaving_a_follow_releases_the_upstream_stream() {
+    let fx = Fixtures::new("team-a").await;
+    let pod = unique("pool");
+    let pod_uid = fx.create_pod(&pod, "bash").await;
+    let run = unique("followed");
+    let uid = fx.create_run(&run, "bash", "task", json!({})).await;
+    fx.assign(&run, &pod, &pod_uid, &now_rfc3339()).await;
+    fx.append_log(
+        &pod,
+        &[runtimed_line(&uid, &run, "team-a", &pod, "stdout", "first")],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let port = kruntimes_tests::env::free_port();
+    let own = ConsoleProcess::start(dir.path(), &[format!("--console-listen=127.0.0.1:{port}")]);
+    let gauge = || -> f64 {
+        let (_, body) = env().curl(&format!("http://127.0.0.1:{}/metrics", own.admin_port), &[]);
+        body.lines()
+            .find(|l| l.starts_with("kruntimes_console_log_follow_streams "))
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+            .unwrap_or(-1.0)
+    };
+    assert_eq!(gauge(), 0.0);
+    let mut child = Command::new("curl")
+        .args([
+            "-sN",
+            "--max-time",
+            "60",
+            "--cacert",
+            env().var("CONSOLE_CA"),
+            "-H",
+        ])
+        .arg(format!("Authorization: {}", bearer("viewer")))
+        .arg(format!(
+            "https://127.0.0.1:{port}/api/namespaces/team-a/runs/{run}/logs?follow=true"
+        ))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    use std::io::BufRead;
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.contains("first"));
+    assert_eq!(gauge(), 1.0);
+    let _ = child.kill();
+    let _ = child.wait();
+    let mut released = false;
+    for _ in 0..100 {
+        if gauge() == 0.0 {
+            released = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(released, "the follow stayed open after the browser left");
+}
