@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { layoutDag, stageJobs, type DagJobInput } from '../src/lib/dag';
+import { layoutDag, stageJobs, type DagJobInput, dagRowLabel } from '../src/lib/dag';
 
 const stagesOf = (jobs: DagJobInput[]) => stageJobs(jobs).stages;
 
@@ -120,5 +120,13 @@ describe('stageJobs', () => {
     const layout = layoutDag(stageJobs([]));
     expect(layout.cards).toEqual([]);
     expect(layout.edges).toEqual([]);
+  });
+});
+
+describe('job row names', () => {
+  it('start with the visible text, then say what only the drawing shows', () => {
+    expect(dagRowLabel('lint', 'Failed · 3 lint errors', ['checkout'], false)).toBe('lint Failed · 3 lint errors, needs checkout');
+    expect(dagRowLabel('checkout', 'Succeeded', [], false)).toBe('checkout Succeeded');
+    expect(dagRowLabel('deploy', 'Pending', ['build', 'ghost'], true)).toBe('deploy Pending, needs build, ghost, has dependency problems');
   });
 });

@@ -13,6 +13,7 @@ import {
   parseLineHash,
   searchLines,
   stepMatch,
+  tailSummary,
   type FollowEvent,
 } from '../src/lib/logs';
 
@@ -177,5 +178,16 @@ describe('deep links with a prefix', () => {
     expect(parseLineHash('#S2L7', 'S2L')).toEqual({ from: 7, to: 7 });
     expect(parseLineHash('#L7', 'S2L')).toBeNull();
     expect(parseLineHash('#S2L7', 'L')).toBeNull();
+  });
+});
+
+describe('tail summary', () => {
+  it('says why a tail is cut', () => {
+    expect(tailSummary(3, false)).toBe('Last 3 records');
+    expect(tailSummary(1, false)).toBe('Last 1 record');
+    expect(tailSummary(100, true, 'tailLines')).toBe('Last 100 records; older records exist');
+    expect(tailSummary(42, true, 'limitBytes')).toContain('1 MiB');
+    expect(tailSummary(42, true, 'searchWindow')).toContain('too long to search');
+    expect(tailSummary(500, true)).toContain('500-record');
   });
 });

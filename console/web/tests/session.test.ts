@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { canIHint, describeAccess, toApiError } from '../src/api/errors';
 import { NdjsonSplitter } from '../src/lib/ndjson';
-import { classifyClose, decodeOutput, heartbeatMs, parseServerFrame, splitCommandLine, toOperation } from '../src/lib/session';
+import { classifyClose, decodeOutput, explainRefusal, heartbeatMs, parseServerFrame, splitCommandLine, toOperation } from '../src/lib/session';
 
 describe('session command line', () => {
   it('splits on whitespace with quotes and escapes', () => {
@@ -90,5 +90,24 @@ describe('NDJSON splitting', () => {
     expect(s.push('{"a":1}\n{"b"')).toEqual(['{"a":1}']);
     expect(s.push(':2}\r\n\n{"c":3}')).toEqual(['{"b":2}']);
     expect(s.flush()).toEqual(['{"c":3}']);
+  });
+});
+
+describe('gateway error frames and refused sockets', () => {
+  it('parses error frames', () => {
+    expect(parseServerFrame('{"type":"error","operationID":"op1","error":"no such operation is running"}')).toEqual({
+      type: 'error',
+      operationID: 'op1',
+      error: 'no such operation is running',
+    });
+    expect(parseServerFrame('{"type":"error","message":"bad frame"}')).toEqual({ type: 'error', error: 'bad frame' });
+  });
+
+  it('explains a socket refused before it opened', () => {
+    expect(explainRefusal(false, true)).toBe('unauthorized');
+    expect(explainRefusal(true, false)).toBe('not-ready');
+    expect(explainRefusal(true, true)).toBe('forbidden');
+    // The session could not be re-read: the Run was Ready, so a permission is the likely cause.
+    expect(explainRefusal(undefined, true)).toBe('forbidden');
   });
 });

@@ -363,17 +363,27 @@ export interface LogRecord {
   invocationID?: string;
   /** RFC 3339 (nanosecond precision allowed) when the log line carried a timestamp. */
   time?: string;
+  /** The log API cut this record's message at its line bound. */
+  truncated?: boolean;
 }
 
 /**
  * `GET /api/namespaces/{ns}/runs/{name}/logs?tail=N` (N in 1..500, default 100).
- * `truncated` is true when a bound (500 records or 1 MiB) cut the answer.
+ * `truncated` is true when the answer is cut; `truncatedBy` says by what.
  * A Run that is not yet assigned answers 409 `Conflict` (or 200 with no records).
  */
 export interface RunLog {
   metadata: { name: string; namespace: string; uid: string };
   records: LogRecord[];
   truncated: boolean;
+  /**
+   * Why the answer is cut, when it is: `tailLines` (more records exist than
+   * asked for — the normal case of a tail), `limitBytes` (the 1 MiB bound) or
+   * `searchWindow` (the Pod log was too long to search back to the Run's start).
+   */
+  truncatedBy?: 'tailLines' | 'limitBytes' | 'searchWindow';
+  /** The Runtime Pod that was read (the log API's `RunLog.pod`). */
+  pod?: string;
 }
 
 /**

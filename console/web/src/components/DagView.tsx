@@ -7,7 +7,7 @@
 import { useMemo, useRef, type MouseEvent, type PointerEvent } from 'react';
 import { useNavigate } from 'react-router';
 import type { WorkflowRunDetail } from '../api/types';
-import { layoutDag, stageJobs, type DagLayout, type Staging } from '../lib/dag';
+import { dagRowLabel, layoutDag, stageJobs, type DagLayout, type Staging } from '../lib/dag';
 import { bounded } from '../lib/format';
 import { phaseTone } from '../lib/phase';
 
@@ -141,7 +141,7 @@ export function DagView({ wr, ns, selected }: { wr: WorkflowRunDetail; ns: strin
                 href={href}
                 className={`dag-row ${selected === id ? 'selected' : ''}`}
                 onClick={(e) => onLink(e, href)}
-                aria-label={`Job ${display}: ${phase}${result !== undefined ? `, result ${bounded(result, 120).text}` : ''}${j.needs.length ? `, needs ${j.needs.join(', ')}` : ''}${warn ? ', has dependency problems' : ''}`}
+                aria-label={dagRowLabel(title.text, subText.text, j.needs, warn)}
               >
                 <title>
                   {display} — {phase}
@@ -154,6 +154,8 @@ export function DagView({ wr, ns, selected }: { wr: WorkflowRunDetail; ns: strin
                 <text x={r.x + 40} y={r.cy - 5} className="dag-row-title">
                   {title.text}
                 </text>
+                {/* A space between the two texts keeps the row's visible words apart for assistive technology. */}
+                {' '}
                 <text x={r.x + 40} y={r.cy + 13} className={`dag-row-sub ${result !== undefined ? 'has-result' : ''}`}>
                   {subText.text}
                 </text>

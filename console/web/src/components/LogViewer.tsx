@@ -36,6 +36,7 @@ import {
   parseLineHash,
   searchLines,
   stepMatch,
+  tailSummary,
 } from '../lib/logs';
 import { ArrowDownIcon, DownloadIcon, SearchIcon } from './Icons';
 import { Forbidden } from './States';
@@ -83,7 +84,7 @@ export function LogViewer({ ns, run, active, defaultTail = 100, anchorPrefix = '
   const [current, setCurrent] = useState(-1);
   const [status, setStatus] = useState<Status>('loading');
   const [error, setError] = useState<unknown>(null);
-  const [truncated, setTruncated] = useState(false);
+  const [truncated, setTruncated] = useState<{ cut: boolean; by?: string }>({ cut: false });
   const [reload, setReload] = useState(0);
   const [retryIn, setRetryIn] = useState(0);
 
@@ -144,7 +145,7 @@ export function LogViewer({ ns, run, active, defaultTail = 100, anchorPrefix = '
       (log) => {
         if (cancelled) return;
         replaceAll(log.records);
-        setTruncated(log.truncated);
+        setTruncated({ cut: log.truncated, ...(log.truncatedBy ? { by: log.truncatedBy } : {}) });
         setStatus('ready');
       },
       (e: unknown) => {
@@ -336,7 +337,7 @@ export function LogViewer({ ns, run, active, defaultTail = 100, anchorPrefix = '
       case 'error':
         return 'Error';
       case 'ready':
-        return truncated ? `Last ${count} records (cut by the 500-record / 1 MiB bound)` : `Last ${count} records`;
+        return tailSummary(count, truncated.cut, truncated.by);
     }
   })();
 
@@ -515,6 +516,11 @@ export function LogViewer({ ns, run, active, defaultTail = 100, anchorPrefix = '
                   {deferredQuery && matchLines.has(v.index)
                     ? highlight(r.message, deferredQuery).map((p, i) => (p.hit ? <mark key={i}>{p.text}</mark> : <span key={i}>{p.text}</span>))
                     : r.message}
+                  {r.truncated && (
+                    <span className="cut-mark" title="The log API cut this line at its length bound">
+                      {' '}[line cut]
+                    </span>
+                  )}
                 </span>
               </div>
             );

@@ -4,9 +4,9 @@
  * control in the Console that changes anything.
  */
 import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
-import { openOperationsSocket, operationsAccess } from '../api/client';
+import { getSession, openOperationsSocket, operationsAccess } from '../api/client';
 import type { RunDetail, SessionClientFrame } from '../api/types';
-import { classifyClose, decodeOutput, heartbeatMs, parseServerFrame, toOperation, type ParsedFrame } from '../lib/session';
+import { classifyClose, decodeOutput, explainRefusal, heartbeatMs, parseServerFrame, toOperation, type ParsedFrame } from '../lib/session';
 import { TerminalIcon } from './Icons';
 import { Forbidden } from './States';
 
@@ -115,12 +115,28 @@ export function SessionPanel({ run }: { run: RunDetail }) {
           add({ kind: 'transport', tone: 'error', text: `The Run is not Ready for operations${detail}.` });
           break;
         case 'refused':
-          setForbidden(true);
-          add({
-            kind: 'transport',
-            tone: 'error',
-            text: `The Console refused the connection (code ${c.code})${detail}. The usual causes are missing permission to create runs/operations (403), the Run not being Ready (503) or an expired session (401).`,
-          });
+          // The browser hides the HTTP status of a refused upgrade: re-read the
+          // session to tell an expired login from a missing permission.
+          void getSession()
+            .then((s) => s.authenticated, () => undefined)
+            .then((signedIn) => {
+              switch (explainRefusal(signedIn, ready)) {
+                case 'unauthorized':
+                  add({ kind: 'transport', tone: 'error', text: 'The Console refused the connection: you are not logged in any more. Log in again.' });
+                  break;
+                case 'not-ready':
+                  add({ kind: 'transport', tone: 'error', text: 'The Console refused the connection: the Run is not Ready for operations.' });
+                  break;
+                case 'forbidden':
+                  setForbidden(true);
+                  add({
+                    kind: 'transport',
+                    tone: 'error',
+                    text: `The Console refused the connection before it opened (code ${c.code}${detail}). You are logged in and the Run is Ready, so your account most likely lacks permission to create runs/operations (HTTP 403). If the check below says yes, the Runtime gateway was unreachable (503): try again.`,
+                  });
+                  break;
+              }
+            });
           break;
         case 'early':
           add({
@@ -251,6 +267,12 @@ function SessionEntry({ entry }: { entry: Entry }) {
           <span className="ev-tag">terminal</span> {f.status}
           {f.exitCode !== undefined ? ` · exit code ${f.exitCode}` : ''}
           {f.error ? ` · ${f.error}` : ''}
+        </div>
+      );
+    case 'error':
+      return (
+        <div className="ev ev-transport error" role="alert">
+          <span className="ev-tag">error</span> {f.error}
         </div>
       );
     case 'unknown':

@@ -324,3 +324,14 @@ export function layoutDag(staging: Staging, m: DagMetrics = DEFAULT_METRICS): Da
   const height = top + tallest + m.margin;
   return { width, height, cards, rows, edges, merges };
 }
+
+/**
+ * Accessible name of a job row: its visible text first (so speech input can
+ * say what is shown), then what only the drawing tells (needs, problems).
+ */
+export function dagRowLabel(title: string, sub: string, needs: readonly string[], warn: boolean): string {
+  let label = `${title} ${sub}`;
+  if (needs.length) label += `, needs ${needs.join(', ')}`;
+  if (warn) label += ', has dependency problems';
+  return label;
+}

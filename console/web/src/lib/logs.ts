@@ -241,3 +241,19 @@ export function logText(records: readonly LogRecord[], timestamps: boolean): str
   }
   return out;
 }
+
+/** Status line of a loaded tail: how many records, and why older ones are not shown. */
+export function tailSummary(count: number, truncated: boolean, truncatedBy?: string): string {
+  const base = `Last ${count.toLocaleString()} record${count === 1 ? '' : 's'}`;
+  if (!truncated) return base;
+  switch (truncatedBy) {
+    case 'tailLines':
+      return `${base}; older records exist`;
+    case 'limitBytes':
+      return `${base} (cut by the 1 MiB bound)`;
+    case 'searchWindow':
+      return `${base}; the Pod log is too long to search back to the Run's start`;
+    default:
+      return `${base} (cut by the 500-record / 1 MiB bound)`;
+  }
+}

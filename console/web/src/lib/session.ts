@@ -45,7 +45,15 @@ export function toOperation(line: string, stdin?: string): SessionOperation | nu
   return op;
 }
 
-export type ParsedFrame = SessionServerEvent | { type: 'unknown'; raw: string };
+/**
+ * A parsed server frame. Besides the protocol events, a gateway may answer a
+ * frame it could not act on with `{"type":"error","error":"..."}`; anything
+ * else is kept as `unknown` for display.
+ */
+export type ParsedFrame =
+  | SessionServerEvent
+  | { type: 'error'; error: string; operationID?: string }
+  | { type: 'unknown'; raw: string };
 
 /** Parses a server text frame; anything unexpected is kept as `unknown` for display. */
 export function parseServerFrame(raw: string): ParsedFrame {
@@ -81,6 +89,12 @@ export function parseServerFrame(raw: string): ParsedFrame {
         status: typeof f.status === 'string' ? f.status : 'Unknown',
         ...(typeof f.exitCode === 'number' ? { exitCode: f.exitCode } : {}),
         ...(typeof f.error === 'string' && f.error ? { error: f.error } : {}),
+      };
+    case 'error':
+      return {
+        type: 'error',
+        error: typeof f.error === 'string' ? f.error : typeof f.message === 'string' ? f.message : raw,
+        ...(typeof f.operationID === 'string' ? { operationID: f.operationID } : {}),
       };
     default:
       return { type: 'unknown', raw };
@@ -120,4 +134,18 @@ export function classifyClose(code: number, opened: boolean, terminal: boolean):
   if (!opened) return 'refused';
   if (!terminal) return 'early';
   return 'normal';
+}
+
+/**
+ * What to tell the user when the operations socket failed before it opened.
+ * Browsers hide the HTTP status of a refused upgrade, so the panel re-reads
+ * the session: signed out means 401; otherwise the Run was Ready when the
+ * button was pressed, which leaves a missing `create runs/operations`
+ * permission (403) as the usual cause, with an unreachable gateway (503) as
+ * the other.
+ */
+export function explainRefusal(signedIn: boolean | undefined, ready: boolean): 'unauthorized' | 'not-ready' | 'forbidden' {
+  if (signedIn === false) return 'unauthorized';
+  if (!ready) return 'not-ready';
+  return 'forbidden';
 }

@@ -3,7 +3,7 @@ import { Link, useParams } from 'react-router';
 import { useRun } from '../api/queries';
 import type { Condition, RunDetail, Section } from '../api/types';
 import { LogViewer } from '../components/LogViewer';
-import { KeyValues, PageHeader, Panel } from '../components/Page';
+import { KeyValues, PageHeader, Panel, TableWrap } from '../components/Page';
 import { SessionPanel } from '../components/SessionPanel';
 import { ConditionBadge, PhaseBadge, StatusGlyph } from '../components/Status';
 import { ErrorState, Forbidden, Loading } from '../components/States';
@@ -173,7 +173,7 @@ export function RunDetailPage() {
           {artifacts.length === 0 ? (
             <p className="muted">No artifact references.</p>
           ) : (
-            <div className="table-wrap">
+            <TableWrap label="Artifacts">
               <table className="table flat">
                 <thead>
                   <tr>
@@ -200,7 +200,7 @@ export function RunDetailPage() {
                   ))}
                 </tbody>
               </table>
-            </div>
+            </TableWrap>
           )}
           <p className="muted small">Artifacts are shown as references only; the Console does not download them.</p>
         </Panel>

@@ -3,7 +3,7 @@ import { Link, useParams, useSearchParams } from 'react-router';
 import { useRuns, useRuntimes } from '../api/queries';
 import { RUN_PHASES, type RunListQuery } from '../api/types';
 import { LiveToggle, SummaryBanner } from '../components/LiveToggle';
-import { PageHeader } from '../components/Page';
+import { PageHeader, TableWrap } from '../components/Page';
 import { PhaseBadge } from '../components/Status';
 import { Empty, ErrorState, Loading } from '../components/States';
 import { age, dateTime } from '../lib/format';
@@ -169,7 +169,7 @@ export function RunsPage() {
       ) : data ? (
         <>
           {runs.isError && <ErrorState error={runs.error} what="the latest Runs" />}
-          <div className="table-wrap">
+          <TableWrap label="Runs">
             <table className="table">
               <caption className="visually-hidden">Runs in namespace {ns}</caption>
               <thead>
@@ -227,7 +227,7 @@ export function RunsPage() {
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableWrap>
           <div className="pager" role="navigation" aria-label="Pages">
             <button type="button" className="button" disabled={pages.length === 0} onClick={() => setPages((p) => p.slice(0, -1))}>
               ← Previous

@@ -1,6 +1,6 @@
 import { Link, useParams } from 'react-router';
 import { useRuntime } from '../api/queries';
-import { KeyValues, PageHeader, Panel } from '../components/Page';
+import { KeyValues, PageHeader, Panel, TableWrap } from '../components/Page';
 import { ConditionBadge, PhaseBadge } from '../components/Status';
 import { ErrorState, Forbidden, Loading } from '../components/States';
 import { age, dateTime } from '../lib/format';
@@ -61,7 +61,7 @@ export function RuntimeDetailPage() {
         ) : rt.pods.items.length === 0 ? (
           <p className="muted">This Runtime has no Pods.</p>
         ) : (
-          <div className="table-wrap">
+          <TableWrap label="Pods">
             <table className="table flat">
               <thead>
                 <tr>
@@ -124,7 +124,7 @@ export function RuntimeDetailPage() {
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableWrap>
         )}
       </Panel>
     </>

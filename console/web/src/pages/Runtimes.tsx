@@ -2,7 +2,7 @@ import { useState } from 'react';
 import { Link, useParams } from 'react-router';
 import { useRuntimes } from '../api/queries';
 import { LiveToggle, SummaryBanner } from '../components/LiveToggle';
-import { PageHeader } from '../components/Page';
+import { PageHeader, TableWrap } from '../components/Page';
 import { ConditionBadge } from '../components/Status';
 import { Empty, ErrorState, Loading } from '../components/States';
 import { age, dateTime } from '../lib/format';
@@ -27,7 +27,7 @@ export function RuntimesPage() {
       ) : data.items.length === 0 ? (
         <Empty title={`No Runtimes in namespace ${ns}`}>Runtime pools created in this namespace will appear here.</Empty>
       ) : (
-        <div className="table-wrap">
+        <TableWrap label="Runtimes">
           <table className="table">
             <caption className="visually-hidden">Runtimes in namespace {ns}</caption>
             <thead>
@@ -71,7 +71,7 @@ export function RuntimesPage() {
               })}
             </tbody>
           </table>
-        </div>
+        </TableWrap>
       )}
     </>
   );

@@ -2,7 +2,7 @@ import { Link, useParams, useSearchParams } from 'react-router';
 import { useWorkflowRun } from '../api/queries';
 import type { WorkflowRunDetail } from '../api/types';
 import { DagView, useDag } from '../components/DagView';
-import { KeyValues, PageHeader, Panel } from '../components/Page';
+import { KeyValues, PageHeader, Panel, TableWrap } from '../components/Page';
 import { PhaseBadge } from '../components/Status';
 import { ErrorState, Loading } from '../components/States';
 import { age, bounded, dateTime, duration } from '../lib/format';
@@ -13,7 +13,7 @@ export function DagTable({ wr, ns }: { wr: WorkflowRunDetail; ns: string }) {
   const { staging } = useDag(wr);
   const base = `/namespaces/${ns}/workflowruns/${wr.metadata.name}/jobs/`;
   return (
-    <div className="table-wrap">
+    <TableWrap label="Jobs">
       <table className="table flat">
         <caption className="visually-hidden">Jobs of {wr.metadata.name} with their dependencies</caption>
         <thead>
@@ -80,7 +80,7 @@ export function DagTable({ wr, ns }: { wr: WorkflowRunDetail; ns: string }) {
           )}
         </tbody>
       </table>
-    </div>
+    </TableWrap>
   );
 }
 

@@ -2,7 +2,7 @@ import { useState } from 'react';
 import { Link, useParams } from 'react-router';
 import { useWorkflowRuns } from '../api/queries';
 import { LiveToggle, SummaryBanner } from '../components/LiveToggle';
-import { PageHeader } from '../components/Page';
+import { PageHeader, TableWrap } from '../components/Page';
 import { PhaseBadge } from '../components/Status';
 import { Empty, ErrorState, Loading } from '../components/States';
 import { age, dateTime, duration } from '../lib/format';
@@ -27,7 +27,7 @@ export function WorkflowRunsPage() {
       ) : data.items.length === 0 ? (
         <Empty title={`No Workflow Runs in namespace ${ns}`} />
       ) : (
-        <div className="table-wrap">
+        <TableWrap label="Workflow Runs">
           <table className="table">
             <caption className="visually-hidden">Workflow Runs in namespace {ns}</caption>
             <thead>
@@ -72,7 +72,7 @@ export function WorkflowRunsPage() {
               ))}
             </tbody>
           </table>
-        </div>
+        </TableWrap>
       )}
     </>
   );
