@@ -90,6 +90,11 @@ async fn requests_503_while_kube_apiserver_is_away_and_watches_resume() {
         .spawn()
         .expect("restarting kube-apiserver");
     std::fs::write(&pid_file, format!("{}\n", child.id())).unwrap();
+    // It outlives this test (hack/testenv down stops it); reap it if it exits first.
+    let mut child = child;
+    std::thread::spawn(move || {
+        let _ = child.wait();
+    });
     wait_for("kube-apiserver to serve", || {
         console_get("/api/namespaces/team-a/runs?limit=1", "viewer") == 200
     })
