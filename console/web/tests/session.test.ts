@@ -39,6 +39,13 @@ describe('server frames', () => {
     expect(decodeOutput({ data, encoding: 'base64' })).toBe('héllo ✓\n');
     expect(decodeOutput({ data: 'plain' })).toBe('plain');
     expect(decodeOutput({ data: '%%%', encoding: 'base64' })).toMatch(/undecodable/);
+    // Bytes that are not UTF-8 text are shown as a hex preview, not as mojibake.
+    const bin = btoa(String.fromCharCode(0xff, 0xfe, 0x00, 0x80, 0xc3, 0x28, 0x6b, 0x72, 0x74, 0x0a));
+    expect(decodeOutput({ data: bin, encoding: 'base64' })).toBe('[binary output, 10 bytes: ff fe 00 80 c3 28 6b 72 74 0a]\n');
+    // Valid UTF-8 with a control character is not text either.
+    expect(decodeOutput({ data: btoa('a\u0001b'), encoding: 'base64' })).toMatch(/^\[binary output, 3 bytes: 61 01 62\]/);
+    const long = btoa(String.fromCharCode(...Array.from({ length: 100 }, () => 0xff)));
+    expect(decodeOutput({ data: long, encoding: 'base64' })).toMatch(/100 bytes: (ff ){63}ff …\]/);
   });
 
   it('sends heartbeats at a third of the lease, bounded', () => {

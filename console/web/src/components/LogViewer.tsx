@@ -44,6 +44,8 @@ import { Forbidden } from './States';
 /** Lines kept in memory; beyond this the oldest are dropped and the count is shown. */
 const MAX_LINES = 250_000;
 const ROW_HEIGHT = 20;
+/** The log area shrinks to short logs, down to this height. */
+const MIN_HEIGHT = 120;
 
 type Status = 'loading' | 'ready' | 'connecting' | 'following' | 'reconnecting' | 'ended' | 'error';
 
@@ -462,7 +464,7 @@ export function LogViewer({ ns, run, active, defaultTail = 100, anchorPrefix = '
       <div
         ref={scrollRef}
         className="log-scroll"
-        style={{ height }}
+        style={{ maxHeight: height, height: wrap ? height : Math.max(MIN_HEIGHT, count * ROW_HEIGHT + 2) }}
         onScroll={onScroll}
         tabIndex={0}
         role="log"

@@ -101,17 +101,34 @@ export function parseServerFrame(raw: string): ParsedFrame {
   }
 }
 
-/** Text of an output event; base64 data is decoded as UTF-8 (invalid bytes become U+FFFD). */
+/** Bytes shown in the hex preview of binary output. */
+const HEX_PREVIEW = 64;
+
+/**
+ * Text of an output event. Base64 data that is valid UTF-8 text is shown as
+ * text; other bytes (invalid UTF-8, control characters) are shown as a byte
+ * count and a hex preview, never as mojibake.
+ */
 export function decodeOutput(e: { data: string; encoding?: 'base64' }): string {
   if (e.encoding !== 'base64') return e.data;
+  let bytes: Uint8Array;
   try {
     const bin = atob(e.data);
-    const bytes = new Uint8Array(bin.length);
+    bytes = new Uint8Array(bin.length);
     for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-    return new TextDecoder('utf-8', { fatal: false }).decode(bytes);
   } catch {
     return `[undecodable base64 output: ${e.data.length} characters]`;
   }
+  try {
+    const text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    // Tabs, newlines and carriage returns are text; other control characters are not.
+    if (!/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(text)) return text;
+  } catch {
+    // not UTF-8: fall through to the hex preview
+  }
+  const shown = Array.from(bytes.subarray(0, HEX_PREVIEW), (b) => b.toString(16).padStart(2, '0')).join(' ');
+  const more = bytes.length > HEX_PREVIEW ? ' …' : '';
+  return `[binary output, ${bytes.length} byte${bytes.length === 1 ? '' : 's'}: ${shown}${more}]\n`;
 }
 
 /** Heartbeat period for a lease: a third of it, between 1 s and 30 s. */
