@@ -464,7 +464,7 @@ export function LogViewer({ ns, run, active, defaultTail = 100, anchorPrefix = '
       <div
         ref={scrollRef}
         className="log-scroll"
-        style={{ maxHeight: height, height: wrap ? height : Math.max(MIN_HEIGHT, count * ROW_HEIGHT + 2) }}
+        style={{ maxHeight: height, height: wrap ? height : Math.max(MIN_HEIGHT, count * ROW_HEIGHT + 14) }}
         onScroll={onScroll}
         tabIndex={0}
         role="log"

@@ -132,7 +132,7 @@ export function SessionPanel({ run }: { run: RunDetail }) {
                   add({
                     kind: 'transport',
                     tone: 'error',
-                    text: `The Console refused the connection before it opened (code ${c.code}${detail}). You are logged in and the Run is Ready, so your account most likely lacks permission to create runs/operations (HTTP 403). If the check below says yes, the Runtime gateway was unreachable (503): try again.`,
+                    text: `The Console refused the connection before it opened (code ${c.code}${detail}). You are logged in and the Run is Ready, so your account most likely lacks permission to create runs/operations (HTTP 403). If the kubectl check above says yes, the Runtime gateway was unreachable (503): try again.`,
                   });
                   break;
               }

@@ -91,10 +91,11 @@ export function LoginPage() {
           <div className="login-help prose" id={`${id}-help`}>
             <p>
               The token is checked with a Kubernetes TokenReview and kept only in an HttpOnly session cookie for 8 hours.
-              Your own RBAC permissions decide what you can see. Create a short-lived token with:
+              Your own RBAC permissions decide what you can see. Create a short-lived token for a ServiceAccount (such as
+              the viewer account of the operations guide) with:
             </p>
             <pre className="cmd">
-              <code>kubectl -n team-a create token kruntimes-dashboard-viewer --duration=1h</code>
+              <code>kubectl -n {lastNamespace()} create token kruntimes-viewer --duration=1h</code>
             </pre>
           </div>
           <div className="form-actions">

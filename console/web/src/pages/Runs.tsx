@@ -177,11 +177,15 @@ export function RunsPage() {
                   <th scope="col">Name</th>
                   <th scope="col">Phase</th>
                   <th scope="col">Runtime</th>
-                  <th scope="col">Assigned Pod</th>
-                  <th scope="col" className="num">
-                    Attempts
-                  </th>
-                  <th scope="col">Last transition</th>
+                  {!summary && (
+                    <>
+                      <th scope="col">Assigned Pod</th>
+                      <th scope="col" className="num">
+                        Attempts
+                      </th>
+                      <th scope="col">Last transition</th>
+                    </>
+                  )}
                   <th scope="col" className="num">
                     Age
                   </th>
@@ -200,6 +204,8 @@ export function RunsPage() {
                     <td>
                       <Link to={`/namespaces/${ns}/runtimes/${r.runtime}`}>{r.runtime}</Link>
                     </td>
+                    {!summary && (
+                    <>
                     <td className="mono">
                       {r.assignedPod ? (
                         <button type="button" className="linklike" title="Show Runs on this Pod" onClick={() => setParam('assignedPod', r.assignedPod!)}>
@@ -220,6 +226,8 @@ export function RunsPage() {
                         <span className="muted">—</span>
                       )}
                     </td>
+                    </>
+                    )}
                     <td className="num" title={dateTime(r.metadata.creationTimestamp)}>
                       {age(r.metadata.creationTimestamp)}
                     </td>

@@ -12,6 +12,7 @@ export function RuntimesPage() {
   const [live, setLive] = useState(true);
   const q = useRuntimes(ns, { live });
   const data = q.data;
+  const showActive = data?.items.some((r) => r.activeRuns !== undefined) ?? false;
   return (
     <>
       <PageHeader
@@ -27,6 +28,7 @@ export function RuntimesPage() {
       ) : data.items.length === 0 ? (
         <Empty title={`No Runtimes in namespace ${ns}`}>Runtime pools created in this namespace will appear here.</Empty>
       ) : (
+        // The server may not count active Runs per Runtime; the column shows only when it does.
         <TableWrap label="Runtimes">
           <table className="table">
             <caption className="visually-hidden">Runtimes in namespace {ns}</caption>
@@ -35,7 +37,7 @@ export function RuntimesPage() {
                 <th scope="col">Name</th>
                 <th scope="col">Ready Pods</th>
                 <th scope="col">Health</th>
-                <th scope="col" className="num">Active Runs</th>
+                {showActive && <th scope="col" className="num">Active Runs</th>}
                 <th scope="col" className="num">Age</th>
               </tr>
             </thead>
@@ -62,7 +64,7 @@ export function RuntimesPage() {
                         <ConditionBadge status={full ? 'True' : 'False'} label={full ? 'Ready' : 'Degraded'} />
                       )}
                     </td>
-                    <td className="num">{r.activeRuns ?? <span className="muted">—</span>}</td>
+                    {showActive && <td className="num">{r.activeRuns ?? <span className="muted">—</span>}</td>}
                     <td className="num" title={dateTime(r.metadata.creationTimestamp)}>
                       {age(r.metadata.creationTimestamp)}
                     </td>
