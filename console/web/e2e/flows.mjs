@@ -204,3 +204,28 @@ test('session survives a reload; a deep link opens directly; logout ends it', as
   assert(s.authenticated === false, `still authenticated after logout: ${JSON.stringify(s)}`);
   await close(page);
 });
+
+test('settings: Style and Theme switch, persist across a reload, and invalid stored values fall back', async (browser) => {
+  const page = await newPage(browser);
+  const root = () => page.evaluate(() => ({ style: document.documentElement.dataset.style, theme: document.documentElement.dataset.theme }));
+  await page.goto(`${env.url}/settings`);
+  await page.evaluate(() => {
+    localStorage.setItem('kruntimes.console.style', 'no-such-style');
+    localStorage.setItem('kruntimes.console.theme', 'purple');
+  });
+  await page.reload();
+  await page.getByRole('heading', { name: 'Settings', level: 1 }).waitFor();
+  // Invalid values fall back to GitHub and System (the test browser prefers light).
+  let r = await root();
+  assert(r.style === 'github' && r.theme === 'light', `invalid values did not fall back: ${JSON.stringify(r)}`);
+  await page.getByRole('radio', { name: /Neumorphism/ }).check();
+  await page.getByRole('radio', { name: /Dark/ }).check();
+  r = await root();
+  assert(r.style === 'neumorphism' && r.theme === 'dark', `switching did not apply: ${JSON.stringify(r)}`);
+  // After a reload the stored choice is on <html> before the page's modules run.
+  await page.goto(`${env.url}/about`, { waitUntil: 'commit' });
+  await page.waitForFunction(() => document.documentElement.dataset.style !== undefined);
+  r = await root();
+  assert(r.style === 'neumorphism' && r.theme === 'dark', `the choice did not survive a reload: ${JSON.stringify(r)}`);
+  await close(page);
+});
