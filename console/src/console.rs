@@ -228,6 +228,8 @@ async fn header_bound(State(max): State<usize>, req: Request, next: Next) -> Res
         .map(|(k, v)| k.as_str().len() + v.len() + 4)
         .sum();
     if size > max {
+        // Read a little of any body so an HTTP/2 client still sending sees the 431.
+        crate::v1::drain(req.into_body(), 64 << 10).await;
         return ConsoleError::new(
             http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             "RequestHeaderFieldsTooLarge",

@@ -278,7 +278,7 @@ fn too_large(max: usize) -> ConsoleError {
 
 /// Reads and drops up to `budget` more bytes (a few seconds at most) so the
 /// client, still sending, receives the 413 instead of a reset stream.
-async fn drain(mut body: Body, budget: usize) {
+pub(crate) async fn drain(mut body: Body, budget: usize) {
     let _ = tokio::time::timeout(Duration::from_secs(5), async {
         let mut read = 0;
         while read <= budget {
@@ -325,11 +325,13 @@ async fn invoke_inner(
         }
         return Err(too_large(max));
     }
+    // The (bounded) body is read before any answer, so an HTTP/2 client that
+    // is still sending gets the answer rather than a reset stream.
+    let body = bounded_body(body, state.bounds.max_request_bytes).await?;
     let inv = invocation_id(&parts.headers)?;
     let identity = admit(state, caller, ns, name, "invoke").await?;
     let run = state.runs.resolve(ns, name, uid, Mode::Function)?;
     let target = state.gateways.target(ns, &run.spec.runtime).await?;
-    let body = bounded_body(body, state.bounds.max_request_bytes).await?;
 
     let listed = connection_listed(&parts.headers);
     let mut headers = HeaderMap::new();
