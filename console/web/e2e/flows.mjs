@@ -59,7 +59,7 @@ test('viewer: log in, filter Runs, Run detail, log tail then follow, DAG pan, jo
   assert((await line.getAttribute('class')).includes('stderr'), 'the appended stderr line is not marked as stderr');
   // Scrolling up pauses the view; "Resume" follows again.
   await logs.locator('.log-scroll').evaluate((el) => el.scrollTo(0, 0));
-  await eventually('the paused state', async () => (await logs.locator('.state-paused').count()) === 1 || (await logs.locator('.log-scroll').evaluate((el) => el.scrollHeight <= el.clientHeight)));
+  await eventually('the paused state', async () => (await logs.locator('.log-state.is-paused').count()) === 1 || (await logs.locator('.log-scroll').evaluate((el) => el.scrollHeight <= el.clientHeight)));
 
   // Search counts matches in what is shown.
   await logs.getByLabel('Search the log').fill(marker);

@@ -50,7 +50,7 @@ const PAGES = [
       await logs.scrollIntoViewIfNeeded();
     },
   ],
-  ['run-pending', `/namespaces/${NS}/runs/build-pending`, 'operator', (p) => p.locator('#logs .state-error').first().waitFor()],
+  ['run-pending', `/namespaces/${NS}/runs/build-pending`, 'operator', (p) => p.locator('#logs .log-state.is-waiting').waitFor()],
   [
     'run-session',
     `/namespaces/${NS}/runs/shell-session`,

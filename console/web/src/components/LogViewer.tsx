@@ -321,6 +321,8 @@ export function LogViewer({ ns, run, active, defaultTail = 100, anchorPrefix = '
     else setTail(n);
   };
 
+  const forbidden = error instanceof ApiError && error.isForbidden ? error : null;
+  const notAssigned = error instanceof ApiError && error.status === 409;
   const paused = isPaused(follow);
   const statusText = (() => {
     switch (status) {
@@ -337,14 +339,12 @@ export function LogViewer({ ns, run, active, defaultTail = 100, anchorPrefix = '
       case 'ended':
         return 'Stream ended';
       case 'error':
-        return 'Error';
+        return notAssigned ? 'No Pod yet' : 'Error';
       case 'ready':
         return tailSummary(count, truncated.cut, truncated.by);
     }
   })();
 
-  const forbidden = error instanceof ApiError && error.isForbidden ? error : null;
-  const notAssigned = error instanceof ApiError && error.status === 409;
 
   return (
     <div className={`logviewer ${wrap ? 'wrap' : ''}`}>
@@ -419,12 +419,12 @@ export function LogViewer({ ns, run, active, defaultTail = 100, anchorPrefix = '
       </div>
 
       <div className="log-status small" role="status" aria-live="polite">
-        <span className={`log-state state-${status}`}>
+        <span className={`log-state is-${notAssigned && status === 'error' ? 'waiting' : status}`}>
           <span className="dot" aria-hidden="true" />
           {statusText}
         </span>
         {paused && (
-          <span className="log-state state-paused" title="Scrolled up: the view stays here while new lines arrive">
+          <span className="log-state is-paused" title="Scrolled up: the view stays here while new lines arrive">
             <span className="dot" aria-hidden="true" />
             Paused
           </span>
@@ -443,16 +443,15 @@ export function LogViewer({ ns, run, active, defaultTail = 100, anchorPrefix = '
 
       {forbidden ? (
         <Forbidden access={forbidden.access} message={forbidden.message} />
+      ) : error && status === 'error' && notAssigned ? (
+        <p className="notice" role="status">
+          This Run has not been assigned to a Runtime Pod yet, so it has no log. Turn on <strong>Follow</strong> to wait
+          for it.
+        </p>
       ) : error && status === 'error' ? (
         <div className="state state-error" role="alert">
-          <p className="state-title">{notAssigned ? 'No Pod assigned yet' : 'Could not read the log'}</p>
-          <p className="state-body prose">
-            {notAssigned
-              ? 'This Run has not been assigned to a Runtime Pod, so it has no log yet. Turn on Follow to wait for it.'
-              : error instanceof Error
-                ? error.message
-                : String(error)}
-          </p>
+          <p className="state-title">Could not read the log</p>
+          <p className="state-body prose">{error instanceof Error ? error.message : String(error)}</p>
         </div>
       ) : null}
       {status === 'reconnecting' && error instanceof Error && (
@@ -463,6 +462,7 @@ export function LogViewer({ ns, run, active, defaultTail = 100, anchorPrefix = '
 
       <div
         ref={scrollRef}
+        hidden={status === 'error' && count === 0}
         className="log-scroll"
         style={{ maxHeight: height, height: wrap ? height : Math.max(MIN_HEIGHT, count * ROW_HEIGHT + 14) }}
         onScroll={onScroll}
