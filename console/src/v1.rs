@@ -419,6 +419,14 @@ async fn operations(
     req: Request,
 ) -> Response {
     let (mut parts, _body) = req.into_parts();
+    // Access is decided before the upgrade is required, so a plain GET tells a
+    // client (the browser cannot read a refused upgrade's status) whether it may.
+    if let Err(e) = check_path(&ns, &name, &uid) {
+        return e.into_response();
+    }
+    if let Err(e) = admit(&state, &caller, &ns, &name, "operations").await {
+        return e.into_response();
+    }
     let upgrade =
         match axum::extract::ws::WebSocketUpgrade::from_request_parts(&mut parts, &()).await {
             Ok(u) => u,

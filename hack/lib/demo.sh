@@ -130,7 +130,10 @@ YAML
 	K apply -f - >/dev/null <<YAML
 apiVersion: kruntimes.io/v1alpha1
 kind: WorkflowRun
-metadata: {name: release-1-4-security, namespace: $ns}
+metadata:
+  name: release-1-4-security
+  namespace: $ns
+  labels: {kruntimes.io/parent-workflowrun: release-1-4}
 spec:
   jobs:
     sast: {runs-on: python, steps: [{name: scan, run: semgrep .}]}

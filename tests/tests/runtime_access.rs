@@ -711,17 +711,30 @@ async fn own_gateway() -> OwnGateway {
         .arg(e.pki("gateway.key"))
         .arg("--client-ca")
         .arg(e.pki("console-ca.crt"))
-        .stdout(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("fake-gateway");
-    let control = format!("http://127.0.0.1:{ctl}");
-    for _ in 0..100 {
-        if e.curl(&format!("{control}/healthz"), &[]).0 == 200 {
-            break;
+    let mut child = child;
+    // The first stdout line is printed once both listeners are bound.
+    let stdout = child.stdout.take().expect("gateway stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        // Keep reading to the end so the gateway never writes to a closed pipe.
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    });
+    let first = rx.recv_timeout(Duration::from_secs(30)).unwrap_or_default();
+    assert!(
+        first.starts_with("listening on"),
+        "fake-gateway did not start: {first:?}"
+    );
+    let control = format!("http://127.0.0.1:{ctl}");
     let runtime = unique("faulty");
     let svc = format!(
         "apiVersion: v1\nkind: Service\nmetadata: {{name: {runtime}-gateway, namespace: team-a}}\n\
@@ -857,5 +870,29 @@ async fn a_client_leaving_mid_operation_closes_the_upstream_socket() {
         .await
         .err(),
         Some(503)
+    );
+}
+
+#[tokio::test]
+async fn a_plain_get_on_operations_tells_whether_the_caller_may() {
+    let fx = Fixtures::new("team-a").await;
+    let (name, uid) = run(&fx, "bash", "session", "Ready").await;
+    settle("team-a", &name, &uid).await;
+    let url = format!(
+        "{}{}",
+        env().var("CONSOLE_URL"),
+        ops_path("team-a", &name, &uid)
+    );
+    let get = |user: &str| {
+        let h = format!("Authorization: Bearer {}", env().token(user));
+        env()
+            .curl(&url, &["--cacert", env().var("CONSOLE_CA"), "-H", &h])
+            .0
+    };
+    assert_eq!(get("viewer"), 403);
+    assert_eq!(
+        get("operator"),
+        400,
+        "allowed, but a plain GET is not an upgrade"
     );
 }
