@@ -35,3 +35,20 @@ pub fn reset_peak(pid: u32) -> Result<()> {
 pub fn mib(kib: u64) -> String {
     format!("{:.1}", kib as f64 / 1024.0)
 }
+
+/// CPU time (user + system) a process has used so far, in seconds.
+pub fn cpu_seconds(pid: u32) -> Result<f64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .with_context(|| format!("reading /proc/{pid}/stat"))?;
+    // Fields after the command name (which may hold spaces): state is the first.
+    let rest = text.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // utime and stime, in USER_HZ (100 per second on Linux).
+    Ok((ticks(11) + ticks(12)) as f64 / 100.0)
+}

@@ -50,9 +50,12 @@ struct Args {
     /// Followers being opened at the same time.
     #[arg(long, default_value_t = 50)]
     open_concurrency: usize,
-    /// Appended lines measured across all followers.
+    /// Appended lines measured across all followers, per cycle.
     #[arg(long, default_value_t = 5)]
     rounds: u32,
+    /// Times the followers are opened, measured and closed (memory given back or reused).
+    #[arg(long, default_value_t = 1)]
+    cycles: u32,
     /// Appended lines measured for the single follower.
     #[arg(long, default_value_t = 20)]
     single_samples: u32,
@@ -255,7 +258,22 @@ fn latency_row(what: &str, v: &[f64], expected: usize) {
     );
 }
 
-async fn many_followers(env: &BenchEnv, args: &Args, f: &mut Followed, path: &str) -> Result<()> {
+async fn cleanup(f: &Followed) -> Result<()> {
+    f.fx.delete_run(&f.run.name).await?;
+    f.fx.delete_pod(&f.pod).await?;
+    if let Some(dir) = f.log.parent() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    Ok(())
+}
+
+async fn many_followers(
+    env: &BenchEnv,
+    args: &Args,
+    f: &mut Followed,
+    path: &str,
+    cycle: u32,
+) -> Result<()> {
     let target = TlsTarget::new(
         env.var("CONSOLE_APISERVER_URL")?,
         Path::new(env.var("CONSOLE_CA")?),
@@ -323,7 +341,7 @@ async fn many_followers(env: &BenchEnv, args: &Args, f: &mut Followed, path: &st
         "| state | follow streams (gauge) | Console RSS MiB | kube-apiserver RSS MiB | fake kubelet RSS MiB |"
     );
     println!("| --- | --- | --- | --- | --- |");
-    print_snapshot("idle, no follower", &idle);
+    print_snapshot("no follower open", &idle);
     print_snapshot(&format!("{ready} followers open"), &held);
     println!(
         "\nConsole RSS per open follower: {:.1} KiB",
@@ -336,12 +354,13 @@ async fn many_followers(env: &BenchEnv, args: &Args, f: &mut Followed, path: &st
     for round in 0..args.rounds {
         let gap = rand::rng().random_range(700..1500);
         tokio::time::sleep(Duration::from_millis(gap)).await;
-        let written = f.append_mark(round)?;
+        let mark = cycle * 1000 + round;
+        let written = f.append_mark(mark)?;
         let mut lat = Vec::with_capacity(ready);
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         while lat.len() < ready {
             match tokio::time::timeout_at(deadline, rx.recv()).await {
-                Ok(Some((_, Event::Mark(m, at)))) if m == round => {
+                Ok(Some((_, Event::Mark(m, at)))) if m == mark => {
                     lat.push(ms(at.saturating_duration_since(written)));
                 }
                 Ok(Some((id, Event::Failed(e)))) => println!("  follower {id} failed: {e}"),
@@ -419,7 +438,7 @@ async fn single_direct(
     for i in 0..args.single_samples {
         let gap = rand::rng().random_range(200..600);
         tokio::time::sleep(Duration::from_millis(gap)).await;
-        let mark = 100_000 + i;
+        let mark = 500_000 + i;
         let written = f.append_mark(mark)?;
         loop {
             match tokio::time::timeout(Duration::from_secs(10), rx.recv()).await {
@@ -460,7 +479,7 @@ fn single_kubectl(env: &BenchEnv, args: &Args, f: &mut Followed, path: &str) -> 
         let mut lat = Vec::new();
         for i in 0..args.single_samples {
             std::thread::sleep(Duration::from_millis(rand::rng().random_range(200..600)));
-            let mark = 200_000 + i;
+            let mark = 600_000 + i;
             let written = f.append_mark(mark)?;
             loop {
                 let (m, at) = rx
@@ -498,7 +517,13 @@ fn main() -> Result<()> {
             "Run {} on Pod {} ({} history lines); {} client threads",
             f.run.name, f.pod, args.history_lines, args.client_threads
         );
-        many_followers(&env, &args, &mut f, &path).await?;
+        for cycle in 1..=args.cycles {
+            println!("\n### Cycle {cycle} of {}\n", args.cycles);
+            many_followers(&env, &args, &mut f, &path, cycle).await?;
+        }
+        if args.single_samples == 0 {
+            return cleanup(&f).await;
+        }
 
         let direct = single_direct(&env, &args, &mut f, &path).await?;
         let (e, p, a) = (env.clone(), path.clone(), args.clone());
@@ -514,11 +539,6 @@ fn main() -> Result<()> {
         latency_row("aggregated listener (direct)", &direct, direct.len());
         latency_row("kubectl get --raw (through kube-apiserver)", &kubectl, kubectl.len());
 
-        f.fx.delete_run(&f.run.name).await?;
-        f.fx.delete_pod(&f.pod).await?;
-        if let Some(dir) = f.log.parent() {
-            let _ = std::fs::remove_dir_all(dir);
-        }
-        Ok(())
+        cleanup(&f).await
     })
 }

@@ -70,6 +70,9 @@ struct Args {
     /// Timed requests per Run straight to the aggregated listener.
     #[arg(long, default_value_t = 1)]
     direct_passes: usize,
+    /// Follow requests per Run, timed until their history (the tail) has arrived.
+    #[arg(long, default_value_t = 1)]
+    follow_passes: usize,
     /// Runs of the `kubectl logs | jq | tail` pipeline (each reads the whole log).
     #[arg(long, default_value_t = 1)]
     jq_passes: usize,
@@ -418,6 +421,18 @@ struct Sample {
     rss_after: u64,
     records: usize,
     truncated_by: Option<String>,
+    /// CPU seconds used during the request by the Console, kube-apiserver and the fake kubelet.
+    cpu: [f64; 3],
+}
+
+const PROCESSES: [&str; 3] = ["console", "kube-apiserver", "kubelet"];
+
+fn cpu_now(env: &BenchEnv) -> Result<[f64; 3]> {
+    let mut out = [0.0; 3];
+    for (o, name) in out.iter_mut().zip(PROCESSES) {
+        *o = procfs::cpu_seconds(env.pid(name)?)?;
+    }
+    Ok(out)
 }
 
 fn check_records(body: &[u8], run: &TargetRun) -> Result<(usize, Option<String>)> {
@@ -452,9 +467,11 @@ where
     procfs::reset_peak(pid)?;
     let before = procfs::memory(pid)?;
     let c0 = metrics::scrape(&admin).await?;
+    let cpu0 = cpu_now(env)?;
     let t0 = Instant::now();
     let body = request().await?;
     let wall = t0.elapsed();
+    let cpu1 = cpu_now(env)?;
     let c1 = metrics::scrape(&admin).await?;
     let after = procfs::memory(pid)?;
     let (records, truncated_by) = check_records(&body, run)?;
@@ -466,7 +483,49 @@ where
         rss_after: after.rss_kib,
         records,
         truncated_by,
+        cpu: [cpu1[0] - cpu0[0], cpu1[1] - cpu0[1], cpu1[2] - cpu0[2]],
     })
+}
+
+/// Opens a follow stream, waits for the last record of the history, then
+/// closes it: time, Pod log bytes read meanwhile, and the Console's peak RSS.
+async fn follow_history(
+    env: &BenchEnv,
+    direct: &TlsTarget,
+    path: &str,
+    token: &str,
+    run: &TargetRun,
+    timeout: Duration,
+) -> Result<(Duration, f64, u64)> {
+    let pid = env.pid("console")?;
+    let admin = env.var("CONSOLE_ADMIN_URL")?.to_owned();
+    procfs::reset_peak(pid)?;
+    let c0 = metrics::scrape(&admin).await?;
+    let t0 = Instant::now();
+    let resp = tokio::time::timeout(timeout, direct.get(path, token)).await??;
+    ensure!(resp.status == 200, "status {}", resp.status);
+    let mut body = resp.body;
+    let mut buf = Vec::new();
+    let mut got = 0usize;
+    let want = run.last.len();
+    let deadline = tokio::time::Instant::now() + timeout;
+    while got < want {
+        let piece = tokio::time::timeout_at(deadline, body.next())
+            .await??
+            .context("the follow stream ended before its history")?;
+        buf.extend_from_slice(&piece);
+        while let Some(nl) = memchr::memchr(b'\n', &buf) {
+            buf.drain(..=nl);
+            got += 1;
+        }
+    }
+    let wall = t0.elapsed();
+    drop(body);
+    // The counter is updated as lines are read; let the stream wind down first.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let c1 = metrics::scrape(&admin).await?;
+    let peak = procfs::memory(pid)?.hwm_kib;
+    Ok((wall, c1.log_bytes_read - c0.log_bytes_read, peak))
 }
 
 fn kubectl_get_raw(env: &BenchEnv, path: &str, timeout: Duration) -> Result<Vec<u8>> {
@@ -500,15 +559,22 @@ fn summarize(key: &str, how: &str, setup: &Setup, samples: &[Sample]) {
         mib(stats::median(&v) as u64)
     };
     let peak_max = samples.iter().map(|s| s.rss_peak).max().unwrap_or(0);
+    let cpu = |i: usize| {
+        let v: Vec<f64> = samples.iter().map(|s| s.cpu[i]).collect();
+        stats::median(&v)
+    };
     let s0 = &samples[0];
     println!(
-        "| {key} | {how} | {} | {:.2} ({:.2}–{:.2}) | {:.1} | {:.1}% | {} / {} (max {}) / {} | {} | {} |",
+        "| {key} | {how} | {} | {:.2} ({:.2}–{:.2}) | {:.1} | {:.1}% | {:.2} / {:.2} / {:.2} | {} / {} (max {}) / {} | {} | {} |",
         samples.len(),
         stats::median(&walls),
         stats::min(&walls),
         stats::max(&walls),
         b / (1 << 20) as f64,
         100.0 * b / setup.log_bytes as f64,
+        cpu(0),
+        cpu(1),
+        cpu(2),
         rss(|s| s.rss_before),
         rss(|s| s.rss_peak),
         mib(peak_max),
@@ -627,9 +693,9 @@ async fn main() -> Result<()> {
     );
     println!();
     println!(
-        "| Run | through | requests | wall s median (min–max) | Pod log read MiB | of the log | Console RSS MiB before / peak (max) / after | records | truncatedBy |"
+        "| Run | through | requests | wall s median (min–max) | Pod log read MiB | of the log | CPU s Console / kube-apiserver / kubelet | Console RSS MiB before / peak (max) / after | records | truncatedBy |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     let wanted = |k: &str| args.only.is_empty() || args.only.iter().any(|o| o == k);
     for run in setup.runs.iter().filter(|r| wanted(&r.key)) {
         let path = log_path_of(&ns, &run.name, setup.tail_lines);
@@ -644,7 +710,9 @@ async fn main() -> Result<()> {
                 .await?,
             );
         }
-        summarize(&run.key, "kubectl get --raw", &setup, &samples);
+        if !samples.is_empty() {
+            summarize(&run.key, "kubectl get --raw", &setup, &samples);
+        }
         let mut samples = Vec::new();
         for _ in 0..args.direct_passes {
             let (d, p, v) = (direct.clone(), path.clone(), viewer.clone());
@@ -659,6 +727,40 @@ async fn main() -> Result<()> {
         }
         if !samples.is_empty() {
             summarize(&run.key, "aggregated listener", &setup, &samples);
+        }
+    }
+
+    if args.follow_passes > 0 {
+        println!();
+        println!(
+            "| Run | follow=true, history only | wall s to the last history record, median (min–max) | Pod log read MiB | of the log | Console RSS peak MiB |"
+        );
+        println!("| --- | --- | --- | --- | --- | --- |");
+        for run in setup.runs.iter().filter(|r| wanted(&r.key)) {
+            let path = format!(
+                "{}&follow=true",
+                log_path_of(&ns, &run.name, setup.tail_lines)
+            );
+            let (mut walls, mut bytes, mut peaks) = (Vec::new(), Vec::new(), Vec::new());
+            for _ in 0..args.follow_passes {
+                let (wall, read, peak) =
+                    follow_history(&env, &direct, &path, &viewer, run, timeout).await?;
+                walls.push(wall.as_secs_f64());
+                bytes.push(read);
+                peaks.push(peak as f64);
+            }
+            let b = stats::median(&bytes);
+            println!(
+                "| {} | {} | {:.2} ({:.2}–{:.2}) | {:.1} | {:.1}% | {} |",
+                run.key,
+                walls.len(),
+                stats::median(&walls),
+                stats::min(&walls),
+                stats::max(&walls),
+                b / (1 << 20) as f64,
+                100.0 * b / setup.log_bytes as f64,
+                mib(stats::max(&peaks) as u64),
+            );
         }
     }
 
