@@ -80,6 +80,16 @@ impl Run {
         Some((pod, uid))
     }
 
+    /// Completion time, when set and valid.
+    pub fn completion_time(&self) -> Option<jiff::Timestamp> {
+        self.status
+            .as_ref()?
+            .completion_time
+            .as_deref()?
+            .parse()
+            .ok()
+    }
+
     /// Start time, when set and valid.
     pub fn start_time(&self) -> Option<jiff::Timestamp> {
         self.status.as_ref()?.start_time.as_deref()?.parse().ok()

@@ -274,6 +274,22 @@ impl Fixtures {
             .join("runtimed.log")
     }
 
+    /// Appends raw lines to a Pod's runtimed log with the given RFC 3339 stamps (CRI format).
+    pub fn append_log_at(&self, pod: &str, lines: &[(String, String)]) {
+        use std::io::Write;
+        let path = self.log_path(pod);
+        std::fs::create_dir_all(path.parent().expect("log dir")).expect("log dir");
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .expect("opening log");
+        for (ts, l) in lines {
+            f.write_all(format!("{ts} stdout F {l}\n").as_bytes())
+                .expect("appending log");
+        }
+    }
+
     /// Appends raw lines to a Pod's runtimed log, each stamped now (CRI format).
     pub fn append_log(&self, pod: &str, lines: &[String]) {
         use std::io::Write;

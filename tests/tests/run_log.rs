@@ -463,3 +463,54 @@ async fn follow_waits_for_assignment() {
     let _ = child.kill();
     fx.delete_pod(&pod).await;
 }
+
+#[tokio::test]
+async fn a_finished_run_is_read_between_its_start_and_completion() {
+    let fx = Fixtures::new(NS).await;
+    let pod = unique("pool");
+    let pod_uid = fx.create_pod(&pod, "bash").await;
+    let run = unique("done");
+    let uid = fx
+        .create_run(&run, "bash", "task", serde_json::json!({}))
+        .await;
+    let now = jiff::Timestamp::now();
+    let at = |secs: i64| {
+        (now - jiff::SignedDuration::from_secs(secs))
+            .strftime("%Y-%m-%dT%H:%M:%S%.9fZ")
+            .to_string()
+    };
+    let stamp = |secs: i64| {
+        (now - jiff::SignedDuration::from_secs(secs))
+            .strftime("%Y-%m-%dT%H:%M:%SZ")
+            .to_string()
+    };
+    let line = |m: &str| runtimed_line(&uid, &run, NS, &pod, "stdout", m);
+    fx.append_log_at(
+        &pod,
+        &[
+            (at(300), line("before the start")),
+            (at(100), line("one")),
+            (at(80), line("two")),
+            // Written after completion (plus slack): a finished Run cannot have it.
+            (at(30), line("after the end")),
+            (at(1), "unrelated trailing line".to_owned()),
+        ],
+    );
+    fx.set_run_status(
+        &run,
+        serde_json::json!({"phase": "Succeeded", "assignedPod": pod, "assignedPodUID": pod_uid,
+                           "startTime": stamp(120), "completionTime": stamp(60)}),
+    )
+    .await;
+    let (ok, body, err) = get_raw(Some(env().token("viewer")), &log_path(NS, &run, ""));
+    assert!(ok, "{err}");
+    assert_eq!(messages(&body), ["one", "two"]);
+
+    // Following a finished Run gives its tail and ends.
+    let (mut child, rx) = follow(env().token("viewer"), &log_path(NS, &run, "?follow=true"));
+    assert_eq!(next_message(&rx).as_deref(), Some("one"));
+    assert_eq!(next_message(&rx).as_deref(), Some("two"));
+    let rest: Vec<String> = rx.iter().collect();
+    assert!(rest.is_empty(), "{rest:?}");
+    assert!(child.wait().unwrap().success());
+}

@@ -110,20 +110,22 @@ impl AccessReview {
             return Ok(Decision::Allowed);
         }
         let key = cache_key(caller, attrs);
-        if let Some((d, _)) = self.cache.get(&key).await {
-            self.metrics.access_review_cache_hits.inc();
-            return Ok(d);
-        }
-        let decision = self.call(caller, attrs).await?;
         let mut ttl = self.ttl;
         if let Some(exp) = caller.expires_at {
             let left = exp - jiff::Timestamp::now().as_second();
             ttl = ttl.min(Duration::from_secs(left.max(0) as u64));
         }
-        if !ttl.is_zero() {
-            self.cache.insert(key, (decision.clone(), ttl)).await;
+        // Concurrent identical questions share one SubjectAccessReview.
+        let entry = self
+            .cache
+            .entry(key)
+            .or_try_insert_with(async { self.call(caller, attrs).await.map(|d| (d, ttl)) })
+            .await
+            .map_err(|_| ReviewUnavailable)?;
+        if !entry.is_fresh() {
+            self.metrics.access_review_cache_hits.inc();
         }
-        Ok(decision)
+        Ok(entry.into_value().0)
     }
 
     async fn call(

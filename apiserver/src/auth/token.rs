@@ -75,28 +75,30 @@ impl TokenReviewer {
 
     /// The caller this token belongs to.
     pub async fn review(&self, token: BearerToken) -> Result<Caller, AuthError> {
-        let key = token.digest();
-        if let Some(hit) = self.cache.get(&key).await {
-            self.metrics.token_review_cache_hits.inc();
-            return match &hit.0 {
-                Outcome::Authenticated(c) => {
-                    let mut c = c.clone();
-                    c.token = Some(token);
-                    Ok(c)
-                }
-                Outcome::Rejected => Err(AuthError::InvalidToken),
-            };
-        }
         let expiry = token.jwt_expiry();
         if expiry.is_some_and(|exp| exp <= jiff::Timestamp::now().as_second()) {
             return Err(AuthError::InvalidToken);
         }
-        let outcome = self.call(&token, expiry).await?;
-        self.cache
-            .insert(key, Arc::new((outcome.clone(), expiry)))
-            .await;
-        match outcome {
-            Outcome::Authenticated(mut c) => {
+        // Concurrent first uses of one token share a single TokenReview.
+        let entry = self
+            .cache
+            .entry(token.digest())
+            .or_try_insert_with(async {
+                self.call(&token, expiry)
+                    .await
+                    .map(|o| Arc::new((o, expiry)))
+            })
+            .await
+            .map_err(|e| match e.as_ref() {
+                AuthError::Unavailable(m) => AuthError::Unavailable(m.clone()),
+                _ => AuthError::InvalidToken,
+            })?;
+        if !entry.is_fresh() {
+            self.metrics.token_review_cache_hits.inc();
+        }
+        match &entry.value().0 {
+            Outcome::Authenticated(c) => {
+                let mut c = c.clone();
                 c.token = Some(token);
                 Ok(c)
             }

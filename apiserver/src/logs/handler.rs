@@ -194,6 +194,7 @@ fn source_for(api: &LogApi, pods: Api<Pod>, run: &Run, pod: &str, query: &LogQue
         pod: pod.to_owned(),
         filter: RunFilter::new(run.metadata.uid.as_deref().unwrap_or(""), query.stream, pod),
         since: run.start_time(),
+        until: run.is_terminal().then(|| run.completion_time()).flatten(),
         metrics: api.metrics.clone(),
     }
 }

@@ -35,6 +35,8 @@ pub struct LogSource {
     pub filter: RunFilter,
     /// Only log lines at or after this time can belong to the Run.
     pub since: Option<jiff::Timestamp>,
+    /// When the Run finished: no later line can belong to it.
+    pub until: Option<jiff::Timestamp>,
     pub metrics: Metrics,
 }
 
@@ -51,11 +53,11 @@ pub struct Tail {
 }
 
 impl LogSource {
-    fn params(&self, window: i64, follow: bool) -> LogParams {
+    fn params(&self, window: Option<i64>, follow: bool) -> LogParams {
         LogParams {
             container: Some(RUNTIMED_CONTAINER.to_owned()),
             follow,
-            tail_lines: Some(window),
+            tail_lines: window,
             since_time: self
                 .since
                 .map(|t| t - jiff::SignedDuration::from_secs(START_SLACK_SECS)),
@@ -66,7 +68,7 @@ impl LogSource {
 
     async fn open(
         &self,
-        window: i64,
+        window: Option<i64>,
         follow: bool,
     ) -> Result<LineReader<impl futures::io::AsyncBufRead + Unpin + use<>>, ApiError> {
         let stream = self
@@ -89,10 +91,13 @@ impl LogSource {
 
     /// The last `max_records` records within `max_bytes`.
     pub async fn tail(&self, max_records: usize, max_bytes: usize) -> Result<Tail, ApiError> {
+        if let (Some(_), Some(until)) = (self.since, self.until) {
+            return self.tail_between(until, max_records, max_bytes).await;
+        }
         let mut window = MIN_WINDOW.max(max_records as i64 * 4);
         let mut bytes_read = 0;
         loop {
-            let mut reader = self.open(window, false).await?;
+            let mut reader = self.open(Some(window), false).await?;
             let mut tw = TailWindow::new(max_records, max_bytes);
             let mut line = Line::default();
             let mut lines = 0i64;
@@ -124,6 +129,43 @@ impl LogSource {
         }
     }
 
+    /// A finished Run's records lie between its start and completion: read
+    /// forward from the start and stop at the first line after completion.
+    async fn tail_between(
+        &self,
+        until: jiff::Timestamp,
+        max_records: usize,
+        max_bytes: usize,
+    ) -> Result<Tail, ApiError> {
+        let until = until + jiff::SignedDuration::from_secs(START_SLACK_SECS);
+        let mut reader = self.open(None, false).await?;
+        let mut tw = TailWindow::new(max_records, max_bytes);
+        let mut line = Line::default();
+        let mut lines = 0i64;
+        while reader.next_line(&mut line).await.map_err(|e| {
+            ApiError::unavailable(format!("the log of pod {:?} broke off: {e}", self.pod))
+        })? {
+            lines += 1;
+            if line.split_timestamp().0.is_some_and(|ts| after(ts, until)) {
+                // Dropping the reader closes the stream: nothing past completion is read.
+                break;
+            }
+            if let Some(rec) = self.record_of(&line) {
+                tw.push(rec);
+            }
+        }
+        self.metrics.log_bytes_read.inc_by(reader.bytes_read());
+        let bytes_read = reader.bytes_read();
+        let (records, cut) = tw.into_parts();
+        Ok(Tail {
+            records,
+            cut,
+            window: lines.max(1),
+            lines,
+            bytes_read,
+        })
+    }
+
     /// Sends the last `max_records` records, then every new record, as NDJSON
     /// lines to `tx` until the Pod log ends or the receiver goes away.
     pub async fn follow(
@@ -133,11 +175,18 @@ impl LogSource {
         tx: &mpsc::Sender<Bytes>,
     ) -> Result<(), ApiError> {
         let tail = self.tail(max_records, max_bytes).await?;
+        if self.until.is_some() {
+            // A finished Run writes no more records: its tail is all there is.
+            for rec in &tail.records {
+                send(tx, rec).await?;
+            }
+            return Ok(());
+        }
         // The follow stream starts with the same window: its first `lines`
         // lines (or, when the window covered the log since the Run's start,
         // everything then) are history; the tail of them is sent once caught up.
         let history = tail.lines;
-        let mut reader = self.open(tail.window, true).await?;
+        let mut reader = self.open(Some(tail.window), true).await?;
         let mut tw = Some(TailWindow::new(max_records, max_bytes));
         let mut line = Line::default();
         let mut seen = 0i64;
@@ -201,4 +250,30 @@ async fn send(tx: &mpsc::Sender<Bytes>, rec: &LogRecord) -> Result<(), ApiError>
     // A closed receiver means the caller went away: not an error to report.
     let _ = tx.send(Bytes::from(line)).await;
     Ok(())
+}
+
+/// Is the kubelet timestamp `ts` later than `t`? UTC stamps compare on their
+/// whole-second prefix without parsing (enough: `t` carries seconds of slack).
+fn after(ts: &str, t: jiff::Timestamp) -> bool {
+    if ts.len() >= 20 && ts.ends_with('Z') {
+        let whole = t.strftime("%Y-%m-%dT%H:%M:%S").to_string();
+        return ts.as_bytes()[..19] > *whole.as_bytes();
+    }
+    ts.parse::<jiff::Timestamp>().is_ok_and(|x| x > t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::after;
+
+    #[test]
+    fn compares_kubelet_timestamps() {
+        let t: jiff::Timestamp = "2026-11-29T10:00:05Z".parse().unwrap();
+        assert!(!after("2026-11-29T10:00:05.999999999Z", t));
+        assert!(after("2026-11-29T10:00:06Z", t));
+        assert!(after("2026-11-29T10:00:06.1Z", t));
+        assert!(!after("2026-11-29T09:59:59.5Z", t));
+        assert!(!after("2026-11-29T12:00:05+02:00", t));
+        assert!(after("2026-11-29T12:00:06+02:00", t));
+    }
 }
