@@ -103,8 +103,14 @@ pub async fn request<S: AsyncRead + AsyncWrite + Unpin>(
     req.push_str("Connection: close\r\n\r\n");
     stream.write_all(req.as_bytes()).await?;
     stream.flush().await?;
+    read_response(stream, Vec::with_capacity(4096)).await
+}
 
-    let mut buf = Vec::with_capacity(4096);
+/// Reads a response head from `stream`, `buf` holding bytes already received.
+pub async fn read_response<S: AsyncRead + Unpin>(
+    mut stream: S,
+    mut buf: Vec<u8>,
+) -> Result<Response<S>> {
     let end = loop {
         if let Some(i) = memchr::memmem::find(&buf, b"\r\n\r\n") {
             break i;
@@ -123,6 +129,7 @@ pub async fn request<S: AsyncRead + AsyncWrite + Unpin>(
         .ok_or_else(|| anyhow!("bad status line {status_line:?}"))?;
     let mut chunked = false;
     let mut length = None;
+    let mut close = false;
     for l in lines {
         let Some((k, v)) = l.split_once(':') else {
             continue;
@@ -132,6 +139,8 @@ pub async fn request<S: AsyncRead + AsyncWrite + Unpin>(
             chunked = true;
         } else if k.eq_ignore_ascii_case("content-length") {
             length = Some(v.parse::<u64>().context("content-length")?);
+        } else if k.eq_ignore_ascii_case("connection") && v.eq_ignore_ascii_case("close") {
+            close = true;
         }
     }
     let rest = buf[end + 4..].to_vec();
@@ -140,8 +149,10 @@ pub async fn request<S: AsyncRead + AsyncWrite + Unpin>(
         (false, Some(n)) => Framing::Length(n),
         (false, None) => Framing::UntilClose,
     };
+    let close = close || matches!(framing, Framing::UntilClose);
     Ok(Response {
         status,
+        close,
         body: Body {
             stream,
             buf: rest,
@@ -153,6 +164,8 @@ pub async fn request<S: AsyncRead + AsyncWrite + Unpin>(
 /// A response head and its body, still to be read.
 pub struct Response<S> {
     pub status: u16,
+    /// The server closes the connection after this response.
+    pub close: bool,
     pub body: Body<S>,
 }
 
@@ -264,6 +277,16 @@ impl<S: AsyncRead + Unpin> Body<S> {
                 },
             }
         }
+    }
+
+    /// The whole body, the connection and any bytes received past the body
+    /// (for a connection kept alive).
+    pub async fn finish(mut self) -> Result<(Vec<u8>, S, Vec<u8>)> {
+        let mut out = Vec::new();
+        while let Some(piece) = self.next().await? {
+            out.extend_from_slice(&piece);
+        }
+        Ok((out, self.stream, self.buf))
     }
 
     /// The whole body.

@@ -8,6 +8,7 @@
 pub mod envfile;
 pub mod fixtures;
 pub mod http;
+pub mod keepalive;
 pub mod lines;
 pub mod metrics;
 pub mod procfs;

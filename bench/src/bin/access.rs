@@ -1,0 +1,517 @@
+//! The Runtime access handler (`/v1`): invoke through the Console versus
+//! straight to the fake gateway at several concurrencies, the operations
+//! WebSocket round trip, and the Console's memory with many open operation
+//! sockets. See README.md §5.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use clap::Parser;
+use futures::{SinkExt, StreamExt};
+use kruntimes_bench::envfile::BenchEnv;
+use kruntimes_bench::fixtures::Fixtures;
+use kruntimes_bench::keepalive::TlsClient;
+use kruntimes_bench::procfs::{self, mib};
+use kruntimes_bench::{metrics, stats};
+use kube::Api;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
+use serde_json::{Value, json};
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message;
+
+type Ws = WebSocketStream<TlsStream<TcpStream>>;
+
+#[derive(Parser)]
+struct Args {
+    /// The `hack/testenv` state directory.
+    #[arg(long, default_value = "target/bench-env")]
+    state: PathBuf,
+    /// Concurrencies (keep-alive connections) of the invoke passes.
+    #[arg(long, default_value = "1,64", value_delimiter = ',')]
+    concurrency: Vec<usize>,
+    /// Invokes per connection per pass.
+    #[arg(long, default_value_t = 1000)]
+    per_conn_c1: usize,
+    #[arg(long, default_value_t = 60)]
+    per_conn: usize,
+    #[arg(long, default_value_t = 3)]
+    passes: usize,
+    /// Operations per WebSocket pass.
+    #[arg(long, default_value_t = 200)]
+    ws_ops: usize,
+    /// Operation sockets held open at once.
+    #[arg(long, default_value_t = 1000)]
+    sockets: usize,
+    #[arg(long, default_value_t = 50)]
+    open_concurrency: usize,
+    #[arg(long, default_value_t = 2)]
+    socket_cycles: usize,
+    /// Parts to run: invoke, ws, sockets.
+    #[arg(long, default_value = "invoke,ws,sockets", value_delimiter = ',')]
+    only: Vec<String>,
+}
+
+const NS: &str = "team-a";
+const FUNCTION_RUN: &str = "bench-invoke";
+const SESSION_RUN: &str = "bench-session";
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A Ready Run of runtime `bash` in `mode`; its UID.
+async fn ready_run(fx: &Fixtures, name: &str, mode: Value) -> Result<String> {
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("kruntimes.io", "v1alpha1", "Run"),
+        "runs",
+    );
+    let api: Api<DynamicObject> = Api::namespaced_with(fx.client.clone(), NS, &ar);
+    let uid = match fx.run_uid(name).await? {
+        Some(uid) => uid,
+        None => {
+            let obj: DynamicObject = serde_json::from_value(json!({
+                "apiVersion": "kruntimes.io/v1alpha1", "kind": "Run",
+                "metadata": {"name": name},
+                "spec": {"runtime": "bash", "mode": mode},
+            }))?;
+            api.create(&PostParams::default(), &obj)
+                .await
+                .with_context(|| format!("creating {name}"))?
+                .metadata
+                .uid
+                .context("no UID")?
+        }
+    };
+    fx.set_run_status(name, json!({"phase": "Ready"})).await?;
+    Ok(uid)
+}
+
+struct Side {
+    name: &'static str,
+    client: TlsClient,
+    headers: Vec<(String, String)>,
+}
+
+impl Side {
+    fn headers(&self) -> Vec<(&str, &str)> {
+        self.headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect()
+    }
+}
+
+struct Pass {
+    lat_ms: Vec<f64>,
+    rps: f64,
+    cpu_console_ms: f64,
+    cpu_gateway_ms: f64,
+    connects: u64,
+}
+
+async fn invoke_pass(
+    side: &Side,
+    path: &str,
+    conns: usize,
+    per_conn: usize,
+    pids: (u32, u32),
+) -> Result<Pass> {
+    let total = conns * per_conn;
+    let next = Arc::new(AtomicUsize::new(0));
+    let connects0 = side.client.connects.load(Ordering::Relaxed);
+    let cpu0 = (procfs::cpu_seconds(pids.0)?, procfs::cpu_seconds(pids.1)?);
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..conns {
+        let mut conn = side.client.keep_alive();
+        let headers: Vec<(String, String)> = side.headers.clone();
+        let next = next.clone();
+        let path = path.to_owned();
+        tasks.push(tokio::spawn(async move {
+            let h: Vec<(&str, &str)> = headers
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            let mut lat = Vec::with_capacity(per_conn);
+            let deadline = Instant::now() + Duration::from_secs(120);
+            while next.fetch_add(1, Ordering::Relaxed) < total && Instant::now() < deadline {
+                let t = Instant::now();
+                let (status, body) = conn.send("POST", &path, &h, br#"{"x":1}"#).await?;
+                ensure!(
+                    status == 200,
+                    "POST {path}: {status} {}",
+                    String::from_utf8_lossy(&body)
+                );
+                lat.push(t.elapsed().as_secs_f64() * 1000.0);
+            }
+            anyhow::Ok(lat)
+        }));
+    }
+    let mut lat_ms = Vec::with_capacity(total);
+    for t in tasks {
+        lat_ms.extend(t.await??);
+    }
+    let wall = start.elapsed().as_secs_f64();
+    let n = lat_ms.len() as f64;
+    Ok(Pass {
+        rps: n / wall,
+        cpu_console_ms: (procfs::cpu_seconds(pids.0)? - cpu0.0) * 1000.0 / n,
+        cpu_gateway_ms: (procfs::cpu_seconds(pids.1)? - cpu0.1) * 1000.0 / n,
+        connects: side.client.connects.load(Ordering::Relaxed) - connects0,
+        lat_ms,
+    })
+}
+
+fn range(values: &[f64], digits: usize) -> String {
+    format!(
+        "{:.d$} ({:.d$}–{:.d$})",
+        stats::median(values),
+        stats::min(values),
+        stats::max(values),
+        d = digits
+    )
+}
+
+async fn invoke(args: &Args, env: &BenchEnv, sides: &[Side; 2], uid: &str) -> Result<()> {
+    let path = format!("/v1/namespaces/{NS}/runs/{FUNCTION_RUN}/{uid}/invoke");
+    let pids = (env.pid("console")?, env.pid("gateway")?);
+    let admin = env.var("CONSOLE_ADMIN_URL")?;
+    for &conns in &args.concurrency {
+        let per_conn = if conns == 1 {
+            args.per_conn_c1
+        } else {
+            args.per_conn
+        };
+        // Warm-up: connections, TLS sessions, the token and access caches.
+        for side in sides {
+            invoke_pass(side, &path, conns, 5, pids).await?;
+        }
+        let m0 = metrics::scrape(admin).await?;
+        let load = load_average();
+        let mut rows: Vec<Vec<Pass>> = vec![Vec::new(), Vec::new()];
+        for _ in 0..args.passes {
+            // Alternate the two sides so that load drifts hit both.
+            for (i, side) in sides.iter().enumerate() {
+                rows[i].push(invoke_pass(side, &path, conns, per_conn, pids).await?);
+            }
+        }
+        let m1 = metrics::scrape(admin).await?;
+        println!(
+            "\nconcurrency {conns}, {} invokes per pass, {} passes (load {load} → {}); token reviews +{}, access reviews +{}",
+            conns * per_conn,
+            args.passes,
+            load_average(),
+            m1.token_reviews - m0.token_reviews,
+            m1.access_reviews - m0.access_reviews,
+        );
+        println!(
+            "| path | p50 ms | p90 ms | p99 ms | max ms | req/s | Console CPU ms/req | gateway CPU ms/req | new connections |"
+        );
+        println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+        for (i, side) in sides.iter().enumerate() {
+            for p in &rows[i] {
+                println!(
+                    "| {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.0} | {:.3} | {:.3} | {} |",
+                    side.name,
+                    stats::percentile(&p.lat_ms, 50.0),
+                    stats::percentile(&p.lat_ms, 90.0),
+                    stats::percentile(&p.lat_ms, 99.0),
+                    stats::max(&p.lat_ms),
+                    p.rps,
+                    p.cpu_console_ms,
+                    p.cpu_gateway_ms,
+                    p.connects,
+                );
+            }
+        }
+        let pct = |i: usize, q: f64| -> Vec<f64> {
+            rows[i]
+                .iter()
+                .map(|p| stats::percentile(&p.lat_ms, q))
+                .collect()
+        };
+        let added = |q: f64| -> Vec<f64> {
+            pct(0, q)
+                .iter()
+                .zip(pct(1, q))
+                .map(|(c, d)| c - d)
+                .collect()
+        };
+        let ratio: Vec<f64> = rows[0]
+            .iter()
+            .zip(&rows[1])
+            .map(|(c, d)| 100.0 * c.rps / d.rps)
+            .collect();
+        println!(
+            "SUMMARY c={conns}: console p50 {} p99 {}; direct p50 {} p99 {}; added p50 {} p99 {}; throughput console {} direct {} ratio % {}",
+            range(&pct(0, 50.0), 3),
+            range(&pct(0, 99.0), 3),
+            range(&pct(1, 50.0), 3),
+            range(&pct(1, 99.0), 3),
+            range(&added(50.0), 3),
+            range(&added(99.0), 3),
+            range(&rows[0].iter().map(|p| p.rps).collect::<Vec<_>>(), 0),
+            range(&rows[1].iter().map(|p| p.rps).collect::<Vec<_>>(), 0),
+            range(&ratio, 1),
+        );
+    }
+    Ok(())
+}
+
+async fn open_ws(side: &Side, path: &str) -> Result<Ws> {
+    side.client.websocket(path, &side.headers()).await
+}
+
+/// Waits for the next event of `kind`; every event's type is checked.
+async fn wait_event(ws: &mut Ws, kind: &str) -> Result<Value> {
+    loop {
+        let msg = tokio::time::timeout(Duration::from_secs(30), ws.next())
+            .await
+            .context("no event in 30 s")?
+            .context("socket closed")??;
+        let text = match msg {
+            Message::Text(t) => t.as_str().to_owned(),
+            Message::Binary(b) => String::from_utf8_lossy(&b).into_owned(),
+            Message::Close(c) => bail!("socket closed: {c:?}"),
+            _ => continue,
+        };
+        let v: Value = serde_json::from_str(&text)?;
+        let t = v.get("type").and_then(Value::as_str).unwrap_or_default();
+        if t == kind {
+            return Ok(v);
+        }
+        ensure!(t != "error" && t != "terminal", "unexpected event {text}");
+    }
+}
+
+fn send_frame(command: &str, args: &[&str]) -> Message {
+    Message::Text(
+        json!({"type": "send", "operation": {"command": command, "args": args}})
+            .to_string()
+            .into(),
+    )
+}
+
+async fn ws_round_trips(args: &Args, sides: &[Side; 2], uid: &str) -> Result<()> {
+    let path = format!("/v1/namespaces/{NS}/runs/{SESSION_RUN}/{uid}/operations:ws");
+    let load = load_average();
+    let mut rt: Vec<Vec<f64>> = vec![Vec::new(), Vec::new()];
+    let mut open: Vec<Vec<f64>> = vec![Vec::new(), Vec::new()];
+    let mut all: Vec<Vec<f64>> = vec![Vec::new(), Vec::new()];
+    let mut p99: Vec<Vec<f64>> = vec![Vec::new(), Vec::new()];
+    for _ in 0..args.passes {
+        for (i, side) in sides.iter().enumerate() {
+            // Opening a socket: TCP, TLS, upgrade (through the Console: also its checks and the upstream socket).
+            let mut opens = Vec::new();
+            for _ in 0..20 {
+                let t = Instant::now();
+                let mut ws = open_ws(side, &path).await?;
+                opens.push(t.elapsed().as_secs_f64() * 1000.0);
+                ws.close(None).await.ok();
+            }
+            let mut ws = open_ws(side, &path).await?;
+            let mut lat = Vec::new();
+            for k in 0..args.ws_ops + 5 {
+                let t = Instant::now();
+                ws.send(send_frame("echo", &["x"])).await?;
+                let term = wait_event(&mut ws, "terminal").await?;
+                ensure!(
+                    term.get("exitCode").and_then(Value::as_i64) == Some(0),
+                    "echo ended with {term}"
+                );
+                if k >= 5 {
+                    lat.push(t.elapsed().as_secs_f64() * 1000.0);
+                }
+            }
+            ws.close(None).await.ok();
+            rt[i].push(stats::median(&lat));
+            p99[i].push(stats::percentile(&lat, 99.0));
+            open[i].push(stats::median(&opens));
+            all[i].extend(lat);
+        }
+    }
+    println!(
+        "\nWebSocket echo round trip, {} operations × {} passes per path (load {load} → {})",
+        args.ws_ops,
+        args.passes,
+        load_average()
+    );
+    println!(
+        "| path | send→terminal p50 ms, median (min–max) | p99 ms, median (min–max) | max ms | socket open p50 ms, median (min–max) |"
+    );
+    println!("| --- | --- | --- | --- | --- |");
+    for (i, side) in sides.iter().enumerate() {
+        println!(
+            "| {} | {} | {} | {:.3} | {} |",
+            side.name,
+            range(&rt[i], 3),
+            range(&p99[i], 3),
+            stats::max(&all[i]),
+            range(&open[i], 2)
+        );
+    }
+    let added: Vec<f64> = rt[0].iter().zip(&rt[1]).map(|(c, d)| c - d).collect();
+    println!("added p50 ms per pass: {}", range(&added, 3));
+    Ok(())
+}
+
+fn fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, Iterator::count)
+}
+
+async fn sockets(args: &Args, env: &BenchEnv, console: &Side, uid: &str) -> Result<()> {
+    let path = format!("/v1/namespaces/{NS}/runs/{SESSION_RUN}/{uid}/operations:ws");
+    let pid = env.pid("console")?;
+    let gw = env.pid("gateway")?;
+    println!(
+        "\n| cycle | state | sockets | Console VmRSS MiB | Console VmHWM MiB | Console fds | gateway RSS MiB | seconds | load |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    let row = |cycle: usize, state: &str, n: usize, secs: f64| -> Result<()> {
+        let m = procfs::memory(pid)?;
+        let g = procfs::memory(gw)?;
+        println!(
+            "| {cycle} | {state} | {n} | {} | {} | {} | {} | {secs:.1} | {} |",
+            mib(m.rss_kib),
+            mib(m.hwm_kib),
+            fds(pid),
+            mib(g.rss_kib),
+            load_average()
+        );
+        Ok(())
+    };
+    for cycle in 1..=args.socket_cycles {
+        procfs::reset_peak(pid)?;
+        row(cycle, "before", 0, 0.0)?;
+        let start = Instant::now();
+        let results: Vec<Result<Ws>> = futures::stream::iter(0..args.sockets)
+            .map(|_| {
+                let path = path.clone();
+                async move {
+                    let mut ws = open_ws(console, &path).await?;
+                    ws.send(send_frame("sleep", &["60"])).await?;
+                    wait_event(&mut ws, "accepted").await?;
+                    Ok(ws)
+                }
+            })
+            .buffer_unordered(args.open_concurrency)
+            .collect()
+            .await;
+        let opened = start.elapsed().as_secs_f64();
+        let mut open = Vec::new();
+        let mut failed = 0;
+        let mut first_err = None;
+        for r in results {
+            match r {
+                Ok(ws) => open.push(ws),
+                Err(e) => {
+                    failed += 1;
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(e) = first_err {
+            eprintln!("{failed} sockets failed to open: {e:#}");
+        }
+        row(
+            cycle,
+            "all open, each running `sleep 60`",
+            open.len(),
+            opened,
+        )?;
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        row(cycle, "5 s later", open.len(), opened + 5.0)?;
+        let t = Instant::now();
+        futures::stream::iter(open.drain(..))
+            .for_each_concurrent(100, |mut ws| async move {
+                let _ = tokio::time::timeout(Duration::from_secs(5), ws.close(None)).await;
+            })
+            .await;
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        row(cycle, "closed, 3 s later", 0, t.elapsed().as_secs_f64())?;
+    }
+    Ok(())
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> Result<()> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let args = Args::parse();
+    let env = BenchEnv::load(&args.state)?;
+    let fx = Fixtures::new(&env, NS).await?;
+    let fn_uid = ready_run(&fx, FUNCTION_RUN, json!({"function": {}})).await?;
+    let ses_uid = ready_run(&fx, SESSION_RUN, json!({"session": {"leaseSeconds": 60}})).await?;
+    let state = env.state()?;
+    let pki = state.join("pki");
+    let token = env.var("TESTENV_TOKEN_OPERATOR")?;
+    let console = Side {
+        name: "Console",
+        client: TlsClient::new(
+            env.var("CONSOLE_URL")?,
+            Path::new(env.var("CONSOLE_CA")?),
+            None,
+        )?,
+        headers: vec![
+            ("Authorization".into(), format!("Bearer {token}")),
+            ("Content-Type".into(), "application/json".into()),
+        ],
+    };
+    let direct = Side {
+        name: "direct",
+        client: TlsClient::new(
+            env.var("TESTENV_GATEWAY")?,
+            &pki.join("gateway-ca.crt"),
+            Some((&pki.join("console.crt"), &pki.join("console.key"))),
+        )?,
+        headers: vec![
+            ("X-Remote-User".into(), "bench-operator".into()),
+            ("X-Remote-Group".into(), "system:authenticated".into()),
+            ("Content-Type".into(), "application/json".into()),
+        ],
+    };
+    // The Console's Run cache follows a watch: wait until it sees both Runs Ready.
+    let invoke_path = format!("/v1/namespaces/{NS}/runs/{FUNCTION_RUN}/{fn_uid}/invoke");
+    let mut conn = console.client.keep_alive();
+    for i in 0.. {
+        let (status, body) = conn
+            .send("POST", &invoke_path, &console.headers(), b"{}")
+            .await?;
+        if status == 200 {
+            break;
+        }
+        ensure!(
+            i < 100,
+            "invoke: {status} {}",
+            String::from_utf8_lossy(&body)
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let sides = [console, direct];
+    let m = procfs::memory(env.pid("console")?)?;
+    println!(
+        "Console before: VmRSS {} MiB, VmHWM {} MiB (load {})",
+        mib(m.rss_kib),
+        mib(m.hwm_kib),
+        load_average()
+    );
+    if args.only.iter().any(|o| o == "invoke") {
+        invoke(&args, &env, &sides, &fn_uid).await?;
+    }
+    if args.only.iter().any(|o| o == "ws") {
+        ws_round_trips(&args, &sides, &ses_uid).await?;
+    }
+    if args.only.iter().any(|o| o == "sockets") {
+        sockets(&args, &env, &sides[0], &ses_uid).await?;
+    }
+    Ok(())
+}
