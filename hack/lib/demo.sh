@@ -153,9 +153,10 @@ demo_seed_logs() {
 		while read -r name uid pod rt; do
 			[[ -z "$pod" ]] && continue
 			mkdir -p "$TESTENV_LOGS/${ns}_$pod"
+			# Written while the Run ran: between its start (3 minutes ago) and now.
 			for i in 1 2 3 4 5; do
 				printf '%s stdout F {"run_uid":"%s","run_name":"%s","namespace":"%s","runtime":"%s","pod":"%s","stream":"stdout","message":"step %d of %s: ok"}\n' \
-					"$(demo_ts)" "$uid" "$name" "$ns" "$rt" "$pod" "$i" "$name" >>"$TESTENV_LOGS/${ns}_$pod/runtimed.log"
+					"$(date -u -d "-$((170 - i * 20)) seconds" +%Y-%m-%dT%H:%M:%S.%NZ)" "$uid" "$name" "$ns" "$rt" "$pod" "$i" "$name" >>"$TESTENV_LOGS/${ns}_$pod/runtimed.log"
 			done
 			printf '%s stdout F runtimed: health probe ok\n' "$(demo_ts)" >>"$TESTENV_LOGS/${ns}_$pod/runtimed.log"
 		done

@@ -27,6 +27,8 @@ pub const WINDOW_GROWTH: i64 = 8;
 pub const MAX_WINDOW: i64 = 1 << 24;
 /// How far before the Run's start the log is read, for clock skew.
 pub const START_SLACK_SECS: i64 = 5;
+/// How far past the Run's completion the log is read (late flushes, clock skew).
+pub const COMPLETION_SLACK_SECS: i64 = 30;
 
 /// Where a Run's records are.
 pub struct LogSource {
@@ -137,7 +139,7 @@ impl LogSource {
         max_records: usize,
         max_bytes: usize,
     ) -> Result<Tail, ApiError> {
-        let until = until + jiff::SignedDuration::from_secs(START_SLACK_SECS);
+        let until = until + jiff::SignedDuration::from_secs(COMPLETION_SLACK_SECS);
         let mut reader = self.open(None, false).await?;
         let mut tw = TailWindow::new(max_records, max_bytes);
         let mut line = Line::default();

@@ -37,7 +37,13 @@ impl RunCache {
     pub fn start(client: Client) -> Self {
         let (store, writer) = reflector::store();
         let api: Api<Run> = Api::all(client);
-        let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
+        // Keep only what /v1 reads: no managed fields or annotations in memory.
+        let objects = watcher(api, watcher::Config::default()).modify(|run: &mut Run| {
+            run.metadata.managed_fields = None;
+            run.metadata.annotations = None;
+            run.metadata.labels = None;
+        });
+        let stream = reflector::reflector(writer, objects)
             .default_backoff()
             .touched_objects();
         tokio::spawn(async move {

@@ -46,7 +46,10 @@ pub async fn open(
             .insert("sec-websocket-protocol", p.clone());
     }
     let max = state.bounds.max_ws_message_bytes;
+    // Small buffers: operation frames are small, and a relay holds two sockets per caller.
     let config = WebSocketConfig::default()
+        .read_buffer_size(8 << 10)
+        .write_buffer_size(8 << 10)
         .max_message_size(Some(max))
         .max_frame_size(Some(max));
     let (upstream, _) = tokio_tungstenite::client_async_with_config(request, stream, Some(config))
@@ -64,6 +67,8 @@ pub async fn open(
         })?;
     let idle = state.bounds.idle_timeout;
     Ok(upgrade
+        .read_buffer_size(8 << 10)
+        .write_buffer_size(8 << 10)
         .max_message_size(max)
         .max_frame_size(max)
         .on_upgrade(move |client| relay(client, upstream, idle)))

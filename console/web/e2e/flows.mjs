@@ -67,7 +67,8 @@ test('viewer: log in, filter Runs, Run detail, log tail then follow, DAG pan, jo
 
   // WorkflowRun DAG.
   await page.getByRole('link', { name: 'Workflow Runs' }).click();
-  await page.getByRole('link', { name: 'release-1-4', exact: true }).click();
+  // The child run's row links its parent too: take the first (the run's own row).
+  await page.getByRole('link', { name: 'release-1-4', exact: true }).first().click();
   await page.getByRole('heading', { name: 'release-1-4', level: 1 }).waitFor();
   const canvas = page.getByTestId('dag-canvas');
   await canvas.waitFor();
@@ -105,8 +106,15 @@ test('viewer: log in, filter Runs, Run detail, log tail then follow, DAG pan, jo
   assert(page.url().endsWith(`/namespaces/${NS}/workflowruns/release-1-4/jobs/lint`), `unexpected URL ${page.url()}`);
   await page.getByRole('navigation', { name: 'All jobs' }).getByRole('link', { name: /publish/ }).waitFor();
   const step = page.getByRole('button', { name: /lint/ }).and(page.locator('.step-toggle'));
-  await step.click();
-  assert((await step.getAttribute('aria-expanded')) === 'true', 'the step did not expand');
+  // A failed step may open by itself once its job loads; open it only if it is closed.
+  await step.waitFor();
+  if ((await step.getAttribute('aria-expanded')) !== 'true') await step.click();
+  let expanded = false;
+  for (let i = 0; i < 50 && !expanded; i++) {
+    expanded = (await step.getAttribute('aria-expanded')) === 'true';
+    if (!expanded) await page.waitForTimeout(100);
+  }
+  assert(expanded, 'the step did not expand');
   const stepLog = page.getByRole('log', { name: 'Log of Run lint-failed' });
   await stepLog.waitFor();
   await eventually('step log lines', async () => (await stepLog.locator('.log-line').count()) > 0);

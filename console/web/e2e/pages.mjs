@@ -81,7 +81,7 @@ const PAGES = [
   ],
   ['runtimes', `/namespaces/${NS}/runtimes`, 'operator', (p) => p.getByRole('link', { name: 'bash', exact: true }).waitFor()],
   ['runtime-detail', `/namespaces/${NS}/runtimes/bash`, 'operator', (p) => p.getByText('bash-pool-0').first().waitFor()],
-  ['workflowruns', `/namespaces/${NS}/workflowruns`, 'operator', (p) => p.getByRole('link', { name: 'release-1-4', exact: true }).waitFor()],
+  ['workflowruns', `/namespaces/${NS}/workflowruns`, 'operator', (p) => p.getByRole('link', { name: 'release-1-4', exact: true }).first().waitFor()],
   ['workflowrun-dag', `/namespaces/${NS}/workflowruns/release-1-4`, 'operator', (p) => p.getByTestId('dag-canvas').waitFor()],
   ['workflowrun-table', `/namespaces/${NS}/workflowruns/release-1-4?view=table`, 'operator'],
   ['workflowrun-child', `/namespaces/${NS}/workflowruns/release-1-4-security`, 'operator', (p) => p.getByTestId('dag-canvas').waitFor()],
