@@ -65,7 +65,11 @@ async fn credentials(
         .unwrap_or_default();
     let creds = match resolve(&state.authn, &state.sealer, req.headers(), &peer).await {
         Ok(c) => c,
-        Err(e) => return e.into_response(),
+        Err(e) => {
+            // Read a little of any body so an HTTP/2 client still sending sees the answer.
+            crate::v1::drain(req.into_body(), 64 << 10).await;
+            return e.into_response();
+        }
     };
     let changes_state = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
     let is_ws = req
@@ -77,6 +81,7 @@ async fn credentials(
         && (changes_state || is_ws)
         && !same_origin(req.headers(), req.uri())
     {
+        crate::v1::drain(req.into_body(), 64 << 10).await;
         return ConsoleError::forbidden(
             "cross-origin request refused: a request authenticated by the session cookie must come from the Console's own origin",
         )

@@ -311,7 +311,6 @@ async fn invoke_inner(
     uid: &str,
     req: Request,
 ) -> Result<Response, ConsoleError> {
-    check_path(ns, name, uid)?;
     let (parts, body) = req.into_parts();
     let max = state.bounds.max_request_bytes;
     if let Some(len) = parts
@@ -328,6 +327,7 @@ async fn invoke_inner(
     // The (bounded) body is read before any answer, so an HTTP/2 client that
     // is still sending gets the answer rather than a reset stream.
     let body = bounded_body(body, state.bounds.max_request_bytes).await?;
+    check_path(ns, name, uid)?;
     let inv = invocation_id(&parts.headers)?;
     let identity = admit(state, caller, ns, name, "invoke").await?;
     let run = state.runs.resolve(ns, name, uid, Mode::Function)?;
