@@ -139,7 +139,7 @@ impl LogSource {
         max_records: usize,
         max_bytes: usize,
     ) -> Result<Tail, ApiError> {
-        let until = until + jiff::SignedDuration::from_secs(COMPLETION_SLACK_SECS);
+        let until = Bound::new(until + jiff::SignedDuration::from_secs(COMPLETION_SLACK_SECS));
         let mut reader = self.open(None, false).await?;
         let mut tw = TailWindow::new(max_records, max_bytes);
         let mut line = Line::default();
@@ -148,7 +148,11 @@ impl LogSource {
             ApiError::unavailable(format!("the log of pod {:?} broke off: {e}", self.pod))
         })? {
             lines += 1;
-            if line.split_timestamp().0.is_some_and(|ts| after(ts, until)) {
+            if line
+                .split_timestamp()
+                .0
+                .is_some_and(|ts| until.is_before(ts))
+            {
                 // Dropping the reader closes the stream: nothing past completion is read.
                 break;
             }
@@ -254,19 +258,38 @@ async fn send(tx: &mpsc::Sender<Bytes>, rec: &LogRecord) -> Result<(), ApiError>
     Ok(())
 }
 
-/// Is the kubelet timestamp `ts` later than `t`? UTC stamps compare on their
-/// whole-second prefix without parsing (enough: `t` carries seconds of slack).
-fn after(ts: &str, t: jiff::Timestamp) -> bool {
-    if ts.len() >= 20 && ts.ends_with('Z') {
-        let whole = t.strftime("%Y-%m-%dT%H:%M:%S").to_string();
-        return ts.as_bytes()[..19] > *whole.as_bytes();
+/// A time bound compared with kubelet timestamps on every line: its
+/// whole-second UTC form is made once, so UTC stamps compare without parsing
+/// (enough: the bound carries seconds of slack).
+struct Bound {
+    at: jiff::Timestamp,
+    whole_second: String,
+}
+
+impl Bound {
+    fn new(at: jiff::Timestamp) -> Self {
+        Self {
+            at,
+            whole_second: at.strftime("%Y-%m-%dT%H:%M:%S").to_string(),
+        }
     }
-    ts.parse::<jiff::Timestamp>().is_ok_and(|x| x > t)
+
+    /// Is the kubelet timestamp `ts` later than the bound?
+    fn is_before(&self, ts: &str) -> bool {
+        if ts.len() >= 20 && ts.ends_with('Z') {
+            return ts.as_bytes()[..19] > *self.whole_second.as_bytes();
+        }
+        ts.parse::<jiff::Timestamp>().is_ok_and(|x| x > self.at)
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::after;
+    use super::Bound;
+
+    fn after(ts: &str, t: jiff::Timestamp) -> bool {
+        Bound::new(t).is_before(ts)
+    }
 
     #[test]
     fn compares_kubelet_timestamps() {
