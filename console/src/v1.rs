@@ -424,9 +424,10 @@ async fn operations(
     if let Err(e) = check_path(&ns, &name, &uid) {
         return e.into_response();
     }
-    if let Err(e) = admit(&state, &caller, &ns, &name, "operations").await {
-        return e.into_response();
-    }
+    let identity = match admit(&state, &caller, &ns, &name, "operations").await {
+        Ok(id) => id,
+        Err(e) => return e.into_response(),
+    };
     let upgrade =
         match axum::extract::ws::WebSocketUpgrade::from_request_parts(&mut parts, &()).await {
             Ok(u) => u,
@@ -437,7 +438,7 @@ async fn operations(
                 .into_response();
             }
         };
-    match ws::open(state, &caller, &ns, &name, &uid, &parts.headers, upgrade).await {
+    match ws::open(state, identity, &ns, &name, &uid, &parts.headers, upgrade).await {
         Ok(r) => r,
         Err(e) => e.into_response(),
     }

@@ -11,25 +11,23 @@ use http::HeaderMap;
 use tokio_tungstenite::tungstenite::{self, protocol::WebSocketConfig};
 
 use super::runs::Mode;
-use super::{V1State, admit, check_path, identity_headers};
-use crate::console::Caller;
+use super::{V1State, identity_headers};
 use crate::error::ConsoleError;
+use kruntimes_apiserver::auth::Caller as Identity;
 
 type Upstream =
     tokio_tungstenite::WebSocketStream<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>;
 
-/// Checks everything, connects the gateway, then accepts the upgrade.
+/// Resolves the (already admitted) call, connects the gateway, then accepts the upgrade.
 pub async fn open(
     state: Arc<V1State>,
-    caller: &Caller,
+    identity: Identity,
     ns: &str,
     name: &str,
     uid: &str,
     headers: &HeaderMap,
     upgrade: WebSocketUpgrade,
 ) -> Result<Response, ConsoleError> {
-    check_path(ns, name, uid)?;
-    let identity = admit(&state, caller, ns, name, "operations").await?;
     let run = state.runs.resolve(ns, name, uid, Mode::Session)?;
     let target = state.gateways.target(ns, &run.spec.runtime).await?;
     let stream = super::gateway::connect(&state.tls, &target, state.bounds.connect_timeout).await?;
