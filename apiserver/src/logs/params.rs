@@ -100,7 +100,8 @@ fn parse_bounded(v: &str, max: usize) -> Option<usize> {
     (1..=max).contains(&n).then_some(n)
 }
 
-fn decode(s: &str) -> Result<String, ParamError> {
+/// Decodes one percent-encoded query component (`+` is a space).
+pub fn decode(s: &str) -> Result<String, ParamError> {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

@@ -51,33 +51,8 @@ pub struct RunQuery {
 }
 
 fn decode(s: &str) -> Result<String, ConsoleError> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' => {
-                let v = bytes
-                    .get(i + 1..i + 3)
-                    .and_then(|h| std::str::from_utf8(h).ok())
-                    .and_then(|h| u8::from_str_radix(h, 16).ok())
-                    .ok_or_else(|| {
-                        ConsoleError::bad_request("the query string has a bad percent-escape")
-                    })?;
-                out.push(v);
-                i += 3;
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            b => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).map_err(|_| ConsoleError::bad_request("the query string is not UTF-8"))
+    kruntimes_apiserver::logs::params::decode(s)
+        .map_err(|e| ConsoleError::bad_request(e.to_string()))
 }
 
 /// Parses the query string strictly.
