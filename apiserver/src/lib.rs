@@ -6,6 +6,7 @@ pub mod auth;
 pub mod discovery;
 pub mod logs;
 pub mod metrics;
+pub mod observe;
 pub mod run;
 pub mod serve;
 pub mod server;

@@ -1,10 +1,9 @@
 //! The aggregated API listener's routes and middleware.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use axum::Router;
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -13,7 +12,7 @@ use http::StatusCode;
 use crate::auth::{AuthError, Authenticator, RequestHeaderSource};
 use crate::discovery;
 use crate::logs::handler::{LogApi, get_run_log};
-use crate::metrics::{Metrics, RequestLabels, RouteLabels};
+use crate::observe::{Observer, observe};
 use crate::serve::PeerCertificates;
 use crate::status::ApiError;
 
@@ -48,41 +47,8 @@ async fn authenticate(State(state): State<AuthnState>, mut req: Request, next: N
     }
 }
 
-async fn observe(
-    State(metrics): State<(Metrics, &'static str)>,
-    req: Request,
-    next: Next,
-) -> Response {
-    let (metrics, listener) = metrics;
-    let route: &'static str = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|p| route_name(p.as_str()))
-        .unwrap_or("other");
-    let method = req.method().clone();
-    let path = req.uri().path().to_owned();
-    let started = Instant::now();
-    let resp = next.run(req).await;
-    let elapsed = started.elapsed();
-    let code = resp.status().as_u16();
-    metrics
-        .request_seconds
-        .get_or_create(&RouteLabels { listener, route })
-        .observe(elapsed.as_secs_f64());
-    metrics
-        .requests
-        .get_or_create(&RequestLabels {
-            listener,
-            route,
-            code,
-        })
-        .inc();
-    tracing::info!(listener, %method, %path, code, ms = elapsed.as_secs_f64() * 1e3, "request");
-    resp
-}
-
 /// Leaks nothing: matched route templates are a fixed set.
-fn route_name(p: &str) -> &'static str {
+pub fn route_name(p: &str) -> &'static str {
     match p {
         "/apis/logs.kruntimes.io/v1alpha1/namespaces/{ns}/runs/{name}/log" => "runs/log",
         "/apis" | "/apis/logs.kruntimes.io" | "/apis/logs.kruntimes.io/v1alpha1" => "discovery",
@@ -153,7 +119,12 @@ pub fn router(
             authenticate,
         ))
         .layer(middleware::from_fn_with_state(
-            (metrics, "apiserver"),
+            Observer {
+                metrics,
+                listener: "apiserver",
+                route_name,
+                unmatched: "other",
+            },
             observe,
         ))
 }

@@ -1,16 +1,16 @@
 //! The Console listener: web UI, `/api` and `/v1`.
 
 use std::sync::Arc;
-use std::time::Instant;
 
-use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use http::{HeaderMap, HeaderValue, Method, header};
 use kruntimes_apiserver::auth::{AccessReview, Authenticator, BearerToken};
-use kruntimes_apiserver::metrics::{Metrics, RequestLabels, RouteLabels};
+use kruntimes_apiserver::metrics::Metrics;
+use kruntimes_apiserver::observe::{Observer, observe};
 use kruntimes_apiserver::serve::PeerCertificates;
 use serde::Deserialize;
 use serde_json::json;
@@ -89,44 +89,6 @@ async fn credentials(
     }
     req.extensions_mut().insert(Caller(creds));
     next.run(req).await
-}
-
-async fn observe(State(metrics): State<Metrics>, req: Request, next: Next) -> Response {
-    let route: &'static str = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|p| route_name(p.as_str()))
-        .unwrap_or("static");
-    let method = req.method().clone();
-    let path = req.uri().path().to_owned();
-    let id = request_id();
-    let started = Instant::now();
-    let mut resp = next.run(req).await;
-    let elapsed = started.elapsed();
-    let code = resp.status().as_u16();
-    let listener = "console";
-    metrics
-        .request_seconds
-        .get_or_create(&RouteLabels { listener, route })
-        .observe(elapsed.as_secs_f64());
-    metrics
-        .requests
-        .get_or_create(&RequestLabels {
-            listener,
-            route,
-            code,
-        })
-        .inc();
-    if let Ok(v) = HeaderValue::from_str(&id) {
-        resp.headers_mut().insert("x-request-id", v);
-    }
-    tracing::info!(listener, request_id = %id, %method, %path, code, ms = elapsed.as_secs_f64() * 1e3, "request");
-    resp
-}
-
-fn request_id() -> String {
-    use rand::Rng;
-    format!("{:016x}", rand::rng().random::<u64>())
 }
 
 fn route_name(p: &str) -> &'static str {
@@ -266,5 +228,13 @@ pub fn router(state: Arc<ConsoleState>, v1: Router, max_header_bytes: usize) -> 
             header_bound,
         ))
         .layer(middleware::from_fn(crate::headers::security_headers))
-        .layer(middleware::from_fn_with_state(metrics, observe))
+        .layer(middleware::from_fn_with_state(
+            Observer {
+                metrics,
+                listener: "console",
+                route_name,
+                unmatched: "static",
+            },
+            observe,
+        ))
 }
