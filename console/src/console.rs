@@ -187,26 +187,6 @@ async fn session_delete(State(state): State<Arc<ConsoleState>>) -> Response {
     resp
 }
 
-/// Refuses requests whose header block exceeds the bound.
-async fn header_bound(State(max): State<usize>, req: Request, next: Next) -> Response {
-    let size: usize = req
-        .headers()
-        .iter()
-        .map(|(k, v)| k.as_str().len() + v.len() + 4)
-        .sum();
-    if size > max {
-        // Read a little of any body so an HTTP/2 client still sending sees the 431.
-        crate::v1::drain(req.into_body(), 64 << 10).await;
-        return ConsoleError::new(
-            http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            "RequestHeaderFieldsTooLarge",
-            format!("the request headers total {size} bytes; at most {max} are accepted"),
-        )
-        .into_response();
-    }
-    next.run(req).await
-}
-
 /// The Console listener's router.
 pub fn router(state: Arc<ConsoleState>, v1: Router, max_header_bytes: usize) -> Router {
     let metrics = state.metrics.clone();
@@ -225,9 +205,8 @@ pub fn router(state: Arc<ConsoleState>, v1: Router, max_header_bytes: usize) -> 
         .fallback(crate::web::serve)
         .layer(middleware::from_fn_with_state(
             max_header_bytes,
-            header_bound,
+            crate::headers::guard,
         ))
-        .layer(middleware::from_fn(crate::headers::security_headers))
         .layer(middleware::from_fn_with_state(
             Observer {
                 metrics,

@@ -1,7 +1,9 @@
-//! Security headers on every Console response.
+//! The Console's outer guard: the request header bound, and security
+//! headers on every response (the refusals included).
 
-use axum::extract::Request;
+use axum::extract::{Request, State};
 use axum::middleware::Next;
+use axum::response::IntoResponse;
 use axum::response::Response;
 use http::{HeaderValue, header};
 
@@ -10,9 +12,27 @@ pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self' '
 img-src 'self' data:; font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; \
 form-action 'self'; frame-ancestors 'none'";
 
-pub async fn security_headers(req: Request, next: Next) -> Response {
+/// Refuses a request whose header block exceeds `max` bytes (431), and sets
+/// the security headers on the response.
+pub async fn guard(State(max): State<usize>, req: Request, next: Next) -> Response {
     let api = req.uri().path().starts_with("/api/") || req.uri().path().starts_with("/v1/");
-    let mut resp = next.run(req).await;
+    let size: usize = req
+        .headers()
+        .iter()
+        .map(|(k, v)| k.as_str().len() + v.len() + 4)
+        .sum();
+    let mut resp = if size > max {
+        // Read a little of any body so an HTTP/2 client still sending sees the 431.
+        crate::v1::drain(req.into_body(), 64 << 10).await;
+        crate::error::ConsoleError::new(
+            http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "RequestHeaderFieldsTooLarge",
+            format!("the request headers total {size} bytes; at most {max} are accepted"),
+        )
+        .into_response()
+    } else {
+        next.run(req).await
+    };
     let h = resp.headers_mut();
     h.insert(
         header::CONTENT_SECURITY_POLICY,

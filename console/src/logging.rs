@@ -1,14 +1,152 @@
 //! Structured logs. Request headers are never logged, so tokens never are.
+//!
+//! Lines are written to standard error by a dedicated thread: a request only
+//! appends its formatted line to a shared buffer, and the thread writes what
+//! has gathered in one `write` every few milliseconds. The buffer is bounded;
+//! when the thread falls behind, loggers wait for it (lines are never dropped).
+
+use std::io::Write;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
 
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::fmt::MakeWriter;
 
-pub fn init(format: &str) {
+/// Lines gathered before the writer is woken without waiting.
+const FLUSH_AT: usize = 64 << 10;
+/// Loggers wait while this much is pending.
+const MAX_PENDING: usize = 4 << 20;
+/// How long the writer lets lines gather after the first one arrives.
+const GATHER: Duration = Duration::from_millis(5);
+
+#[derive(Default)]
+struct State {
+    pending: Vec<u8>,
+    closed: bool,
+}
+
+#[derive(Default)]
+struct Shared {
+    state: Mutex<State>,
+    /// Signalled to the writer: data arrived, the buffer is large, or closing.
+    data: Condvar,
+    /// Signalled to loggers: the buffer was taken.
+    space: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn append(&self, line: &[u8]) {
+        let mut s = self.lock();
+        while s.pending.len() >= MAX_PENDING && !s.closed {
+            s = self.space.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+        if s.closed {
+            // After shutdown began: write directly rather than lose the line.
+            drop(s);
+            let _ = std::io::stderr().write_all(line);
+            return;
+        }
+        let before = s.pending.len();
+        s.pending.extend_from_slice(line);
+        if before == 0 || (before < FLUSH_AT && s.pending.len() >= FLUSH_AT) {
+            self.data.notify_one();
+        }
+    }
+
+    /// The writer thread: takes whatever gathered and writes it in one go.
+    fn run(&self, out: &mut dyn Write) {
+        let mut batch = Vec::new();
+        loop {
+            let mut s = self.lock();
+            while s.pending.is_empty() && !s.closed {
+                s = self.data.wait(s).unwrap_or_else(|p| p.into_inner());
+            }
+            if !s.closed && s.pending.len() < FLUSH_AT {
+                s = self
+                    .data
+                    .wait_timeout(s, GATHER)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+            }
+            let closed = s.closed;
+            std::mem::swap(&mut s.pending, &mut batch);
+            self.space.notify_all();
+            drop(s);
+            if !batch.is_empty() {
+                let _ = out.write_all(&batch);
+                let _ = out.flush();
+                batch.clear();
+                if batch.capacity() > MAX_PENDING {
+                    batch = Vec::new();
+                }
+            }
+            if closed && self.lock().pending.is_empty() {
+                return;
+            }
+        }
+    }
+}
+
+/// Hands each formatted line to the writer thread.
+#[derive(Clone)]
+struct Lines(Arc<Shared>);
+
+impl Write for &Lines {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.append(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> MakeWriter<'a> for Lines {
+    type Writer = &'a Lines;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        self
+    }
+}
+
+/// Keeps the writer thread; dropping it writes what is pending and stops it.
+pub struct LogGuard {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for LogGuard {
+    fn drop(&mut self) {
+        self.shared.lock().closed = true;
+        self.shared.data.notify_one();
+        self.shared.space.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Installs the global subscriber; keep the guard until the process ends.
+pub fn init(format: &str) -> LogGuard {
+    let shared = Arc::new(Shared::default());
+    let writer_side = shared.clone();
+    let thread = std::thread::Builder::new()
+        .name("log-writer".into())
+        .spawn(move || writer_side.run(&mut std::io::stderr()))
+        .ok();
+    let lines = Lines(shared.clone());
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         EnvFilter::new("info,kube=warn,kube_runtime=warn,hyper=warn,rustls=warn,tower=warn")
     });
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(lines);
     if format == "text" {
         builder.init();
     } else {
@@ -17,5 +155,100 @@ pub fn init(format: &str) {
             .flatten_event(true)
             .with_current_span(false)
             .init();
+    }
+    LogGuard { shared, thread }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A writer that records each `write_all` batch.
+    #[derive(Clone, Default)]
+    struct Batches(Arc<Mutex<Vec<Vec<u8>>>>);
+
+    impl Write for Batches {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().push(buf.to_vec());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn start() -> (Arc<Shared>, Batches, JoinHandle<()>) {
+        let shared = Arc::new(Shared::default());
+        let out = Batches::default();
+        let (s, mut o) = (shared.clone(), out.clone());
+        let t = std::thread::spawn(move || s.run(&mut o));
+        (shared, out, t)
+    }
+
+    fn close(shared: &Shared, t: JoinHandle<()>) {
+        shared.lock().closed = true;
+        shared.data.notify_one();
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn every_line_arrives_in_order_and_lines_are_batched() {
+        let (shared, out, t) = start();
+        let lines: Vec<String> = (0..20_000).map(|i| format!("line {i}\n")).collect();
+        for l in &lines {
+            shared.append(l.as_bytes());
+        }
+        close(&shared, t);
+        let batches = out.0.lock().unwrap();
+        let all: Vec<u8> = batches.concat();
+        assert_eq!(all, lines.concat().into_bytes());
+        assert!(
+            batches.len() < lines.len() / 10,
+            "{} writes for {} lines",
+            batches.len(),
+            lines.len()
+        );
+    }
+
+    #[test]
+    fn a_lone_line_is_written_without_waiting_for_more() {
+        let (shared, out, t) = start();
+        shared.append(b"hello\n");
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while out.0.lock().unwrap().is_empty() {
+            assert!(std::time::Instant::now() < deadline, "never written");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(out.0.lock().unwrap().concat(), b"hello\n");
+        close(&shared, t);
+    }
+
+    #[test]
+    fn concurrent_loggers_never_interleave_within_a_line() {
+        let (shared, out, t) = start();
+        let threads: Vec<_> = (0..4)
+            .map(|n| {
+                let s = shared.clone();
+                std::thread::spawn(move || {
+                    for i in 0..5_000 {
+                        s.append(format!("{{\"thread\":{n},\"i\":{i}}}\n").as_bytes());
+                    }
+                })
+            })
+            .collect();
+        for th in threads {
+            th.join().unwrap();
+        }
+        close(&shared, t);
+        let all = out.0.lock().unwrap().concat();
+        let text = String::from_utf8(all).unwrap();
+        let mut next = [0u64; 4];
+        for line in text.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let n = v["thread"].as_u64().unwrap() as usize;
+            assert_eq!(v["i"].as_u64().unwrap(), next[n], "thread {n} out of order");
+            next[n] += 1;
+        }
+        assert_eq!(next, [5_000; 4]);
     }
 }
