@@ -6,10 +6,11 @@
 //! when the thread falls behind, loggers wait for it (lines are never dropped).
 
 use std::io::Write;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use kruntimes_apiserver::observe::Access;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::MakeWriter;
 
@@ -132,9 +133,50 @@ impl Drop for LogGuard {
     }
 }
 
+/// The writer of this process, for lines formatted without `tracing`.
+static WRITER: OnceLock<Arc<Shared>> = OnceLock::new();
+
+/// An access record as the JSON line `tracing` would write, formatted
+/// directly (it is written once per request; `tracing`'s JSON formatter cost
+/// a sixth of a proxied call).
+fn access_json(a: &Access<'_>, out: &mut Vec<u8>) {
+    let ts = jiff::Timestamp::now();
+    let _ = write!(
+        out,
+        "{{\"timestamp\":\"{ts:.6}\",\"level\":\"INFO\",\"message\":\"request\",\"listener\":"
+    );
+    let _ = serde_json::to_writer(&mut *out, a.listener);
+    out.extend_from_slice(b",\"request_id\":");
+    let _ = serde_json::to_writer(&mut *out, a.request_id);
+    out.extend_from_slice(b",\"method\":");
+    let _ = serde_json::to_writer(&mut *out, a.method);
+    out.extend_from_slice(b",\"path\":");
+    let _ = serde_json::to_writer(&mut *out, a.path);
+    let _ = writeln!(
+        out,
+        ",\"code\":{},\"ms\":{},\"target\":\"kruntimes_apiserver::observe\"}}",
+        a.code, a.ms
+    );
+}
+
+fn write_access(a: &Access<'_>) {
+    thread_local! {
+        static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let Some(writer) = WRITER.get() else {
+        return;
+    };
+    LINE.with_borrow_mut(|line| {
+        line.clear();
+        access_json(a, line);
+        writer.append(line);
+    });
+}
+
 /// Installs the global subscriber; keep the guard until the process ends.
 pub fn init(format: &str) -> LogGuard {
     let shared = Arc::new(Shared::default());
+    let _ = WRITER.set(shared.clone());
     let writer_side = shared.clone();
     let thread = std::thread::Builder::new()
         .name("log-writer".into())
@@ -155,6 +197,7 @@ pub fn init(format: &str) -> LogGuard {
             .flatten_event(true)
             .with_current_span(false)
             .init();
+        kruntimes_apiserver::observe::set_access_log(write_access);
     }
     LogGuard { shared, thread }
 }
@@ -189,6 +232,34 @@ mod tests {
         shared.lock().closed = true;
         shared.data.notify_one();
         t.join().unwrap();
+    }
+
+    #[test]
+    fn access_lines_are_json_like_the_other_lines() {
+        let mut out = Vec::new();
+        access_json(
+            &Access {
+                listener: "console",
+                request_id: "0123456789abcdef",
+                method: "POST",
+                path: "/v1/namespaces/a/runs/b/\"x\\y\"/invoke",
+                code: 200,
+                ms: 0.25,
+            },
+            &mut out,
+        );
+        assert_eq!(out.last(), Some(&b'\n'));
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["message"], "request");
+        assert_eq!(v["level"], "INFO");
+        assert_eq!(v["listener"], "console");
+        assert_eq!(v["method"], "POST");
+        assert_eq!(v["path"], "/v1/namespaces/a/runs/b/\"x\\y\"/invoke");
+        assert_eq!(v["code"], 200);
+        assert_eq!(v["ms"], 0.25);
+        let ts = v["timestamp"].as_str().unwrap();
+        assert!(ts.parse::<jiff::Timestamp>().is_ok(), "{ts}");
+        assert_eq!(v.as_object().unwrap().len(), 10);
     }
 
     #[test]

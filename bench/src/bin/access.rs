@@ -13,7 +13,7 @@ use clap::Parser;
 use futures::{SinkExt, StreamExt};
 use kruntimes_bench::envfile::BenchEnv;
 use kruntimes_bench::fixtures::Fixtures;
-use kruntimes_bench::keepalive::TlsClient;
+use kruntimes_bench::keepalive::{Conn, TlsClient};
 use kruntimes_bench::procfs::{self, mib};
 use kruntimes_bench::{metrics, stats};
 use kube::Api;
@@ -37,7 +37,7 @@ struct Args {
     /// Invokes per connection per pass.
     #[arg(long, default_value_t = 1000)]
     per_conn_c1: usize,
-    #[arg(long, default_value_t = 60)]
+    #[arg(long, default_value_t = 300)]
     per_conn: usize,
     #[arg(long, default_value_t = 3)]
     passes: usize,
@@ -51,6 +51,16 @@ struct Args {
     open_concurrency: usize,
     #[arg(long, default_value_t = 2)]
     socket_cycles: usize,
+    /// Simulated function times in ms (the gateway answers after this
+    /// delay; 0 answers at once, from memory).
+    #[arg(long, default_value = "0,2", value_delimiter = ',')]
+    function_ms: Vec<u64>,
+    /// CPU placement: `shared` leaves every process on every core; `split`
+    /// gives the Console core 1 and puts the gateway and this client on core
+    /// 0, as if the Console ran on its own node share (both paths then have
+    /// exactly one core for client and gateway).
+    #[arg(long, default_value = "shared")]
+    cpus: String,
     /// Parts to run: invoke, ws, sockets.
     #[arg(long, default_value = "invoke,ws,sockets", value_delimiter = ',')]
     only: Vec<String>,
@@ -121,19 +131,18 @@ struct Pass {
 
 async fn invoke_pass(
     side: &Side,
+    conns: &mut Vec<Conn>,
     path: &str,
-    conns: usize,
     per_conn: usize,
     pids: (u32, u32),
 ) -> Result<Pass> {
-    let total = conns * per_conn;
+    let total = conns.len() * per_conn;
     let next = Arc::new(AtomicUsize::new(0));
     let connects0 = side.client.connects.load(Ordering::Relaxed);
     let cpu0 = (procfs::cpu_seconds(pids.0)?, procfs::cpu_seconds(pids.1)?);
     let start = Instant::now();
     let mut tasks = Vec::new();
-    for _ in 0..conns {
-        let mut conn = side.client.keep_alive();
+    for mut conn in conns.drain(..) {
         let headers: Vec<(String, String)> = side.headers.clone();
         let next = next.clone();
         let path = path.to_owned();
@@ -154,12 +163,14 @@ async fn invoke_pass(
                 );
                 lat.push(t.elapsed().as_secs_f64() * 1000.0);
             }
-            anyhow::Ok(lat)
+            anyhow::Ok((conn, lat))
         }));
     }
     let mut lat_ms = Vec::with_capacity(total);
     for t in tasks {
-        lat_ms.extend(t.await??);
+        let (conn, lat) = t.await??;
+        conns.push(conn);
+        lat_ms.extend(lat);
     }
     let wall = start.elapsed().as_secs_f64();
     let n = lat_ms.len() as f64;
@@ -182,7 +193,93 @@ fn range(values: &[f64], digits: usize) -> String {
     )
 }
 
+/// Tells the fake gateway to answer invokes after `ms` (0: at once).
+async fn set_function_time(env: &BenchEnv, ms: u64) -> Result<()> {
+    let body = if ms == 0 {
+        json!({"mode": "normal"})
+    } else {
+        json!({"mode": "slow", "delayMs": ms})
+    };
+    let url = format!("{}/mode", env.var("TESTENV_GATEWAY_CONTROL")?);
+    let status = std::process::Command::new("curl")
+        .args([
+            "-sf",
+            "-o",
+            "/dev/null",
+            "-X",
+            "POST",
+            "-H",
+            "Content-Type: application/json",
+        ])
+        .args(["--data", &body.to_string(), &url])
+        .status()
+        .context("running curl")?;
+    ensure!(status.success(), "POST {url} failed");
+    Ok(())
+}
+
+/// Pins every thread of `pid` to `cpus` (a `taskset` list).
+fn pin(pid: u32, cpus: &str) -> Result<()> {
+    let out = std::process::Command::new("taskset")
+        .args(["-a", "-p", "-c", cpus, &pid.to_string()])
+        .output()
+        .context("running taskset")?;
+    ensure!(
+        out.status.success(),
+        "taskset {cpus} {pid}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
+}
+
+/// Applies `--cpus`; returns a description for the report.
+fn place(args: &Args, env: &BenchEnv) -> Result<&'static str> {
+    let (console, gateway) = (env.pid("console")?, env.pid("gateway")?);
+    let me = std::process::id();
+    match args.cpus.as_str() {
+        "shared" => {
+            for pid in [console, gateway, me] {
+                pin(pid, "0-1")?;
+            }
+            Ok("shared: Console, gateway and client on both cores")
+        }
+        "split" => {
+            pin(console, "1")?;
+            pin(gateway, "0")?;
+            pin(me, "0")?;
+            Ok("split: Console on core 1; gateway and client on core 0")
+        }
+        other => bail!("--cpus {other}: expected shared or split"),
+    }
+}
+
 async fn invoke(args: &Args, env: &BenchEnv, sides: &[Side; 2], uid: &str) -> Result<()> {
+    let placement = place(args, env)?;
+    let result = async {
+        for &ms in &args.function_ms {
+            set_function_time(env, ms).await?;
+            invoke_at(args, env, sides, uid, ms, placement).await?;
+        }
+        anyhow::Ok(())
+    }
+    .await;
+    set_function_time(env, 0).await?;
+    if args.cpus != "shared" {
+        for pid in [env.pid("console")?, env.pid("gateway")?, std::process::id()] {
+            pin(pid, "0-1")?;
+        }
+    }
+    result
+}
+
+async fn invoke_at(
+    args: &Args,
+    env: &BenchEnv,
+    sides: &[Side; 2],
+    uid: &str,
+    function_ms: u64,
+    placement: &str,
+) -> Result<()> {
     let path = format!("/v1/namespaces/{NS}/runs/{FUNCTION_RUN}/{uid}/invoke");
     let pids = (env.pid("console")?, env.pid("gateway")?);
     let admin = env.var("CONSOLE_ADMIN_URL")?;
@@ -192,9 +289,14 @@ async fn invoke(args: &Args, env: &BenchEnv, sides: &[Side; 2], uid: &str) -> Re
         } else {
             args.per_conn
         };
-        // Warm-up: connections, TLS sessions, the token and access caches.
-        for side in sides {
-            invoke_pass(side, &path, conns, 5, pids).await?;
+        // Connections are opened once and kept across passes; the warm-up
+        // also fills the token and access caches.
+        let mut pools: Vec<Vec<Conn>> = sides
+            .iter()
+            .map(|s| (0..conns).map(|_| s.client.keep_alive()).collect())
+            .collect();
+        for (side, pool) in sides.iter().zip(&mut pools) {
+            invoke_pass(side, pool, &path, 20, pids).await?;
         }
         let m0 = metrics::scrape(admin).await?;
         let load = load_average();
@@ -202,12 +304,12 @@ async fn invoke(args: &Args, env: &BenchEnv, sides: &[Side; 2], uid: &str) -> Re
         for _ in 0..args.passes {
             // Alternate the two sides so that load drifts hit both.
             for (i, side) in sides.iter().enumerate() {
-                rows[i].push(invoke_pass(side, &path, conns, per_conn, pids).await?);
+                rows[i].push(invoke_pass(side, &mut pools[i], &path, per_conn, pids).await?);
             }
         }
         let m1 = metrics::scrape(admin).await?;
         println!(
-            "\nconcurrency {conns}, {} invokes per pass, {} passes (load {load} → {}); token reviews +{}, access reviews +{}",
+            "\nfunction time {function_ms} ms, concurrency {conns}, {} invokes per pass, {} passes, {placement} (load {load} → {}); token reviews +{}, access reviews +{}",
             conns * per_conn,
             args.passes,
             load_average(),
@@ -253,7 +355,7 @@ async fn invoke(args: &Args, env: &BenchEnv, sides: &[Side; 2], uid: &str) -> Re
             .map(|(c, d)| 100.0 * c.rps / d.rps)
             .collect();
         println!(
-            "SUMMARY c={conns}: console p50 {} p99 {}; direct p50 {} p99 {}; added p50 {} p99 {}; throughput console {} direct {} ratio % {}",
+            "SUMMARY function {function_ms} ms c={conns}: console p50 {} p99 {}; direct p50 {} p99 {}; added p50 {} p99 {}; throughput console {} direct {} ratio % {}",
             range(&pct(0, 50.0), 3),
             range(&pct(0, 99.0), 3),
             range(&pct(1, 50.0), 3),
