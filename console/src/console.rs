@@ -35,7 +35,7 @@ pub struct ConsoleState {
 
 /// The resolved credentials of a request (absent: none given).
 #[derive(Clone, Debug)]
-pub struct Caller(pub Option<Credentials>);
+pub struct Caller(pub Option<std::sync::Arc<Credentials>>);
 
 /// Does `Origin` name this server? The host comes from `Host` (HTTP/1.1) or
 /// the request URI's authority (HTTP/2 `:authority`).
@@ -87,7 +87,8 @@ async fn credentials(
         )
         .into_response();
     }
-    req.extensions_mut().insert(Caller(creds));
+    req.extensions_mut()
+        .insert(Caller(creds.map(std::sync::Arc::new)));
     next.run(req).await
 }
 

@@ -125,13 +125,13 @@ fn check_path(ns: &str, name: &str, uid: &str) -> Result<(), ConsoleError> {
 }
 
 /// Authenticates and authorizes a `/v1` call: `create` on `runs/<sub>`.
-async fn admit(
+async fn admit<'a>(
     state: &V1State,
-    caller: &Caller,
+    caller: &'a Caller,
     ns: &str,
     name: &str,
     sub: &'static str,
-) -> Result<Identity, ConsoleError> {
+) -> Result<&'a Identity, ConsoleError> {
     let Some(creds) = &caller.0 else {
         return Err(ConsoleError::unauthorized(
             "send a bearer token, a client certificate or log in",
@@ -146,7 +146,7 @@ async fn admit(
         name: Some(name.to_owned()),
     };
     match state.access.check(&creds.caller, &attrs).await {
-        Ok(Decision::Allowed) => Ok(creds.caller.clone()),
+        Ok(Decision::Allowed) => Ok(&creds.caller),
         Ok(Decision::Denied(_)) => {
             let mut a = AccessRequest::new("create", "kruntimes.io", "runs", ns, Some(name));
             a.subresource = Some(sub.into());
@@ -340,7 +340,7 @@ async fn invoke_inner(
             headers.append(k.clone(), v.clone());
         }
     }
-    identity_headers(&identity, &mut headers);
+    identity_headers(identity, &mut headers);
     headers.insert(INVOCATION_ID, inv.clone());
     let uri = format!("https://{}{}", target.authority(), parts.uri.path());
     let mut upstream = http::Request::post(&uri)
@@ -425,7 +425,7 @@ async fn operations(
         return e.into_response();
     }
     let identity = match admit(&state, &caller, &ns, &name, "operations").await {
-        Ok(id) => id,
+        Ok(id) => id.clone(),
         Err(e) => return e.into_response(),
     };
     let upgrade =
