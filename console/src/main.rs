@@ -3,11 +3,6 @@
 
 use clap::Parser;
 
-/// glibc's allocator spends a tenth of a proxied call in `malloc`/`free` and
-/// keeps freed memory per thread arena; mimalloc is faster on this workload.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> anyhow::Result<()> {
     // One crypto provider for every rustls user in the process.
     let _ = rustls::crypto::ring::default_provider().install_default();

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
-use kruntimes_apiserver::run::Run;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kruntimes_apiserver::run::{Run, RunStatus};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
@@ -37,11 +38,30 @@ impl RunCache {
     pub fn start(client: Client) -> Self {
         let (store, writer) = reflector::store();
         let api: Api<Run> = Api::all(client);
-        // Keep only what /v1 reads: no managed fields or annotations in memory.
+        // Keep only what /v1 reads (identity, runtime, mode kind, phase): a
+        // cluster may hold many thousands of Runs.
         let objects = watcher(api, watcher::Config::default()).modify(|run: &mut Run| {
-            run.metadata.managed_fields = None;
-            run.metadata.annotations = None;
-            run.metadata.labels = None;
+            let m = std::mem::take(&mut run.metadata);
+            run.metadata = ObjectMeta {
+                name: m.name,
+                namespace: m.namespace,
+                uid: m.uid,
+                resource_version: m.resource_version,
+                ..ObjectMeta::default()
+            };
+            if let Some(mode) = &mut run.spec.mode {
+                for body in [&mut mode.task, &mut mode.function] {
+                    if let Some(v) = body {
+                        *v = serde_json::Value::Null;
+                    }
+                }
+            }
+            if let Some(status) = &mut run.status {
+                *status = RunStatus {
+                    phase: status.phase.take(),
+                    ..RunStatus::default()
+                };
+            }
         });
         let stream = reflector::reflector(writer, objects)
             .default_backoff()
