@@ -3,6 +3,12 @@
 
 use clap::Parser;
 
+/// mimalloc: a proxied `/v1` call costs ~25% less CPU than with glibc's
+/// allocator. Its arenas are committed lazily (`.cargo/config.toml`), which
+/// keeps idle memory where glibc's was.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> anyhow::Result<()> {
     // One crypto provider for every rustls user in the process.
     let _ = rustls::crypto::ring::default_provider().install_default();
