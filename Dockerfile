@@ -25,6 +25,8 @@ RUN npm run build
 FROM rust:1-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
+# Build settings: mimalloc's lazily committed arenas (see the file).
+COPY .cargo/ .cargo/
 COPY apiserver/ apiserver/
 COPY console/ console/
 COPY tests/ tests/
