@@ -50,10 +50,8 @@ impl RunCache {
                 ..ObjectMeta::default()
             };
             if let Some(mode) = &mut run.spec.mode {
-                for body in [&mut mode.task, &mut mode.function] {
-                    if let Some(v) = body {
-                        *v = serde_json::Value::Null;
-                    }
+                for v in [&mut mode.task, &mut mode.function].into_iter().flatten() {
+                    *v = serde_json::Value::Null;
                 }
             }
             if let Some(status) = &mut run.status {
