@@ -1,4 +1,5 @@
 //! Test-environment simulators and helpers for the end-to-end suites.
 
+pub mod curl;
 pub mod env;
 pub mod sim;

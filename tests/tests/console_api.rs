@@ -6,77 +6,19 @@ use std::collections::HashSet;
 use std::process::Command;
 
 use futures::StreamExt;
+use kruntimes_tests::curl::{self, Body, Reply, bearer};
 use kruntimes_tests::env::{ConsoleProcess, Fixtures, env, now_rfc3339, runtimed_line, unique};
 use serde_json::{Value, json};
 
 /// A generated Run: name, phase, runtime, assigned Pod.
 type RunSpec = (String, String, String, String);
 
-/// One HTTP exchange through curl: status, response headers (lower-cased names), body.
-struct Reply {
-    code: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-impl Reply {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
-    }
-    fn header_all(&self, name: &str) -> Vec<&str> {
-        self.headers
-            .iter()
-            .filter(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-            .collect()
-    }
-}
-
 fn http(method: &str, url: &str, headers: &[(&str, &str)], body: Option<&str>) -> Reply {
-    let dir = tempfile::tempdir().unwrap();
-    let hfile = dir.path().join("h");
-    let mut cmd = Command::new("curl");
-    cmd.args([
-        "-s",
-        "-X",
-        method,
-        "--max-time",
-        "20",
-        "--cacert",
-        env().var("CONSOLE_CA"),
-        "-D",
-    ])
-    .arg(&hfile)
-    .args(["-o", "-", "-w", "\n%{http_code}"]);
-    for (k, v) in headers {
-        cmd.arg("-H").arg(format!("{k}: {v}"));
-    }
-    if let Some(b) = body {
-        cmd.args(["-H", "Content-Type: application/json", "--data-binary"])
-            .arg(b);
-    }
-    let out = cmd.arg(url).output().expect("curl");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
-    let raw = std::fs::read_to_string(&hfile).unwrap_or_default();
-    let headers = raw
-        .lines()
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    Reply {
-        code: code.trim().parse().unwrap_or(0),
-        headers,
-        body: body.to_owned(),
-    }
+    curl::request(method, url, headers, body.map_or(Body::None, Body::Json))
 }
 
 fn console(path: &str) -> String {
     format!("{}{path}", env().var("CONSOLE_URL"))
-}
-
-fn bearer(user: &str) -> String {
-    format!("Bearer {}", env().token(user))
 }
 
 fn get_as(user: &str, path: &str) -> Reply {

@@ -6,75 +6,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
+use kruntimes_tests::curl::{self, Body, Reply, bearer};
 use kruntimes_tests::env::{Fixtures, env, free_port, unique};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::{self, Message};
 
-struct Reply {
-    code: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-impl Reply {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    }
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
-    }
-}
-
-/// A POST through curl; `body_file` sends a file's bytes.
+/// A POST through curl; `body_file` sends a file's bytes instead of `body`.
 fn post(
     url: &str,
     headers: &[(&str, &str)],
     body: &str,
     body_file: Option<&std::path::Path>,
 ) -> Reply {
-    let dir = tempfile::tempdir().unwrap();
-    let hfile = dir.path().join("h");
-    let mut cmd = Command::new("curl");
-    cmd.args([
-        "-s",
-        "-X",
-        "POST",
-        "--max-time",
-        "30",
-        "--cacert",
-        env().var("CONSOLE_CA"),
-        "-D",
-    ])
-    .arg(&hfile)
-    .args(["-o", "-", "-w", "\n%{http_code}"]);
-    for (k, v) in headers {
-        cmd.arg("-H").arg(format!("{k}: {v}"));
-    }
-    match body_file {
-        Some(f) => cmd.arg("--data-binary").arg(format!("@{}", f.display())),
-        None => cmd.arg("--data-binary").arg(body),
-    };
-    let out = cmd.arg(url).output().expect("curl");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
-    let headers = std::fs::read_to_string(&hfile)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    Reply {
-        code: code.trim().parse().unwrap_or(0),
-        headers,
-        body: body.to_owned(),
-    }
-}
-
-fn bearer(user: &str) -> String {
-    format!("Bearer {}", env().token(user))
+    let body = body_file.map_or(Body::Raw(body), Body::File);
+    curl::request("POST", url, headers, body)
 }
 
 /// A Run in team-a with `mode` and `phase`; returns (name, uid).

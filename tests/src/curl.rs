@@ -1,0 +1,103 @@
+//! One HTTP exchange through `curl` against the test environment's Console
+//! (trusting its CA): status, response headers, body.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::env::env;
+
+/// The answer: status (0 when curl got none), headers with lower-cased
+/// names (every header block curl saw, in order), body as text.
+pub struct Reply {
+    pub code: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Reply {
+    /// The first value of header `name` (lower case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.header_all(name).into_iter().next()
+    }
+
+    /// Every value of header `name` (lower case).
+    pub fn header_all(&self, name: &str) -> Vec<&str> {
+        self.headers
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+
+    /// The body as JSON; panics with the body when it is not.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+}
+
+/// What a request sends.
+pub enum Body<'a> {
+    None,
+    /// JSON, with `Content-Type: application/json`.
+    Json(&'a str),
+    /// These bytes as they are (the caller sets any Content-Type).
+    Raw(&'a str),
+    /// A file's bytes.
+    File(&'a Path),
+}
+
+/// Sends one request with `headers` and `body`; 30 s at most.
+pub fn request(method: &str, url: &str, headers: &[(&str, &str)], body: Body<'_>) -> Reply {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let hfile = dir.path().join("h");
+    let mut cmd = Command::new("curl");
+    cmd.args([
+        "-s",
+        "-X",
+        method,
+        "--max-time",
+        "30",
+        "--cacert",
+        env().var("CONSOLE_CA"),
+        "-D",
+    ])
+    .arg(&hfile)
+    .args(["-o", "-", "-w", "\n%{http_code}"]);
+    for (k, v) in headers {
+        cmd.arg("-H").arg(format!("{k}: {v}"));
+    }
+    match body {
+        Body::None => {}
+        Body::Json(b) => {
+            cmd.args(["-H", "Content-Type: application/json", "--data-binary"])
+                .arg(b);
+        }
+        Body::Raw(b) => {
+            cmd.arg("--data-binary").arg(b);
+        }
+        Body::File(f) => {
+            cmd.arg("--data-binary").arg(format!("@{}", f.display()));
+        }
+    }
+    let out = cmd.arg(url).output().expect("running curl");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+    let headers = std::fs::read_to_string(&hfile)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    Reply {
+        code: code.trim().parse().unwrap_or(0),
+        headers,
+        body: body.to_owned(),
+    }
+}
+
+/// `Bearer <token of user>` for an Authorization header.
+pub fn bearer(user: &str) -> String {
+    format!("Bearer {}", env().token(user))
+}
