@@ -48,7 +48,7 @@ async fn authenticate(State(state): State<AuthnState>, mut req: Request, next: N
 }
 
 /// Leaks nothing: matched route templates are a fixed set.
-pub fn route_name(p: &str) -> &'static str {
+fn route_name(p: &str) -> &'static str {
     match p {
         "/apis/logs.kruntimes.io/v1alpha1/namespaces/{ns}/runs/{name}/log" => "runs/log",
         "/apis" | "/apis/logs.kruntimes.io" | "/apis/logs.kruntimes.io/v1alpha1" => "discovery",

@@ -91,28 +91,65 @@ impl LogSource {
         }
     }
 
+    /// Reads the log (the last `window` lines, or all since the Run's start)
+    /// into a tail window, stopping at the first line stamped past `until`.
+    async fn read_window(
+        &self,
+        window: Option<i64>,
+        until: Option<&Bound>,
+        max_records: usize,
+        max_bytes: usize,
+    ) -> Result<(TailWindow, i64, u64), ApiError> {
+        let mut reader = self.open(window, false).await?;
+        let mut tw = TailWindow::new(max_records, max_bytes);
+        let mut line = Line::default();
+        let mut lines = 0i64;
+        while reader.next_line(&mut line).await.map_err(|e| {
+            ApiError::unavailable(format!("the log of pod {:?} broke off: {e}", self.pod))
+        })? {
+            lines += 1;
+            if let Some(until) = until
+                && line
+                    .split_timestamp()
+                    .0
+                    .is_some_and(|ts| until.is_before(ts))
+            {
+                // Dropping the reader closes the stream: nothing past the bound is read.
+                break;
+            }
+            if let Some(rec) = self.record_of(&line) {
+                tw.push(rec);
+            }
+        }
+        self.metrics.log_bytes_read.inc_by(reader.bytes_read());
+        Ok((tw, lines, reader.bytes_read()))
+    }
+
     /// The last `max_records` records within `max_bytes`.
     pub async fn tail(&self, max_records: usize, max_bytes: usize) -> Result<Tail, ApiError> {
         if let (Some(_), Some(until)) = (self.since, self.until) {
-            return self.tail_between(until, max_records, max_bytes).await;
+            // A finished Run's records lie between its start and completion:
+            // read forward from the start, stop past the completion.
+            let until = Bound::new(until + jiff::SignedDuration::from_secs(COMPLETION_SLACK_SECS));
+            let (tw, lines, bytes_read) = self
+                .read_window(None, Some(&until), max_records, max_bytes)
+                .await?;
+            let (records, cut) = tw.into_parts();
+            return Ok(Tail {
+                records,
+                cut,
+                window: lines.max(1),
+                lines,
+                bytes_read,
+            });
         }
         let mut window = MIN_WINDOW.max(max_records as i64 * 4);
         let mut bytes_read = 0;
         loop {
-            let mut reader = self.open(Some(window), false).await?;
-            let mut tw = TailWindow::new(max_records, max_bytes);
-            let mut line = Line::default();
-            let mut lines = 0i64;
-            while reader.next_line(&mut line).await.map_err(|e| {
-                ApiError::unavailable(format!("the log of pod {:?} broke off: {e}", self.pod))
-            })? {
-                lines += 1;
-                if let Some(rec) = self.record_of(&line) {
-                    tw.push(rec);
-                }
-            }
-            bytes_read += reader.bytes_read();
-            self.metrics.log_bytes_read.inc_by(reader.bytes_read());
+            let (mut tw, lines, read) = self
+                .read_window(Some(window), None, max_records, max_bytes)
+                .await?;
+            bytes_read += read;
             let covered = lines < window;
             if covered || tw.is_full() || window >= MAX_WINDOW {
                 if !covered && !tw.is_full() {
@@ -131,47 +168,6 @@ impl LogSource {
         }
     }
 
-    /// A finished Run's records lie between its start and completion: read
-    /// forward from the start and stop at the first line after completion.
-    async fn tail_between(
-        &self,
-        until: jiff::Timestamp,
-        max_records: usize,
-        max_bytes: usize,
-    ) -> Result<Tail, ApiError> {
-        let until = Bound::new(until + jiff::SignedDuration::from_secs(COMPLETION_SLACK_SECS));
-        let mut reader = self.open(None, false).await?;
-        let mut tw = TailWindow::new(max_records, max_bytes);
-        let mut line = Line::default();
-        let mut lines = 0i64;
-        while reader.next_line(&mut line).await.map_err(|e| {
-            ApiError::unavailable(format!("the log of pod {:?} broke off: {e}", self.pod))
-        })? {
-            lines += 1;
-            if line
-                .split_timestamp()
-                .0
-                .is_some_and(|ts| until.is_before(ts))
-            {
-                // Dropping the reader closes the stream: nothing past completion is read.
-                break;
-            }
-            if let Some(rec) = self.record_of(&line) {
-                tw.push(rec);
-            }
-        }
-        self.metrics.log_bytes_read.inc_by(reader.bytes_read());
-        let bytes_read = reader.bytes_read();
-        let (records, cut) = tw.into_parts();
-        Ok(Tail {
-            records,
-            cut,
-            window: lines.max(1),
-            lines,
-            bytes_read,
-        })
-    }
-
     /// Sends the last `max_records` records, then every new record, as NDJSON
     /// lines to `tx` until the Pod log ends or the receiver goes away.
     pub async fn follow(
@@ -183,10 +179,7 @@ impl LogSource {
         let tail = self.tail(max_records, max_bytes).await?;
         if self.until.is_some() {
             // A finished Run writes no more records: its tail is all there is.
-            for rec in &tail.records {
-                send(tx, rec).await?;
-            }
-            return Ok(());
+            return send_records(tx, &tail.records).await;
         }
         // The follow stream starts with the same window: its first `lines`
         // lines (or, when the window covered the log since the Run's start,
@@ -243,8 +236,11 @@ impl LogSource {
 }
 
 async fn send_all(tx: &mpsc::Sender<Bytes>, w: TailWindow) -> Result<(), ApiError> {
-    let (records, _) = w.into_parts();
-    for rec in &records {
+    send_records(tx, &w.into_parts().0).await
+}
+
+async fn send_records(tx: &mpsc::Sender<Bytes>, records: &[LogRecord]) -> Result<(), ApiError> {
+    for rec in records {
         send(tx, rec).await?;
     }
     Ok(())
