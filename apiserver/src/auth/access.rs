@@ -110,16 +110,21 @@ impl AccessReview {
             return Ok(Decision::Allowed);
         }
         let key = cache_key(caller, attrs);
-        let mut ttl = self.ttl;
-        if let Some(exp) = caller.expires_at {
-            let left = exp - jiff::Timestamp::now().as_second();
-            ttl = ttl.min(Duration::from_secs(left.max(0) as u64));
-        }
-        // Concurrent identical questions share one SubjectAccessReview.
+        // Concurrent identical questions share one SubjectAccessReview. A
+        // decision lives for the TTL, never past the token's expiry.
+        let review = async {
+            let decision = self.call(caller, attrs).await?;
+            let mut ttl = self.ttl;
+            if let Some(exp) = caller.expires_at {
+                let left = exp - jiff::Timestamp::now().as_second();
+                ttl = ttl.min(Duration::from_secs(left.max(0) as u64));
+            }
+            Ok::<_, ReviewUnavailable>((decision, ttl))
+        };
         let entry = self
             .cache
             .entry(key)
-            .or_try_insert_with(async { self.call(caller, attrs).await.map(|d| (d, ttl)) })
+            .or_try_insert_with(review)
             .await
             .map_err(|_| ReviewUnavailable)?;
         if !entry.is_fresh() {
@@ -183,29 +188,34 @@ impl AccessReview {
 
 fn cache_key(caller: &Caller, attrs: &ResourceAttributes) -> [u8; 32] {
     let mut h = Sha256::new();
-    let mut field = |s: &str| {
-        h.update((s.len() as u64).to_le_bytes());
-        h.update(s.as_bytes());
-    };
-    field(&caller.user);
-    field(caller.uid.as_deref().unwrap_or(""));
-    field(&caller.groups.len().to_string());
-    for g in &caller.groups {
-        field(g);
+    // Every field is length-prefixed and every list count-prefixed, so no two
+    // questions share a key.
+    fn count(h: &mut Sha256, n: usize) {
+        h.update((n as u64).to_le_bytes());
     }
-    field(&caller.extra.len().to_string());
+    fn field(h: &mut Sha256, s: &str) {
+        count(h, s.len());
+        h.update(s.as_bytes());
+    }
+    field(&mut h, &caller.user);
+    field(&mut h, caller.uid.as_deref().unwrap_or(""));
+    count(&mut h, caller.groups.len());
+    for g in &caller.groups {
+        field(&mut h, g);
+    }
+    count(&mut h, caller.extra.len());
     for (k, vs) in &caller.extra {
-        field(k);
-        field(&vs.len().to_string());
+        field(&mut h, k);
+        count(&mut h, vs.len());
         for v in vs {
-            field(v);
+            field(&mut h, v);
         }
     }
-    field(attrs.verb);
-    field(attrs.group);
-    field(attrs.resource);
-    field(attrs.subresource.unwrap_or(""));
-    field(&attrs.namespace);
-    field(attrs.name.as_deref().unwrap_or(""));
+    field(&mut h, attrs.verb);
+    field(&mut h, attrs.group);
+    field(&mut h, attrs.resource);
+    field(&mut h, attrs.subresource.unwrap_or(""));
+    field(&mut h, &attrs.namespace);
+    field(&mut h, attrs.name.as_deref().unwrap_or(""));
     h.finalize().into()
 }
