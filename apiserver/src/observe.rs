@@ -3,8 +3,8 @@
 //! counted by route and code, and its latency is recorded. Headers are never
 //! logged.
 
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
@@ -75,15 +75,16 @@ fn trace_access(a: &Access<'_>) {
     );
 }
 
-/// The middleware.
-pub async fn observe(State(o): State<Observer>, req: Request, next: Next) -> Response {
+/// The middleware (its state is shared, not copied, per request).
+pub async fn observe(State(o): State<Arc<Observer>>, req: Request, next: Next) -> Response {
     let route = req
         .extensions()
         .get::<MatchedPath>()
         .map(|p| (o.route_name)(p.as_str()))
         .unwrap_or(o.unmatched);
     let method = req.method().clone();
-    let path = req.uri().path().to_owned();
+    // Copied only when the access line will be written.
+    let path = tracing::enabled!(tracing::Level::INFO).then(|| req.uri().path().to_owned());
     let id = request_id();
     let started = Instant::now();
     let mut resp = next.run(req).await;
@@ -105,13 +106,13 @@ pub async fn observe(State(o): State<Observer>, req: Request, next: Next) -> Res
     if let Ok(v) = HeaderValue::from_str(&id) {
         resp.headers_mut().insert("x-request-id", v);
     }
-    if tracing::enabled!(tracing::Level::INFO) {
+    if let Some(path) = &path {
         let log = ACCESS_LOG.get().copied().unwrap_or(trace_access);
         log(&Access {
             listener,
             request_id: &id,
             method: method.as_str(),
-            path: &path,
+            path,
             code,
             ms: elapsed.as_secs_f64() * 1e3,
         });

@@ -119,12 +119,12 @@ pub fn router(
             authenticate,
         ))
         .layer(middleware::from_fn_with_state(
-            Observer {
+            std::sync::Arc::new(Observer {
                 metrics,
                 listener: "apiserver",
                 route_name,
                 unmatched: "other",
-            },
+            }),
             observe,
         ))
 }

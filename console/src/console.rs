@@ -209,12 +209,12 @@ pub fn router(state: Arc<ConsoleState>, v1: Router, max_header_bytes: usize) -> 
             crate::headers::guard,
         ))
         .layer(middleware::from_fn_with_state(
-            Observer {
+            std::sync::Arc::new(Observer {
                 metrics,
                 listener: "console",
                 route_name,
                 unmatched: "static",
-            },
+            }),
             observe,
         ))
 }

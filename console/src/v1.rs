@@ -6,6 +6,7 @@ pub mod gateway;
 pub mod runs;
 pub mod ws;
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -210,14 +211,17 @@ pub fn identity_headers(id: &Identity, out: &mut HeaderMap) {
         }
     }
     for (k, vs) in &id.extra {
-        let key: String = k
-            .bytes()
-            .map(|b| match b {
-                b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-                _ => format!("%{b:02X}"),
-            })
-            .collect();
-        let Ok(name) = HeaderName::from_bytes(format!("x-remote-extra-{key}").as_bytes()) else {
+        // The key is percent-encoded, as kube-apiserver's front proxy does.
+        let mut key = String::from("x-remote-extra-");
+        for b in k.bytes() {
+            match b {
+                b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => key.push(b as char),
+                _ => {
+                    let _ = write!(key, "%{b:02X}");
+                }
+            }
+        }
+        let Ok(name) = HeaderName::from_bytes(key.as_bytes()) else {
             continue;
         };
         for v in vs {
