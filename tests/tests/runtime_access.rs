@@ -22,7 +22,8 @@ fn post(
     curl::request("POST", url, headers, body)
 }
 
-/// A Run in team-a with `mode` and `phase`; returns (name, uid).
+/// A Run in the fixtures' namespace with `mode` and `phase`, once the shared
+/// Console's watch-backed Run cache shows it so; returns (name, uid).
 async fn run(fx: &Fixtures, runtime: &str, mode: &str, phase: &str) -> (String, String) {
     let name = unique(&format!("{mode}-run"));
     let spec = if mode == "session" {
@@ -32,6 +33,7 @@ async fn run(fx: &Fixtures, runtime: &str, mode: &str, phase: &str) -> (String, 
     };
     let uid = fx.create_run(&name, runtime, mode, spec).await;
     fx.set_run_status(&name, json!({"phase": phase})).await;
+    settle(&fx.ns, &name, &uid, mode, phase).await;
     (name, uid)
 }
 
@@ -42,20 +44,45 @@ fn invoke_url(ns: &str, name: &str, uid: &str) -> String {
     )
 }
 
-/// Waits until the Console's Run cache has the Run in `phase` (the cache is watch-backed).
-async fn settle(ns: &str, name: &str, uid: &str) {
+/// Waits until the Console's Run cache holds the Run in `mode` and `phase`
+/// (a new Run is first seen without its status); fails after 10 s.
+async fn settle(ns: &str, name: &str, uid: &str, mode: &str, phase: &str) {
+    let admin = bearer("admin");
+    let mut last = String::new();
     for _ in 0..100 {
-        let r = post(
-            &invoke_url(ns, name, uid),
-            &[("Authorization", &bearer("admin"))],
-            "{}",
-            None,
-        );
-        if r.code != 404 {
+        let seen = if mode == "session" {
+            // Only a session socket resolves a session Run's phase.
+            match ws_connect(&ops_path(ns, name, uid), &[("Authorization", &admin)]).await {
+                Ok(mut ws) => {
+                    let _ = ws.close(None).await;
+                    last = "upgraded".into();
+                    phase == "Ready"
+                }
+                Err(code) => {
+                    last = code.to_string();
+                    phase != "Ready" && code == 503
+                }
+            }
+        } else {
+            let r = post(
+                &invoke_url(ns, name, uid),
+                &[("Authorization", &admin)],
+                "{}",
+                None,
+            );
+            last = format!("{} {}", r.code, r.body);
+            match (mode, phase) {
+                ("function", "Ready") => r.code == 200,
+                ("function", _) => r.code == 503 && r.body.contains(&format!("is {phase}")),
+                _ => r.code == 400,
+            }
+        };
+        if seen {
             return;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    panic!("the Console never showed {mode} Run {ns}/{name} as {phase}; last answer: {last}");
 }
 
 fn gateway_control(path: &str) -> String {
@@ -81,19 +108,10 @@ fn header_values(req: &Value, name: &str) -> Vec<String> {
         .collect()
 }
 
-fn metric(admin: &str, name: &str) -> f64 {
-    let (_, body) = env().curl(&format!("{admin}/metrics"), &[]);
-    body.lines()
-        .filter(|l| l.starts_with(name))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
-}
-
 #[tokio::test]
 async fn operator_invokes_and_the_gateway_sees_identity_but_no_credentials() {
     let fx = Fixtures::new("team-a").await;
     let (name, uid) = run(&fx, "bash", "function", "Ready").await;
-    settle("team-a", &name, &uid).await;
     let r = post(
         &invoke_url("team-a", &name, &uid),
         &[
@@ -142,7 +160,6 @@ async fn operator_invokes_and_the_gateway_sees_identity_but_no_credentials() {
 async fn who_may_invoke() {
     let fx = Fixtures::new("team-a").await;
     let (name, uid) = run(&fx, "bash", "function", "Ready").await;
-    settle("team-a", &name, &uid).await;
     let url = invoke_url("team-a", &name, &uid);
     for user in ["viewer", "outsider"] {
         let r = post(&url, &[("Authorization", &bearer(user))], "{}", None);
@@ -181,7 +198,6 @@ async fn who_may_invoke() {
 async fn session_cookie_works_and_an_explicit_header_wins() {
     let fx = Fixtures::new("team-a").await;
     let (name, uid) = run(&fx, "bash", "function", "Ready").await;
-    settle("team-a", &name, &uid).await;
     let login = |user: &str| {
         let r = post(
             &format!("{}/api/session", env().var("CONSOLE_URL")),
@@ -242,9 +258,6 @@ async fn run_resolution_errors() {
     let (fname, fuid) = run(&fx, "bash", "function", "Ready").await;
     let (pname, puid) = run(&fx, "bash", "function", "Pending").await;
     let (tname, tuid) = run(&fx, "bash", "task", "Running").await;
-    settle("team-a", &fname, &fuid).await;
-    settle("team-a", &pname, &puid).await;
-    settle("team-a", &tname, &tuid).await;
     let op = bearer("operator");
     let h = [("Authorization", op.as_str())];
     let wrong = post(
@@ -285,7 +298,6 @@ async fn run_resolution_errors() {
 async fn bounds_are_enforced_before_forwarding() {
     let fx = Fixtures::new("team-a").await;
     let (name, uid) = run(&fx, "bash", "function", "Ready").await;
-    settle("team-a", &name, &uid).await;
     let url = invoke_url("team-a", &name, &uid);
     let op = bearer("operator");
     let before = gateway_requests(&name).len();
@@ -364,7 +376,6 @@ async fn authorization_is_cached_and_revocation_ends_access_within_the_ttl() {
     let token = format!("Bearer {}", String::from_utf8_lossy(&out.stdout).trim());
     let fx = Fixtures::new(ns).await;
     let (name, uid) = run(&fx, "bash", "function", "Ready").await;
-    settle(ns, &name, &uid).await;
     // A Console of its own, so no other test's calls move its metrics.
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
@@ -377,7 +388,6 @@ async fn authorization_is_cached_and_revocation_ends_access_within_the_ttl() {
             format!("--gateway-client-key={}", e.pki("console.key").display()),
         ],
     );
-    let admin_url = format!("http://127.0.0.1:{}", console.admin_port);
     let url = format!("https://127.0.0.1:{port}/v1/namespaces/{ns}/runs/{name}/{uid}/invoke");
     // Its Run cache loads first.
     for _ in 0..100 {
@@ -390,26 +400,20 @@ async fn authorization_is_cached_and_revocation_ends_access_within_the_ttl() {
         post(&url, &[("Authorization", &token)], "{}", None).code,
         200
     );
-    let reviews = metric(&admin_url, "kruntimes_console_access_reviews_total");
-    let hits = metric(
-        &admin_url,
-        "kruntimes_console_access_review_cache_hits_total",
-    );
+    let metric = |name| console.metric(name).unwrap_or(0.0);
+    let reviews = metric("kruntimes_console_access_reviews_total");
+    assert!(reviews >= 1.0, "the first call made no SubjectAccessReview");
+    let hits = metric("kruntimes_console_access_review_cache_hits_total");
     assert_eq!(
         post(&url, &[("Authorization", &token)], "{}", None).code,
         200
     );
     assert_eq!(
-        metric(&admin_url, "kruntimes_console_access_reviews_total"),
+        metric("kruntimes_console_access_reviews_total"),
         reviews,
         "a second call made a new SubjectAccessReview"
     );
-    assert!(
-        metric(
-            &admin_url,
-            "kruntimes_console_access_review_cache_hits_total"
-        ) > hits
-    );
+    assert!(metric("kruntimes_console_access_review_cache_hits_total") > hits);
 
     let _ = e.kubectl(Some(admin), &["-n", ns, "delete", "rolebinding", &user]);
     let revoked = Instant::now();
@@ -492,7 +496,6 @@ fn ops_path(ns: &str, name: &str, uid: &str) -> String {
 async fn session_operations_stream_events_in_order_and_cancel() {
     let fx = Fixtures::new("team-a").await;
     let (name, uid) = run(&fx, "bash", "session", "Ready").await;
-    settle("team-a", &name, &uid).await;
     let op = bearer("operator");
     let mut ws = ws_connect(&ops_path("team-a", &name, &uid), &[("Authorization", &op)])
         .await
@@ -565,8 +568,6 @@ async fn operations_access_and_resolution() {
     let fx = Fixtures::new("team-a").await;
     let (name, uid) = run(&fx, "bash", "session", "Ready").await;
     let (fname, fuid) = run(&fx, "bash", "function", "Ready").await;
-    settle("team-a", &name, &uid).await;
-    settle("team-a", &fname, &fuid).await;
     for user in ["viewer", "outsider"] {
         let r = ws_connect(
             &ops_path("team-a", &name, &uid),
@@ -711,7 +712,6 @@ async fn gateway_faults_pass_through_or_become_503() {
     let gw = own_gateway().await;
     let fx = Fixtures::new("team-a").await;
     let (name, uid) = run(&fx, &gw.runtime, "function", "Ready").await;
-    settle("team-a", &name, &uid).await;
     let url = invoke_url("team-a", &name, &uid);
     let op = bearer("operator");
     let first = post(&url, &[("Authorization", &op)], "{}", None);
@@ -775,10 +775,20 @@ async fn a_client_leaving_mid_operation_closes_the_upstream_socket() {
     let gw = own_gateway().await;
     let fx = Fixtures::new("team-a").await;
     let (name, uid) = run(&fx, &gw.runtime, "session", "Ready").await;
-    settle("team-a", &name, &uid).await;
     let stats = || -> Value {
         serde_json::from_str(&env().curl(&format!("{}/stats", gw.control), &[]).1).unwrap()
     };
+    // Settling the Run opened (and closed) a socket: start from a quiet gateway.
+    let mut quiet = false;
+    for _ in 0..100 {
+        if stats()["wsOpen"] == 0 {
+            quiet = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(quiet, "the settling socket stayed open: {}", stats());
+    let disconnects = stats()["upstreamDisconnects"].as_u64().unwrap_or(0);
     let mut ws = ws_connect(
         &ops_path("team-a", &name, &uid),
         &[("Authorization", &bearer("operator"))],
@@ -798,7 +808,7 @@ async fn a_client_leaving_mid_operation_closes_the_upstream_socket() {
     let mut closed = false;
     for _ in 0..100 {
         let s = stats();
-        if s["wsOpen"] == 0 && s["upstreamDisconnects"].as_u64().unwrap_or(0) >= 1 {
+        if s["wsOpen"] == 0 && s["upstreamDisconnects"].as_u64().unwrap_or(0) > disconnects {
             closed = true;
             break;
         }
@@ -822,7 +832,6 @@ async fn a_client_leaving_mid_operation_closes_the_upstream_socket() {
 async fn a_plain_get_on_operations_tells_whether_the_caller_may() {
     let fx = Fixtures::new("team-a").await;
     let (name, uid) = run(&fx, "bash", "session", "Ready").await;
-    settle("team-a", &name, &uid).await;
     let url = format!(
         "{}{}",
         env().var("CONSOLE_URL"),
