@@ -274,7 +274,8 @@ impl Fixtures {
             .join("runtimed.log")
     }
 
-    /// Appends raw lines to a Pod's runtimed log with the given RFC 3339 stamps (CRI format).
+    /// Appends raw lines to a Pod's runtimed log with the given RFC 3339
+    /// stamps (CRI format), in one write.
     pub fn append_log_at(&self, pod: &str, lines: &[(String, String)]) {
         use std::io::Write;
         let path = self.log_path(pod);
@@ -284,28 +285,23 @@ impl Fixtures {
             .append(true)
             .open(&path)
             .expect("opening log");
+        let mut buf = String::new();
         for (ts, l) in lines {
-            f.write_all(format!("{ts} stdout F {l}\n").as_bytes())
-                .expect("appending log");
+            buf.push_str(&format!("{ts} stdout F {l}\n"));
         }
+        f.write_all(buf.as_bytes()).expect("appending log");
     }
 
     /// Appends raw lines to a Pod's runtimed log, each stamped now (CRI format).
     pub fn append_log(&self, pod: &str, lines: &[String]) {
-        use std::io::Write;
-        let path = self.log_path(pod);
-        std::fs::create_dir_all(path.parent().expect("log dir")).expect("log dir");
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .expect("opening log");
-        let mut buf = String::new();
-        for l in lines {
-            let ts = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S%.9fZ");
-            buf.push_str(&format!("{ts} stdout F {l}\n"));
-        }
-        f.write_all(buf.as_bytes()).expect("appending log");
+        let stamped: Vec<(String, String)> = lines
+            .iter()
+            .map(|l| {
+                let ts = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S%.9fZ");
+                (ts.to_string(), l.clone())
+            })
+            .collect();
+        self.append_log_at(pod, &stamped);
     }
 }
 
@@ -362,6 +358,20 @@ impl Drop for ConsoleProcess {
 }
 
 impl ConsoleProcess {
+    /// The sum of metric `name`'s series on this Console's `/metrics`
+    /// (None when it has none).
+    pub fn metric(&self, name: &str) -> Option<f64> {
+        let url = format!("http://127.0.0.1:{}/metrics", self.admin_port);
+        let (_, body) = env().curl(&url, &[]);
+        body.lines()
+            .filter(|l| {
+                l.strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with(' ') || rest.starts_with('{'))
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .reduce(|a, b| a + b)
+    }
+
     /// Starts `kruntimes-console` with the environment's identity and `args`
     /// appended; waits until it is ready.
     pub fn start(dir: &Path, args: &[String]) -> Self {

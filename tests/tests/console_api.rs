@@ -809,14 +809,8 @@ async fn a_browser_leaving_a_follow_releases_the_upstream_stream() {
     let dir = tempfile::tempdir().unwrap();
     let port = kruntimes_tests::env::free_port();
     let own = ConsoleProcess::start(dir.path(), &[format!("--console-listen=127.0.0.1:{port}")]);
-    let gauge = || -> f64 {
-        let (_, body) = env().curl(&format!("http://127.0.0.1:{}/metrics", own.admin_port), &[]);
-        body.lines()
-            .find(|l| l.starts_with("kruntimes_console_log_follow_streams "))
-            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
-            .unwrap_or(-1.0)
-    };
-    assert_eq!(gauge(), 0.0);
+    let gauge = || own.metric("kruntimes_console_log_follow_streams");
+    assert_eq!(gauge(), Some(0.0));
     let mut child = Command::new("curl")
         .args([
             "-sN",
@@ -839,12 +833,12 @@ async fn a_browser_leaving_a_follow_releases_the_upstream_stream() {
         .read_line(&mut first)
         .unwrap();
     assert!(first.contains("first"));
-    assert_eq!(gauge(), 1.0);
+    assert_eq!(gauge(), Some(1.0));
     let _ = child.kill();
     let _ = child.wait();
     let mut released = false;
     for _ in 0..100 {
-        if gauge() == 0.0 {
+        if gauge() == Some(0.0) {
             released = true;
             break;
         }
