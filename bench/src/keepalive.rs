@@ -74,7 +74,6 @@ impl TlsClient {
         Conn {
             client: self.clone(),
             stream: None,
-            buf: Vec::new(),
         }
     }
 
@@ -104,7 +103,6 @@ impl TlsClient {
 pub struct Conn {
     client: TlsClient,
     stream: Option<TlsStream<TcpStream>>,
-    buf: Vec<u8>,
 }
 
 impl Conn {
@@ -118,10 +116,7 @@ impl Conn {
     ) -> Result<(u16, Vec<u8>)> {
         let mut stream = match self.stream.take() {
             Some(s) => s,
-            None => {
-                self.buf.clear();
-                self.client.connect().await?
-            }
+            None => self.client.connect().await?,
         };
         let mut req = format!(
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nAccept: */*\r\nContent-Length: {}\r\n",
@@ -136,7 +131,7 @@ impl Conn {
         out.extend_from_slice(body);
         stream.write_all(&out).await?;
         stream.flush().await?;
-        let resp = read_response(stream, std::mem::take(&mut self.buf)).await?;
+        let resp = read_response(stream, Vec::new()).await?;
         let (status, close) = (resp.status, resp.close);
         let (body, stream, rest) = resp.body.finish().await?;
         if !close {
@@ -144,7 +139,6 @@ impl Conn {
                 bail!("{} bytes after a response", rest.len());
             }
             self.stream = Some(stream);
-            self.buf = rest;
         }
         Ok((status, body))
     }
