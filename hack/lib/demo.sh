@@ -3,7 +3,7 @@
 # WorkflowRun with a multi-stage DAG and a child WorkflowRun, and a writer
 # that appends interleaved runtimed lines to the Pods' logs.
 
-demo_ts() { date -u +%Y-%m-%dT%H:%M:%S.%NZ; }
+demo_ts() { date -u -d "${1:-now}" +%Y-%m-%dT%H:%M:%S.%NZ; } # [relative time, e.g. "-90 seconds"]
 
 demo_pod() { # ns name runtime
 	K apply -f - >/dev/null <<YAML
@@ -153,10 +153,12 @@ demo_seed_logs() {
 		while read -r name uid pod rt; do
 			[[ -z "$pod" ]] && continue
 			mkdir -p "$TESTENV_LOGS/${ns}_$pod"
+			# Seeded once: a second seed would append older lines after newer ones.
+			grep -qs "\"run_uid\":\"$uid\"" "$TESTENV_LOGS/${ns}_$pod/runtimed.log" && continue
 			# Written while the Run ran: between its start (3 minutes ago) and now.
 			for i in 1 2 3 4 5; do
 				printf '%s stdout F {"run_uid":"%s","run_name":"%s","namespace":"%s","runtime":"%s","pod":"%s","stream":"stdout","message":"step %d of %s: ok"}\n' \
-					"$(date -u -d "-$((170 - i * 20)) seconds" +%Y-%m-%dT%H:%M:%S.%NZ)" "$uid" "$name" "$ns" "$rt" "$pod" "$i" "$name" >>"$TESTENV_LOGS/${ns}_$pod/runtimed.log"
+					"$(demo_ts "-$((170 - i * 20)) seconds")" "$uid" "$name" "$ns" "$rt" "$pod" "$i" "$name" >>"$TESTENV_LOGS/${ns}_$pod/runtimed.log"
 			done
 			printf '%s stdout F runtimed: health probe ok\n' "$(demo_ts)" >>"$TESTENV_LOGS/${ns}_$pod/runtimed.log"
 		done
