@@ -127,6 +127,32 @@ fn clean(mut obj: Value) -> Value {
     obj
 }
 
+/// Puts the Console's ClusterRole and reader RoleBinding back when dropped
+/// (also when a step panics), so later test binaries see the full RBAC.
+struct Restore {
+    role: Value,
+    binding: Value,
+}
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, obj, verb) in [
+            ("r.json", &self.role, "replace"),
+            ("b.json", &self.binding, "create"),
+        ] {
+            let f = dir.path().join(name);
+            if std::fs::write(&f, obj.to_string()).is_ok() {
+                // Already in place is fine: `create` of an existing binding fails harmlessly.
+                let _ = env().kubectl(
+                    Some(env().token("admin")),
+                    &[verb, "-f", f.to_str().unwrap()],
+                );
+            }
+        }
+    }
+}
+
 /// Polls until the probe gives `want` (RBAC changes reach the authorizer within moments).
 async fn until(p: &Probe, feature: &str, pred: impl Fn(u16) -> bool) -> u16 {
     let mut last = 0;
@@ -191,6 +217,11 @@ async fn every_rule_serves_a_feature_that_breaks_without_it() {
     ]));
     let rules = role["rules"].as_array().unwrap().clone();
     assert!(!rules.is_empty());
+    // Whatever happens below, the shared control plane gets the full RBAC back.
+    let _restore = Restore {
+        role: role.clone(),
+        binding: binding.clone(),
+    };
 
     let dir = tempfile::tempdir().unwrap();
     let mut p = Probe {
