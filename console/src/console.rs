@@ -17,7 +17,7 @@ use serde_json::json;
 
 use crate::clients::UserClients;
 use crate::credentials::{Credentials, Source, auth_error, resolve};
-use crate::error::ConsoleError;
+use crate::error::{ConsoleError, refuse};
 use crate::session::SessionSealer;
 
 /// Everything the Console's handlers share.
@@ -65,11 +65,7 @@ async fn credentials(
         .unwrap_or_default();
     let creds = match resolve(&state.authn, &state.sealer, req.headers(), &peer).await {
         Ok(c) => c,
-        Err(e) => {
-            // Read a little of any body so an HTTP/2 client still sending sees the answer.
-            crate::v1::drain(req.into_body(), 64 << 10).await;
-            return e.into_response();
-        }
+        Err(e) => return refuse(req.into_body(), e).await,
     };
     let changes_state = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
     let is_ws = req
@@ -81,11 +77,10 @@ async fn credentials(
         && (changes_state || is_ws)
         && !same_origin(req.headers(), req.uri())
     {
-        crate::v1::drain(req.into_body(), 64 << 10).await;
-        return ConsoleError::forbidden(
+        let refusal = ConsoleError::forbidden(
             "cross-origin request refused: a request authenticated by the session cookie must come from the Console's own origin",
-        )
-        .into_response();
+        );
+        return refuse(req.into_body(), refusal).await;
     }
     req.extensions_mut()
         .insert(Caller(creds.map(std::sync::Arc::new)));

@@ -108,6 +108,32 @@ impl ConsoleError {
     }
 }
 
+/// How much of a refused request's body is read before the refusal is sent.
+const REFUSAL_DRAIN_BYTES: usize = 64 << 10;
+
+/// Answers `err` after reading a little of the request body: an HTTP/2
+/// client still sending would otherwise see a reset stream, not the answer.
+pub async fn refuse(body: axum::body::Body, err: ConsoleError) -> Response {
+    drain(body, REFUSAL_DRAIN_BYTES).await;
+    err.into_response()
+}
+
+/// Reads and drops up to `budget` more bytes (a few seconds at most) so the
+/// client, still sending, receives the refusal.
+pub async fn drain(mut body: axum::body::Body, budget: usize) {
+    use http_body_util::BodyExt;
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        let mut read = 0;
+        while read <= budget {
+            match body.frame().await {
+                Some(Ok(f)) => read += f.data_ref().map_or(0, |d| d.len()),
+                _ => break,
+            }
+        }
+    })
+    .await;
+}
+
 impl IntoResponse for ConsoleError {
     fn into_response(self) -> Response {
         let mut resp = (self.code, Json(self.body())).into_response();

@@ -3,7 +3,6 @@
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;
-use axum::response::IntoResponse;
 use axum::response::Response;
 use http::{HeaderValue, header};
 
@@ -22,14 +21,12 @@ pub async fn guard(State(max): State<usize>, req: Request, next: Next) -> Respon
         .map(|(k, v)| k.as_str().len() + v.len() + 4)
         .sum();
     let mut resp = if size > max {
-        // Read a little of any body so an HTTP/2 client still sending sees the 431.
-        crate::v1::drain(req.into_body(), 64 << 10).await;
-        crate::error::ConsoleError::new(
+        let refusal = crate::error::ConsoleError::new(
             http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             "RequestHeaderFieldsTooLarge",
             format!("the request headers total {size} bytes; at most {max} are accepted"),
-        )
-        .into_response()
+        );
+        crate::error::refuse(req.into_body(), refusal).await
     } else {
         next.run(req).await
     };

@@ -29,7 +29,7 @@ use rustls::ClientConfig;
 use self::gateway::{GatewayResolver, GatewayTarget};
 use self::runs::{Mode, RunCache};
 use crate::console::Caller;
-use crate::error::{AccessRequest, ConsoleError};
+use crate::error::{AccessRequest, ConsoleError, drain};
 
 /// Header carrying an invocation's ID, echoed back.
 pub const INVOCATION_ID: &str = "x-kruntime-invocation-id";
@@ -278,21 +278,6 @@ fn too_large(max: usize) -> ConsoleError {
     ConsoleError::too_large(format!(
         "the request body exceeds {max} bytes; nothing was forwarded"
     ))
-}
-
-/// Reads and drops up to `budget` more bytes (a few seconds at most) so the
-/// client, still sending, receives the 413 instead of a reset stream.
-pub(crate) async fn drain(mut body: Body, budget: usize) {
-    let _ = tokio::time::timeout(Duration::from_secs(5), async {
-        let mut read = 0;
-        while read <= budget {
-            match body.frame().await {
-                Some(Ok(f)) => read += f.data_ref().map_or(0, |d| d.len()),
-                _ => break,
-            }
-        }
-    })
-    .await;
 }
 
 async fn invoke(
