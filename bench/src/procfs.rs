@@ -52,3 +52,13 @@ pub fn cpu_seconds(pid: u32) -> Result<f64> {
     // utime and stime, in USER_HZ (100 per second on Linux).
     Ok((ticks(11) + ticks(12)) as f64 / 100.0)
 }
+
+/// The 1, 5 and 15 minute load averages, as `/proc/loadavg` gives them.
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}

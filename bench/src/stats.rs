@@ -23,6 +23,17 @@ pub fn max(values: &[f64]) -> f64 {
     values.iter().copied().fold(f64::NEG_INFINITY, f64::max)
 }
 
+/// `median (min–max)` with `digits` decimals.
+pub fn range(values: &[f64], digits: usize) -> String {
+    format!(
+        "{:.d$} ({:.d$}–{:.d$})",
+        median(values),
+        min(values),
+        max(values),
+        d = digits
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -70,15 +70,6 @@ const NS: &str = "team-a";
 const FUNCTION_RUN: &str = "bench-invoke";
 const SESSION_RUN: &str = "bench-session";
 
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .split_whitespace()
-        .take(3)
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// A Ready Run of runtime `bash` in `mode`; its UID.
 async fn ready_run(fx: &Fixtures, name: &str, mode: Value) -> Result<String> {
     let ar = ApiResource::from_gvk_with_plural(
@@ -181,16 +172,6 @@ async fn invoke_pass(
         connects: side.client.connects.load(Ordering::Relaxed) - connects0,
         lat_ms,
     })
-}
-
-fn range(values: &[f64], digits: usize) -> String {
-    format!(
-        "{:.d$} ({:.d$}–{:.d$})",
-        stats::median(values),
-        stats::min(values),
-        stats::max(values),
-        d = digits
-    )
 }
 
 /// Tells the fake gateway to answer invokes after `ms` (0: at once).
@@ -299,7 +280,7 @@ async fn invoke_at(
             invoke_pass(side, pool, &path, 20, pids).await?;
         }
         let m0 = metrics::scrape(admin).await?;
-        let load = load_average();
+        let load = procfs::load_average();
         let mut rows: Vec<Vec<Pass>> = vec![Vec::new(), Vec::new()];
         for _ in 0..args.passes {
             // Alternate the two sides so that load drifts hit both.
@@ -312,7 +293,7 @@ async fn invoke_at(
             "\nfunction time {function_ms} ms, concurrency {conns}, {} invokes per pass, {} passes, {placement} (load {load} → {}); token reviews +{}, access reviews +{}",
             conns * per_conn,
             args.passes,
-            load_average(),
+            procfs::load_average(),
             m1.token_reviews - m0.token_reviews,
             m1.access_reviews - m0.access_reviews,
         );
@@ -356,15 +337,15 @@ async fn invoke_at(
             .collect();
         println!(
             "SUMMARY function {function_ms} ms c={conns}: console p50 {} p99 {}; direct p50 {} p99 {}; added p50 {} p99 {}; throughput console {} direct {} ratio % {}",
-            range(&pct(0, 50.0), 3),
-            range(&pct(0, 99.0), 3),
-            range(&pct(1, 50.0), 3),
-            range(&pct(1, 99.0), 3),
-            range(&added(50.0), 3),
-            range(&added(99.0), 3),
-            range(&rows[0].iter().map(|p| p.rps).collect::<Vec<_>>(), 0),
-            range(&rows[1].iter().map(|p| p.rps).collect::<Vec<_>>(), 0),
-            range(&ratio, 1),
+            stats::range(&pct(0, 50.0), 3),
+            stats::range(&pct(0, 99.0), 3),
+            stats::range(&pct(1, 50.0), 3),
+            stats::range(&pct(1, 99.0), 3),
+            stats::range(&added(50.0), 3),
+            stats::range(&added(99.0), 3),
+            stats::range(&rows[0].iter().map(|p| p.rps).collect::<Vec<_>>(), 0),
+            stats::range(&rows[1].iter().map(|p| p.rps).collect::<Vec<_>>(), 0),
+            stats::range(&ratio, 1),
         );
     }
     Ok(())
@@ -406,7 +387,7 @@ fn send_frame(command: &str, args: &[&str]) -> Message {
 
 async fn ws_round_trips(args: &Args, sides: &[Side; 2], uid: &str) -> Result<()> {
     let path = format!("/v1/namespaces/{NS}/runs/{SESSION_RUN}/{uid}/operations:ws");
-    let load = load_average();
+    let load = procfs::load_average();
     let mut rt: Vec<Vec<f64>> = vec![Vec::new(), Vec::new()];
     let mut open: Vec<Vec<f64>> = vec![Vec::new(), Vec::new()];
     let mut all: Vec<Vec<f64>> = vec![Vec::new(), Vec::new()];
@@ -446,7 +427,7 @@ async fn ws_round_trips(args: &Args, sides: &[Side; 2], uid: &str) -> Result<()>
         "\nWebSocket echo round trip, {} operations × {} passes per path (load {load} → {})",
         args.ws_ops,
         args.passes,
-        load_average()
+        procfs::load_average()
     );
     println!(
         "| path | send→terminal p50 ms, median (min–max) | p99 ms, median (min–max) | max ms | socket open p50 ms, median (min–max) |"
@@ -456,14 +437,14 @@ async fn ws_round_trips(args: &Args, sides: &[Side; 2], uid: &str) -> Result<()>
         println!(
             "| {} | {} | {} | {:.3} | {} |",
             side.name,
-            range(&rt[i], 3),
-            range(&p99[i], 3),
+            stats::range(&rt[i], 3),
+            stats::range(&p99[i], 3),
             stats::max(&all[i]),
-            range(&open[i], 2)
+            stats::range(&open[i], 2)
         );
     }
     let added: Vec<f64> = rt[0].iter().zip(&rt[1]).map(|(c, d)| c - d).collect();
-    println!("added p50 ms per pass: {}", range(&added, 3));
+    println!("added p50 ms per pass: {}", stats::range(&added, 3));
     Ok(())
 }
 
@@ -488,7 +469,7 @@ async fn sockets(args: &Args, env: &BenchEnv, console: &Side, uid: &str) -> Resu
             mib(m.hwm_kib),
             fds(pid),
             mib(g.rss_kib),
-            load_average()
+            procfs::load_average()
         );
         Ok(())
     };
@@ -604,7 +585,7 @@ async fn main() -> Result<()> {
         "Console before: VmRSS {} MiB, VmHWM {} MiB (load {})",
         mib(m.rss_kib),
         mib(m.hwm_kib),
-        load_average()
+        procfs::load_average()
     );
     if args.only.iter().any(|o| o == "invoke") {
         invoke(&args, &env, &sides, &fn_uid).await?;

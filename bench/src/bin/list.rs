@@ -151,15 +151,6 @@ async fn seed(args: &Args, client: &kube::Client) -> Result<()> {
     Ok(())
 }
 
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .split_whitespace()
-        .take(3)
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// How one case sends a request.
 #[derive(Clone)]
 enum Target {
@@ -259,16 +250,6 @@ async fn pass(target: &Target, requests: usize, conns: usize) -> Result<Pass> {
         cont: last.1,
         wall_s: start.elapsed().as_secs_f64(),
     })
-}
-
-fn range(values: &[f64], digits: usize) -> String {
-    format!(
-        "{:.d$} ({:.d$}–{:.d$})",
-        stats::median(values),
-        stats::min(values),
-        stats::max(values),
-        d = digits
-    )
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -381,7 +362,7 @@ async fn main() -> Result<()> {
         "Console idle: VmRSS {} MiB, VmHWM {} MiB (load {})",
         mib(idle.rss_kib),
         mib(idle.hwm_kib),
-        load_average()
+        procfs::load_average()
     );
     println!(
         "| case | conns | requests × passes | p50 ms, median (min–max) | p99 ms, median (min–max) | req/s, median | items / continue | Console CPU ms/req | kube-apiserver CPU ms/req | Console RSS MiB before / peak / after | load |"
@@ -391,7 +372,7 @@ async fn main() -> Result<()> {
         if only.as_ref().is_some_and(|o| !o.contains(name)) {
             continue;
         }
-        let load = load_average();
+        let load = procfs::load_average();
         // Warm-up: connections, the authorization cache, kubectl's discovery cache.
         pass(target, (*conns).max(3), *conns).await?;
         procfs::reset_peak(console_pid)?;
@@ -419,8 +400,8 @@ async fn main() -> Result<()> {
         println!(
             "| {name} | {conns} | {requests} × {} | {} | {} | {:.0} | {} / {} | {cpu_c:.2} | {cpu_a:.2} | {} / {} / {} | {load} |",
             args.passes,
-            range(&p50, 1),
-            range(&p99, 1),
+            stats::range(&p50, 1),
+            stats::range(&p99, 1),
             stats::median(&rps),
             shape.0,
             if shape.1 { "yes" } else { "no" },
@@ -433,7 +414,7 @@ async fn main() -> Result<()> {
     println!(
         "Console at the end: VmRSS {} MiB (load {})",
         mib(m.rss_kib),
-        load_average()
+        procfs::load_average()
     );
     Ok(())
 }
