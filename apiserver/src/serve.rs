@@ -30,6 +30,8 @@ pub struct ConnLimits {
     pub handshake_timeout: Duration,
     /// Largest request header block accepted (HTTP/1.1 read buffer and HTTP/2 header list).
     pub max_header_bytes: usize,
+    /// After `shutdown`, how long open connections may take to finish.
+    pub drain_timeout: Duration,
 }
 
 impl Default for ConnLimits {
@@ -37,6 +39,7 @@ impl Default for ConnLimits {
         Self {
             handshake_timeout: Duration::from_secs(10),
             max_header_bytes: 16 << 10,
+            drain_timeout: Duration::from_secs(25),
         }
     }
 }
@@ -111,6 +114,7 @@ pub async fn serve_tls(
             }
         });
     }
-    // Give open requests a bounded time to finish.
-    let _ = tokio::time::timeout(Duration::from_secs(10), graceful.shutdown()).await;
+    // Idle connections close now (HTTP/2 with GOAWAY); open requests get a
+    // bounded time to finish.
+    let _ = tokio::time::timeout(limits.drain_timeout, graceful.shutdown()).await;
 }

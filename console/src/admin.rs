@@ -6,6 +6,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use http::{HeaderValue, StatusCode, header};
 use kruntimes_apiserver::auth::RequestHeaderSource;
+use kruntimes_apiserver::lifecycle::{Lifecycle, Phase};
 use kruntimes_apiserver::metrics::Metrics;
 use prometheus_client::registry::Registry;
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use tokio::net::TcpListener;
 struct AdminState {
     registry: Arc<Registry>,
     request_header: RequestHeaderSource,
+    lifecycle: Lifecycle,
 }
 
 async fn metrics(State(s): State<AdminState>) -> Response {
@@ -31,7 +33,9 @@ async fn metrics(State(s): State<AdminState>) -> Response {
 }
 
 async fn ready(State(s): State<AdminState>) -> Response {
-    if s.request_header.is_loaded() {
+    if s.lifecycle.phase() != Phase::Serving {
+        (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response()
+    } else if s.request_header.is_loaded() {
         (StatusCode::OK, "ready\n").into_response()
     } else {
         (
@@ -47,6 +51,7 @@ pub async fn serve(
     listener: TcpListener,
     metrics_set: Metrics,
     request_header: RequestHeaderSource,
+    lifecycle: Lifecycle,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
     let mut registry = Registry::default();
@@ -54,6 +59,7 @@ pub async fn serve(
     let state = AdminState {
         registry: Arc::new(registry),
         request_header,
+        lifecycle,
     };
     let app = Router::new()
         .route("/metrics", get(metrics))

@@ -39,7 +39,13 @@ impl From<DurationArg> for std::time::Duration {
 /// APIService), the Console (web UI, /api and the /v1 Runtime access
 /// handler) and an admin listener with probes and metrics.
 #[derive(Clone, Debug, Parser)]
-#[command(name = "kruntimes-console", version, about, long_about = None)]
+#[command(
+    name = "kruntimes-console",
+    version,
+    about,
+    long_about = None,
+    after_help = "`kruntimes-console check --help`: check an installation from inside the cluster (the chart's helm test)."
+)]
 pub struct Args {
     /// Kubeconfig holding the Console's own (ServiceAccount) credentials.
     /// Without it the in-cluster configuration is used.
@@ -148,6 +154,18 @@ pub struct Args {
     /// Longest wait to connect to a gateway.
     #[arg(long, default_value = "5s")]
     pub access_connect_timeout: DurationArg,
+
+    /// On SIGTERM, how long the process stays up not ready but still
+    /// serving, so endpoints and kube-proxy move new connections to other
+    /// replicas before it stops accepting.
+    #[arg(long, default_value = "5s")]
+    pub shutdown_delay: DurationArg,
+
+    /// After the delay, how long open requests and streams may take to
+    /// finish (follows end with a final Status line, operation sockets
+    /// close with 1001) before the process exits anyway.
+    #[arg(long, default_value = "25s")]
+    pub shutdown_timeout: DurationArg,
 
     /// Log format: json or text.
     #[arg(long, default_value = "json", value_parser = ["json", "text"])]

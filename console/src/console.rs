@@ -9,6 +9,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use http::{HeaderMap, HeaderValue, Method, header};
 use kruntimes_apiserver::auth::{AccessReview, Authenticator, BearerToken};
+use kruntimes_apiserver::lifecycle::Lifecycle;
 use kruntimes_apiserver::metrics::Metrics;
 use kruntimes_apiserver::observe::{Observer, observe};
 use kruntimes_apiserver::serve::PeerCertificates;
@@ -31,6 +32,8 @@ pub struct ConsoleState {
     pub service_account: kube::Client,
     pub public_read: bool,
     pub metrics: Metrics,
+    /// Long-lived answers (follows) end when the process stops.
+    pub lifecycle: Lifecycle,
 }
 
 /// The resolved credentials of a request (absent: none given).

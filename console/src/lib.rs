@@ -6,6 +6,7 @@
 pub mod admin;
 pub mod api;
 pub mod args;
+pub mod check;
 pub mod clients;
 pub mod console;
 pub mod credentials;
@@ -21,6 +22,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use kruntimes_apiserver::auth::{AccessReview, Authenticator, RequestHeaderSource, TokenReviewer};
+use kruntimes_apiserver::lifecycle::{Lifecycle, Phase};
 use kruntimes_apiserver::logs::handler::LogApi;
 use kruntimes_apiserver::metrics::Metrics;
 use kruntimes_apiserver::serve::{ConnLimits, serve_tls};
@@ -87,6 +89,7 @@ fn watch_client_ca(
 pub async fn run(args: Args) -> anyhow::Result<()> {
     args.validate()?;
     let metrics = Metrics::default();
+    let lifecycle = Lifecycle::default();
     let sa_config = service_account_config(&args).await?;
     let sa = kube::Client::try_from(sa_config.clone()).context("building the Kubernetes client")?;
     let tokens = TokenReviewer::new(
@@ -116,6 +119,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         service_account: sa.clone(),
         access: access.clone(),
         metrics: metrics.clone(),
+        lifecycle: lifecycle.clone(),
     });
     let api_router =
         kruntimes_apiserver::server::router(log_api, api_authn, Some(request_header.clone()));
@@ -155,6 +159,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         service_account: sa.clone(),
         public_read: args.public_read,
         metrics: metrics.clone(),
+        lifecycle: lifecycle.clone(),
     });
     let gateway_tls = v1::gateway::client_tls(
         args.gateway_ca_file.as_deref(),
@@ -174,6 +179,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             total_timeout: args.access_total_timeout.into(),
             connect_timeout: args.access_connect_timeout.into(),
         },
+        lifecycle.clone(),
     ));
     let console_router =
         console::router(console_state, v1::router(v1_state), args.max_header_bytes);
@@ -194,44 +200,92 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         "listening"
     );
 
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let shutdown = move || {
-        let mut rx = stop_rx.clone();
-        async move {
-            let _ = rx.wait_for(|s| *s).await;
-        }
+    let stopping = || {
+        let lifecycle = lifecycle.clone();
+        async move { lifecycle.stopping().await }
     };
+    let drain_timeout: Duration = args.shutdown_timeout.into();
     let limits = ConnLimits {
         handshake_timeout: Duration::from_secs(10),
         // The transport allows twice the bound so the Console can answer 431 itself.
         max_header_bytes: args.max_header_bytes * 2,
+        drain_timeout,
     };
     let console_task = tokio::spawn(serve_tls(
         console_listener,
         console_tls,
         console_router,
         limits,
-        shutdown(),
+        stopping(),
     ));
     let api_task = tokio::spawn(serve_tls(
         api_listener,
         api_tls,
         api_router,
         limits,
-        shutdown(),
+        stopping(),
     ));
+    // The admin listener answers probes and metrics until the very end.
+    let (admin_stop, admin_stopped) = tokio::sync::oneshot::channel::<()>();
     let admin_task = tokio::spawn(admin::serve(
         admin_listener,
         metrics.clone(),
         request_header.clone(),
-        shutdown(),
+        lifecycle.clone(),
+        async move {
+            let _ = admin_stopped.await;
+        },
     ));
 
     wait_for_signal().await;
-    tracing::info!("shutting down");
-    let _ = stop_tx.send(true);
-    let _ = tokio::join!(api_task, console_task, admin_task);
+    shut_down(
+        &lifecycle,
+        args.shutdown_delay.into(),
+        drain_timeout,
+        async move {
+            let _ = tokio::join!(api_task, console_task);
+        },
+    )
+    .await;
+    let _ = admin_stop.send(());
+    let _ = admin_task.await;
     Ok(())
+}
+
+/// Leaves the Service gracefully: not ready but serving for `delay` (so
+/// endpoints and kube-proxy move new connections elsewhere), then no new
+/// connections, long-lived streams told to end, and at most `timeout` for
+/// the requests and streams still open.
+async fn shut_down(
+    lifecycle: &Lifecycle,
+    delay: Duration,
+    timeout: Duration,
+    listeners_done: impl std::future::Future<Output = ()>,
+) {
+    tracing::info!(
+        delay_seconds = delay.as_secs_f64(),
+        "shutting down: not ready, still serving"
+    );
+    lifecycle.enter(Phase::Draining);
+    tokio::time::sleep(delay).await;
+    tracing::info!(
+        open_streams = lifecycle.open_streams(),
+        "shutting down: no new connections; finishing open requests"
+    );
+    lifecycle.enter(Phase::Stopping);
+    let finished = async {
+        listeners_done.await;
+        lifecycle.streams_ended().await;
+    };
+    if tokio::time::timeout(timeout, finished).await.is_err() {
+        tracing::warn!(
+            open_streams = lifecycle.open_streams(),
+            timeout_seconds = timeout.as_secs_f64(),
+            "shutting down: requests still open after the shutdown timeout; closing them"
+        );
+    } else {
+        tracing::info!("shut down");
+    }
 }
 
 async fn wait_for_signal() {

@@ -12,7 +12,16 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> anyhow::Result<()> {
     // One crypto provider for every rustls user in the process.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let args = kruntimes_console::Args::parse();
+    let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv.get(1).is_some_and(|a| a == "check") {
+        argv.remove(1);
+        let args = kruntimes_console::check::CheckArgs::parse_from(argv);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        return runtime.block_on(kruntimes_console::check::run(args));
+    }
+    let args = kruntimes_console::Args::parse_from(argv);
     // Kept to the end: dropping it writes the log lines still pending.
     let _log = kruntimes_console::logging::init(&args.log_format);
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -23,6 +23,7 @@ use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use kruntimes_apiserver::auth::access::Decision;
 use kruntimes_apiserver::auth::{AccessReview, Caller as Identity, ResourceAttributes};
+use kruntimes_apiserver::lifecycle::Lifecycle;
 use kruntimes_apiserver::logs::params::{is_dns1123_label, is_dns1123_subdomain};
 use rustls::ClientConfig;
 
@@ -55,6 +56,8 @@ pub struct V1State {
     pub tls: Arc<ClientConfig>,
     pub http: HyperClient<hyper_rustls::HttpsConnector<HttpConnector>, Body>,
     pub bounds: AccessBounds,
+    /// Operation sockets close (1001) when the process stops.
+    pub lifecycle: Lifecycle,
 }
 
 impl V1State {
@@ -64,6 +67,7 @@ impl V1State {
         access: AccessReview,
         tls: Arc<ClientConfig>,
         bounds: AccessBounds,
+        lifecycle: Lifecycle,
     ) -> Self {
         let mut http = HttpConnector::new();
         http.enforce_http(false);
@@ -89,6 +93,7 @@ impl V1State {
             tls,
             http: client,
             bounds,
+            lifecycle,
         }
     }
 }

@@ -358,6 +358,22 @@ impl Drop for ConsoleProcess {
 }
 
 impl ConsoleProcess {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits up to `limit` for the process to exit by itself.
+    pub fn wait_exit(&mut self, limit: std::time::Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + limit;
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        None
+    }
+
     /// The sum of metric `name`'s series on this Console's `/metrics`
     /// (None when it has none).
     pub fn metric(&self, name: &str) -> Option<f64> {

@@ -22,6 +22,7 @@ use super::reader::LogSource;
 use super::tail::Cut;
 use crate::auth::access::Decision;
 use crate::auth::{AccessReview, Caller, ResourceAttributes};
+use crate::lifecycle::Lifecycle;
 use crate::metrics::Metrics;
 use crate::run::Run;
 use crate::status::{ApiError, from_kube};
@@ -36,6 +37,8 @@ pub struct LogApi {
     pub service_account: Client,
     pub access: AccessReview,
     pub metrics: Metrics,
+    /// Follows end with a final `Status` line when the process stops.
+    pub lifecycle: Lifecycle,
 }
 
 /// The plain (non-follow) answer.
@@ -170,8 +173,15 @@ pub async fn serve(
         let _open = scopeguard(|| {
             metrics.follow_streams.dec();
         });
-        if let Err(error) = follow(api, runs, pods, run, query, &tx).await {
-            tracing::debug!(%error, namespace = %ns, run = %name, "follow ended");
+        let lifecycle = api.lifecycle.clone();
+        let _stream = lifecycle.track();
+        tokio::select! {
+            r = follow(api, runs, pods, run, query, &tx) => if let Err(error) = r {
+                tracing::debug!(%error, namespace = %ns, run = %name, "follow ended");
+            },
+            () = lifecycle.stopping() => {
+                let _ = tx.send(status_line(&shutting_down())).await;
+            }
         }
     });
     let body = futures::stream::unfold(rx, |mut rx| async move {
@@ -186,6 +196,21 @@ pub async fn serve(
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     h.insert("x-accel-buffering", HeaderValue::from_static("no"));
     Ok(resp)
+}
+
+/// The final NDJSON line of a follow that the server ends.
+pub fn status_line(e: &ApiError) -> Bytes {
+    let mut line = serde_json::to_vec(&e.to_status()).unwrap_or_default();
+    line.push(b'\n');
+    Bytes::from(line)
+}
+
+/// Why a follow ends when the process stops: the caller reconnects (with
+/// `sinceCursor` to continue without a gap) and reaches another replica.
+pub fn shutting_down() -> ApiError {
+    ApiError::unavailable(
+        "the server is shutting down; reconnect (with sinceCursor to continue after the last record)",
+    )
 }
 
 fn source_for(api: &LogApi, pods: Api<Pod>, run: &Run, pod: &str, query: &LogQuery) -> LogSource {

@@ -7,8 +7,11 @@ use axum::Extension;
 use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
 use http::{HeaderValue, StatusCode, header};
 use http_body_util::BodyExt;
+use kruntimes_apiserver::lifecycle::Lifecycle;
+use kruntimes_apiserver::logs::handler::{shutting_down, status_line};
 use kruntimes_apiserver::metrics::Metrics;
 
 use super::{check_name, check_namespace, user_client};
@@ -126,11 +129,11 @@ async fn logs_inner(
     let mut out = if q.follow {
         state.metrics.follow_streams.inc();
         let guard = FollowGuard(state.metrics.clone());
-        let body = resp.into_body().map_frame(move |f| {
-            let _ = &guard;
-            f
-        });
-        Response::new(Body::new(body))
+        Response::new(until_stopping(
+            resp.into_body(),
+            state.lifecycle.clone(),
+            guard,
+        ))
     } else {
         Response::new(Body::new(resp.into_body()))
     };
@@ -138,6 +141,54 @@ async fn logs_inner(
     out.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(out)
+}
+
+/// Relays a follow until it ends or the process stops; then the browser
+/// gets the same final `Status` line the aggregated API sends, on a line of
+/// its own, and reconnects to another replica.
+fn until_stopping<B>(upstream: B, lifecycle: Lifecycle, guard: FollowGuard) -> Body
+where
+    B: http_body::Body<Data = bytes::Bytes> + Send + Unpin + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    struct Relay<S> {
+        frames: S,
+        stop: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+        at_line_start: bool,
+        _guard: FollowGuard,
+        _stream: kruntimes_apiserver::lifecycle::StreamGuard,
+    }
+    let relay = Relay {
+        frames: http_body_util::BodyDataStream::new(upstream),
+        _stream: lifecycle.track(),
+        stop: Box::pin(async move { lifecycle.stopping().await }),
+        at_line_start: true,
+        _guard: guard,
+    };
+    let stream = futures::stream::unfold(Some(relay), |relay| async move {
+        let mut relay = relay?;
+        tokio::select! {
+            chunk = relay.frames.next() => match chunk? {
+                Ok(bytes) => {
+                    if let Some(last) = bytes.last() {
+                        relay.at_line_start = *last == b'\n';
+                    }
+                    Some((Ok(bytes), Some(relay)))
+                }
+                Err(e) => Some((Err(e.into()), None)),
+            },
+            () = &mut relay.stop => {
+                let line = status_line(&shutting_down());
+                let line = if relay.at_line_start {
+                    line
+                } else {
+                    [&b"\n"[..], &line].concat().into()
+                };
+                Some((Ok::<_, axum::BoxError>(line), None))
+            }
+        }
+    });
+    Body::from_stream(stream)
 }
 
 /// A Kubernetes `Status` from the log API, kept faithful.

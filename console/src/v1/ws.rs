@@ -14,6 +14,7 @@ use super::runs::Mode;
 use super::{V1State, identity_headers};
 use crate::error::ConsoleError;
 use kruntimes_apiserver::auth::Caller as Identity;
+use kruntimes_apiserver::lifecycle::Lifecycle;
 
 type Upstream =
     tokio_tungstenite::WebSocketStream<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>;
@@ -64,12 +65,13 @@ pub async fn open(
             }
         })?;
     let idle = state.bounds.idle_timeout;
+    let lifecycle = state.lifecycle.clone();
     Ok(upgrade
         .read_buffer_size(8 << 10)
         .write_buffer_size(8 << 10)
         .max_message_size(max)
         .max_frame_size(max)
-        .on_upgrade(move |client| relay(client, upstream, idle)))
+        .on_upgrade(move |client| relay(client, upstream, idle, lifecycle)))
 }
 
 fn to_upstream(m: Message) -> Option<tungstenite::Message> {
@@ -101,7 +103,15 @@ fn to_client(m: tungstenite::Message) -> Option<Message> {
     })
 }
 
-async fn relay(client: WebSocket, upstream: Upstream, idle: std::time::Duration) {
+async fn relay(
+    client: WebSocket,
+    upstream: Upstream,
+    idle: std::time::Duration,
+    lifecycle: Lifecycle,
+) {
+    let _stream = lifecycle.track();
+    let stopping = lifecycle.stopping();
+    tokio::pin!(stopping);
     let (mut c_tx, mut c_rx) = client.split();
     let (mut u_tx, mut u_rx) = upstream.split();
     loop {
@@ -148,6 +158,11 @@ async fn relay(client: WebSocket, upstream: Upstream, idle: std::time::Duration)
                     break;
                 }
             },
+            // Closing does not release the Session Run: the client reconnects to another replica.
+            () = &mut stopping => {
+                let _ = c_tx.send(Message::Close(Some(CloseFrame { code: ws::close_code::AWAY, reason: "the server is shutting down; reconnect".into() }))).await;
+                break;
+            }
             () = tokio::time::sleep(idle) => {
                 let _ = c_tx.send(Message::Close(Some(CloseFrame { code: ws::close_code::AWAY, reason: "idle timeout".into() }))).await;
                 break;
