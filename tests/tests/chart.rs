@@ -382,10 +382,21 @@ fn deployment_runs_the_binary_with_its_flags_restricted_and_probed() {
         "--access-total-timeout=300s".to_owned(),
         format!("--gateway-client-cert={tls}/tls.crt"),
         format!("--gateway-client-key={tls}/tls.key"),
+        "--shutdown-delay=5s".to_owned(),
+        "--shutdown-timeout=25s".to_owned(),
         "--log-format=json".to_owned(),
     ]
     .into();
     assert_eq!(args(&objs), expected);
+    // The kubelet's SIGKILL never comes before the graceful shutdown ends.
+    let pod = &find(&objs, "Deployment", "kruntimes-console")["spec"]["template"]["spec"];
+    assert_eq!(pod["terminationGracePeriodSeconds"], 40);
+    let custom = dry_run_chart(&render(&[
+        "console.shutdown.delay=10s",
+        "console.shutdown.timeout=1m",
+    ]));
+    let pod = &find(&custom, "Deployment", "kruntimes-console")["spec"]["template"]["spec"];
+    assert_eq!(pod["terminationGracePeriodSeconds"], 80);
 
     let c = container(&objs);
     let sc = &c["securityContext"];
@@ -803,4 +814,80 @@ fn rendered_flags_are_flags_of_the_binary() {
             "the chart renders {flag}, which kruntimes-console does not know: {known:?}"
         );
     }
+}
+
+/// `helm test`: a Pod from the Console image runs `kruntimes-console check`
+/// as an identity that can read only the APIService and the Service's
+/// endpoints; everything is a test hook, deleted once it passed.
+#[test]
+fn helm_test_hook_checks_the_installation_with_a_narrow_identity() {
+    let rendered = render(&[]);
+    let objs = dry_run_chart(&rendered);
+    let pod = find(&objs, "Pod", "kruntimes-console-test");
+    let hook_objs: Vec<&Value> = objs
+        .iter()
+        .filter(|o| o["metadata"]["annotations"]["helm.sh/hook"] == "test")
+        .collect();
+    let mut hook_kinds: Vec<String> = hook_objs
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap_or("").to_owned())
+        .collect();
+    hook_kinds.sort();
+    assert_eq!(
+        hook_kinds,
+        [
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Pod",
+            "Role",
+            "RoleBinding",
+            "ServiceAccount"
+        ]
+    );
+    for o in &hook_objs {
+        assert_eq!(
+            o["metadata"]["annotations"]["helm.sh/hook-delete-policy"],
+            "before-hook-creation,hook-succeeded",
+            "{}",
+            o["kind"]
+        );
+    }
+    let spec = &pod["spec"];
+    assert_eq!(spec["serviceAccountName"], "kruntimes-console-test");
+    assert_eq!(spec["restartPolicy"], "Never");
+    let c = &spec["containers"][0];
+    assert_eq!(c["image"], container(&objs)["image"], "the Console image");
+    assert_eq!(c["args"][0], "check");
+    assert!(
+        c["args"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from(format!("--namespace={NS}")))
+    );
+    assert_eq!(c["securityContext"]["readOnlyRootFilesystem"], true);
+    assert_eq!(c["securityContext"]["allowPrivilegeEscalation"], false);
+
+    let cluster_role = find(
+        &objs,
+        "ClusterRole",
+        &format!("kruntimes-console-test-{NS}"),
+    );
+    assert_eq!(
+        cluster_role["rules"],
+        serde_json::json!([{
+            "apiGroups": ["apiregistration.k8s.io"],
+            "resources": ["apiservices"],
+            "resourceNames": [APISERVICE],
+            "verbs": ["get"],
+        }])
+    );
+    let role = find(&objs, "Role", "kruntimes-console-test");
+    assert_eq!(
+        role["rules"],
+        serde_json::json!([{
+            "apiGroups": ["discovery.k8s.io"],
+            "resources": ["endpointslices"],
+            "verbs": ["list"],
+        }])
+    );
 }
