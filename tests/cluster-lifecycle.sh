@@ -6,7 +6,8 @@
 #      sees nothing cannot pass by accident;
 #   2. `down`, then nothing of the cluster is left: no process, mount,
 #      network namespace, veth (each one the bridge had is gone), bridge,
-#      KUBE-/CNI- iptables chain, kubepods cgroup or containerd state;
+#      KUBE-/CNI- iptables chain, kubepods cgroup or containerd state, and
+#      the kernel settings it changed are back to their values before `up`;
 #   3. a second `down` succeeds and still leaves nothing;
 #   4. `down` on a never-started state directory succeeds.
 set -euo pipefail
@@ -29,6 +30,9 @@ fi
 veths=$(ls /sys/class/net/krtbr0/brif 2>/dev/null || true)
 if [[ -n "$veths" ]]; then ok "the bridge has veths to check: $(echo $veths)"; else fail "no veth on the bridge krtbr0"; fi
 
+saved=$(cat "$CLUSTER_STATE/sysctl.saved" 2>/dev/null || true)
+if [[ -n "$saved" ]]; then ok "kernel settings recorded before up"; else fail "no $CLUSTER_STATE/sysctl.saved"; fi
+
 # 2. down leaves nothing.
 t0=$SECONDS
 if cluster down --state "$CLUSTER_STATE"; then ok "down ($((SECONDS - t0)) s)"; else fail "down failed"; fi
@@ -36,6 +40,12 @@ if out=$(cluster leaks --state "$CLUSTER_STATE"); then ok "nothing left after do
 for v in $veths; do
 	if [[ -e /sys/class/net/$v ]]; then fail "veth $v left"; else ok "veth $v removed"; fi
 done
+
+while read -r name value; do
+	[[ -n "$name" ]] || continue
+	now=$(sysctl -n "$name" 2>/dev/null || echo missing)
+	if [[ "$now" == "$value" ]]; then ok "$name restored ($value)"; else fail "$name is $now, was $value before up"; fi
+done <<<"$saved"
 
 # 3. A second down.
 if cluster down --state "$CLUSTER_STATE"; then ok "second down"; else fail "second down failed"; fi
