@@ -37,3 +37,29 @@ wait_for() { # description seconds command...
 	log "timed out waiting for $what"
 	return 1
 }
+
+# stop_all SECONDS NAME...: like stop, for several processes at once (SIGTERM
+# to all, then SIGKILL to those still running after SECONDS).
+stop_all() {
+	local secs=$1 name pid pids=()
+	shift
+	for name in "$@"; do
+		[[ -f "$STATE/run/$name.pid" ]] || continue
+		pid=$(cat "$STATE/run/$name.pid")
+		if kill -0 "$pid" 2>/dev/null; then
+			kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+			pids+=("$pid")
+		fi
+	done
+	local left
+	for _ in $(seq 1 $((secs * 10))); do
+		left=0
+		for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && left=1 && break; done
+		[[ $left == 0 ]] && break
+		sleep 0.1
+	done
+	for pid in "${pids[@]}"; do
+		kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+	done
+	for name in "$@"; do rm -f "$STATE/run/$name.pid"; done
+}
