@@ -1,42 +1,36 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver and etcd from the pinned wrapper module in
-# hack/controlplane, caching the binaries outside the work tree. The cache key
-# is a digest of go.mod and go.sum, so a new pin rebuilds and nothing else does.
+# Builds the Kubernetes binaries (etcd, kube-apiserver and, for hack/cluster,
+# kube-controller-manager, kube-scheduler, kubelet, kube-proxy) from the
+# pinned wrapper module in hack/controlplane, caching them outside the work
+# tree (hack/lib/gobuild.sh: keyed by go.mod and go.sum, so a new pin rebuilds
+# and nothing else does; each binary is built when first asked for).
+#
+#   controlplane_build [BINARY...]   # default: etcd kube-apiserver; prints the directory
 set -euo pipefail
 
 KRT_ROOT="${KRT_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
-KRT_CACHE="${KRT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kruntimes-console}"
+source "$KRT_ROOT/hack/lib/gobuild.sh"
 
-controlplane_bin_dir() {
-	local key
-	key=$(cat "$KRT_ROOT/hack/controlplane/go.mod" "$KRT_ROOT/hack/controlplane/go.sum" | sha256sum | cut -c1-16)
-	echo "$KRT_CACHE/controlplane-$key"
-}
+controlplane_bin_dir() { gobuild_dir controlplane; }
 
 controlplane_build() {
-	local dir
-	dir=$(controlplane_bin_dir)
-	if [[ -x "$dir/kube-apiserver" && -x "$dir/etcd" ]]; then
-		echo "$dir"
-		return 0
-	fi
-	mkdir -p "$dir.tmp"
+	local names=("$@")
+	[[ ${#names[@]} -gt 0 ]] || names=(etcd kube-apiserver)
 	local version
 	version=$(awk '$1 == "k8s.io/kubernetes" {print $2; exit}' "$KRT_ROOT/hack/controlplane/go.mod")
-	(
-		cd "$KRT_ROOT/hack/controlplane"
-		export CGO_ENABLED=0 GOFLAGS=-mod=mod
-		echo "building etcd (once per pin)..." >&2
-		go build -trimpath -o "$dir.tmp/etcd" go.etcd.io/etcd/server/v3 >&2
-		echo "building kube-apiserver $version (once per pin; several minutes)..." >&2
-		go build -trimpath -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=34" \
-			-o "$dir.tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver >&2
-	)
-	rm -rf "$dir"
-	mv "$dir.tmp" "$dir"
-	echo "$dir"
+	local stamp="-X k8s.io/component-base/version.gitVersion=$version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=34"
+	local name
+	for name in "${names[@]}"; do
+		case "$name" in
+		etcd) gobuild_cached controlplane etcd go.etcd.io/etcd/server/v3 >/dev/null ;;
+		kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kube-proxy)
+			gobuild_cached controlplane "$name" "k8s.io/kubernetes/cmd/$name" "$stamp" >/dev/null ;;
+		*) echo "controlplane: no package for $name" >&2; return 1 ;;
+		esac
+	done
+	controlplane_bin_dir
 }
 
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
-	controlplane_build
+	controlplane_build "$@"
 fi

@@ -49,3 +49,27 @@ pki_generate() {
 	openssl rsa -in "$dir/sa.key" -pubout -out "$dir/sa.pub" 2>/dev/null
 	rm -f "$dir"/*.srl
 }
+
+# PKI of a hack/cluster node: cluster CA, front-proxy CA, one client
+# certificate per component (the identities Kubernetes' bootstrap RBAC knows),
+# the kubelet's serving certificate and the ServiceAccount key pair.
+#   pki_generate_cluster DIR NODE NODE_IP KUBERNETES_SERVICE_IP
+pki_generate_cluster() {
+	local dir=$1 node=$2 node_ip=$3 svc_ip=$4
+	mkdir -p "$dir"
+	pki_ca "$dir" ca "kruntimes-cluster-ca"
+	pki_ca "$dir" front-proxy-ca "kruntimes-cluster-front-proxy-ca"
+	pki_cert "$dir" ca apiserver "/CN=kube-apiserver" serverAuth \
+		"DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:127.0.0.1,IP:$node_ip,IP:$svc_ip"
+	pki_cert "$dir" ca apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
+	pki_cert "$dir" ca kubelet "/CN=system:node:$node" serverAuth "DNS:$node,IP:$node_ip"
+	pki_cert "$dir" ca kubelet-client "/O=system:nodes/CN=system:node:$node" clientAuth
+	pki_cert "$dir" ca kube-controller-manager "/CN=system:kube-controller-manager" clientAuth
+	pki_cert "$dir" ca kube-scheduler "/CN=system:kube-scheduler" clientAuth
+	pki_cert "$dir" ca kube-proxy "/CN=system:kube-proxy" clientAuth
+	pki_cert "$dir" front-proxy-ca front-proxy-client "/CN=front-proxy-client" clientAuth
+	openssl genrsa -out "$dir/sa.key" 2048 2>/dev/null
+	openssl rsa -in "$dir/sa.key" -pubout -out "$dir/sa.pub" 2>/dev/null
+	rm -f "$dir"/*.srl
+	chmod 600 "$dir"/*.key
+}

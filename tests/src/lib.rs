@@ -1,5 +1,6 @@
 //! Test-environment simulators and helpers for the end-to-end suites.
 
+pub mod cluster;
 pub mod curl;
 pub mod env;
 pub mod sim;
