@@ -22,7 +22,7 @@ gobuild_cached() {
 		mkdir -p "$dir"
 		echo "building $name from hack/$module (once per pin; minutes)..." >&2
 		(
-			cd "$KRT_ROOT/hack/$module"
+			cd "$KRT_ROOT/hack/$module" || exit 1
 			export CGO_ENABLED=0 GOFLAGS=-mod=mod
 			go build -trimpath -ldflags "-s -w $ldflags" -o "$dir/$name.tmp.$$" "$pkg" >&2
 		)
