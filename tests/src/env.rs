@@ -30,7 +30,7 @@ pub struct TestEnv {
 
 static ENV: OnceLock<TestEnv> = OnceLock::new();
 
-pub(crate) fn parse_exports(text: &str) -> BTreeMap<String, String> {
+pub fn parse_exports(text: &str) -> BTreeMap<String, String> {
     text.lines()
         .filter_map(|l| l.strip_prefix("export "))
         .filter_map(|l| l.split_once('='))
