@@ -262,7 +262,14 @@ impl Drop for Cleanup<'_> {
             &format!("krt-test={rt}"),
             "--wait=false",
         ]);
-        let _ = self.c.kubectl(&["delete", "namespace", NS, "--wait=false"]);
+        let _ = self.c.kubectl(&[
+            "-n",
+            NS,
+            "delete",
+            "secret",
+            "gateway-ca",
+            "--ignore-not-found",
+        ]);
     }
 }
 
@@ -287,7 +294,17 @@ fn the_chart_installed_by_helm_runs_the_console_in_cluster() {
             "pki_ca \"$D\" gw-ca kruntimes-test-gateway-ca; pki_cert \"$D\" gw-ca gw /CN={rt}-gateway serverAuth DNS:{rt}-gateway.{TEAM}.svc"
         ),
     );
-    c.kubectl_ok(&["create", "namespace", NS]);
+    c.apply(&format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {NS}}}\n"
+    ));
+    let _ = c.kubectl(&[
+        "-n",
+        NS,
+        "delete",
+        "secret",
+        "gateway-ca",
+        "--ignore-not-found",
+    ]);
     c.kubectl_ok(&[
         "-n",
         NS,
@@ -560,7 +577,14 @@ spec:
         .expect("the follow's history");
     let add_line = |uid: &str, message: &str| {
         let out = Command::new("curl")
-            .args(["-sf", "--max-time", "5", "-d"])
+            .args([
+                "-sSf",
+                "--max-time",
+                "5",
+                "-H",
+                "Content-Type: application/json",
+                "-d",
+            ])
             .arg(json!({"run_uid": uid, "message": message}).to_string())
             .arg(format!("http://{pod_ip}:8080/lines"))
             .output()
@@ -619,6 +643,7 @@ spec:
     let origin = format!("Origin: https://{HOST}:{port}");
     let viewer = token(c, "viewer");
     let operator = token(c, "operator");
+    let jar = d.join("cookies");
     let (code, body) = curl(
         &console_ca,
         "127.0.0.1",
@@ -629,7 +654,7 @@ spec:
             "-H",
             "Content-Type: application/json",
             "-c",
-            "-",
+            jar.to_str().unwrap(),
             "--data-binary",
             &json!({"token": viewer}).to_string(),
         ],
@@ -637,7 +662,8 @@ spec:
     );
     assert_eq!(code, 200, "{body}");
     assert!(!body.contains(&viewer), "the token never comes back");
-    let cookie = body
+    let jar_text = std::fs::read_to_string(&jar).unwrap();
+    let cookie = jar_text
         .lines()
         .find(|l| l.contains("__Host-krt-session"))
         .and_then(|l| {
@@ -869,13 +895,40 @@ spec:
         run_log(c, "viewer", &run_a, "?tailLines=1").ok()
     });
 
-    // ---- helm test
-    let out = helm_ok(c, &["test", RELEASE, "-n", NS, "--logs", "--timeout", "3m"]);
+    // ---- helm test, and the same check run from the host
+    let out = helm_ok(c, &["test", RELEASE, "-n", NS, "--timeout", "3m"]);
     assert!(
-        out.contains(&format!("APIService {APISERVICE} is Available")),
+        out.contains("TEST SUITE:     kruntimes-console-test\n") && !out.contains("Failed"),
         "{out}"
     );
-    assert!(out.contains("answer /ready"), "{out}");
+    let check = |timeout: &str| {
+        Command::new(repo_root().join("target/debug/kruntimes-console"))
+            .args([
+                "check",
+                "--kubeconfig",
+                c.var("KUBECONFIG"),
+                "--namespace",
+                NS,
+            ])
+            .args(["--timeout", timeout])
+            .output()
+            .expect("kruntimes-console check")
+    };
+    let out = check("60s");
+    let report = text(&out.stdout);
+    assert!(out.status.success(), "check: {report}{}", text(&out.stderr));
+    assert!(
+        report.contains(&format!("ok: APIService {APISERVICE} is Available")),
+        "{report}"
+    );
+    assert!(
+        report.contains("ok: discovery of logs.kruntimes.io/v1alpha1 lists runs/log"),
+        "{report}"
+    );
+    assert!(
+        report.contains("ok: 2 ready endpoint(s) of Service kruntimes-console answer /ready"),
+        "{report}"
+    );
 
     // ---- helm uninstall removes everything
     helm_ok(
@@ -903,6 +956,14 @@ spec:
         let names = c.kubectl_ok(&["get", kind, "-o", "name"]);
         assert!(!names.contains("kruntimes-console"), "{kind}: {names}");
     }
+    // The check now fails and says why.
+    let out = check("1s");
+    assert!(!out.status.success());
+    let why = text(&out.stderr);
+    assert!(
+        why.contains(&format!("reading APIService {APISERVICE}")),
+        "{why}"
+    );
 }
 
 /// `openssl s_client` to `ip:port`: the issuer of the certificate served.

@@ -166,7 +166,11 @@ impl Output {
                 false,
             );
         }
-        let stream = if n.is_multiple_of(3) { "stderr" } else { "stdout" };
+        let stream = if n.is_multiple_of(3) {
+            "stderr"
+        } else {
+            "stdout"
+        };
         let invocation = format!("inv-{}", n / 4);
         let req = LineRequest {
             run_uid: run.uid.clone(),
