@@ -19,6 +19,7 @@ use super::{
 };
 use crate::console::{Caller, ConsoleState};
 use crate::error::{AccessRequest, ConsoleError, from_kube};
+use kruntimes_apiserver::logs::params::is_dns1123_subdomain;
 
 pub const PHASES: [&str; 8] = [
     "Pending",
@@ -579,9 +580,21 @@ async fn detail_inner(
     let pod_name = str_at(&status, &["assignedPod"]).filter(|p| !p.is_empty());
     let pod_uid = str_at(&status, &["assignedPodUID"]);
     let run_uid = run.metadata.uid.clone().unwrap_or_default();
+    // The name goes into a URL path and a field selector: checked first.
+    let invalid_pod = pod_name.filter(|p| !is_dns1123_subdomain(p));
+    let valid_pod = pod_name.filter(|p| is_dns1123_subdomain(p));
     let (pod, events) = tokio::join!(
-        pod_section(&client, ns, pod_name, pod_uid),
-        events_section(&client, ns, &run_uid, name, pod_name)
+        async {
+            match invalid_pod {
+                Some(p) => json!({
+                    "state": "error",
+                    "message": format!("invalid assignedPod {p:?}: not a DNS-1123 subdomain; the Pod was not read"),
+                    "code": 422,
+                }),
+                None => pod_section(&client, ns, valid_pod, pod_uid).await,
+            }
+        },
+        events_section(&client, ns, &run_uid, name, valid_pod)
     );
     Ok(json!({
         "metadata": meta(&run.metadata, false),
