@@ -144,7 +144,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             tracing::warn!(
                 "no --cookie-key-file: sessions are sealed with a random key and end with this process"
             );
-            session::SessionSealer::ephemeral(ttl)
+            session::SessionSealer::ephemeral(ttl)?
         }
     };
     let console_state = Arc::new(console::ConsoleState {

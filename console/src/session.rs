@@ -26,6 +26,8 @@ pub enum KeyError {
     Read(String, std::io::Error),
     #[error("--cookie-key-file {0}: needs at least 32 bytes of key material")]
     Short(String),
+    #[error("the system random number generator failed; no session key could be made")]
+    Rng,
 }
 
 /// Seals and opens session cookies.
@@ -58,11 +60,21 @@ impl SessionSealer {
         }
     }
 
-    /// A random key that lives as long as the process.
-    pub fn ephemeral(ttl_secs: i64) -> Self {
+    /// A random key that lives as long as the process; fails when the
+    /// system's random number generator does.
+    pub fn ephemeral(ttl_secs: i64) -> Result<Self, KeyError> {
+        let rng = SystemRandom::new();
+        Self::ephemeral_with(|buf| rng.fill(buf).map_err(|_| KeyError::Rng), ttl_secs)
+    }
+
+    /// [`Self::ephemeral`] with the random source given.
+    pub fn ephemeral_with(
+        fill: impl FnOnce(&mut [u8]) -> Result<(), KeyError>,
+        ttl_secs: i64,
+    ) -> Result<Self, KeyError> {
         let mut material = [0u8; 32];
-        let _ = SystemRandom::new().fill(&mut material);
-        Self::from_material(&material, ttl_secs)
+        fill(&mut material)?;
+        Ok(Self::from_material(&material, ttl_secs))
     }
 
     pub fn ttl_secs(&self) -> i64 {
@@ -198,6 +210,13 @@ mod tests {
         let last = tampered.len() - 3;
         tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
         assert!(a.open(std::str::from_utf8(&tampered).unwrap()).is_none());
+    }
+
+    #[test]
+    fn a_failing_random_source_fails_the_start() {
+        let r = SessionSealer::ephemeral_with(|_| Err(KeyError::Rng), 3600);
+        assert!(matches!(r, Err(KeyError::Rng)));
+        assert!(SessionSealer::ephemeral(3600).is_ok());
     }
 
     #[test]
