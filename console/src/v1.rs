@@ -493,7 +493,10 @@ mod tests {
     #[test]
     fn only_allow_listed_request_headers_are_forwarded() {
         for n in FORWARDED_REQUEST_HEADERS {
-            assert!(is_forwarded_request_header(&HeaderName::from_static(n)), "{n}");
+            assert!(
+                is_forwarded_request_header(&HeaderName::from_static(n)),
+                "{n}"
+            );
         }
         for n in [
             "authorization",
@@ -513,9 +516,17 @@ mod tests {
             "content-length",
             "sec-websocket-key",
         ] {
-            assert!(!is_forwarded_request_header(&HeaderName::from_static(n)), "{n}");
+            assert!(
+                !is_forwarded_request_header(&HeaderName::from_static(n)),
+                "{n}"
+            );
         }
-        for n in ["X_Remote_User", "X-FORWARDED-HOST", "Proxy_Authorization", "IMPERSONATE-UID"] {
+        for n in [
+            "X_Remote_User",
+            "X-FORWARDED-HOST",
+            "Proxy_Authorization",
+            "IMPERSONATE-UID",
+        ] {
             assert!(is_identity_header(n), "{n}");
         }
         assert!(!is_identity_header("content-type"));

@@ -51,8 +51,7 @@ pub fn classify(path: &str) -> PathKind {
     if path.split('/').any(|s| s == "..") {
         return PathKind::Refused("the path contains a '..' segment");
     }
-    if path.is_empty() || path.contains('%') || path.split('/').any(|s| s.is_empty() || s == ".")
-    {
+    if path.is_empty() || path.contains('%') || path.split('/').any(|s| s.is_empty() || s == ".") {
         return PathKind::Route;
     }
     PathKind::Lookup
@@ -120,7 +119,12 @@ mod tests {
 
     #[test]
     fn paths_are_classified_before_any_lookup() {
-        for p in ["index.html", "assets/index-abc123.js", "runs/team-a/x", "favicon.svg"] {
+        for p in [
+            "index.html",
+            "assets/index-abc123.js",
+            "runs/team-a/x",
+            "favicon.svg",
+        ] {
             assert_eq!(classify(p), PathKind::Lookup, "{p}");
         }
         for p in ["", "a//b", "a/./b", "./x", "runs/", "a%20b"] {

@@ -91,17 +91,17 @@ async fn until_invocable(base: &str, path: &str) {
 
 /// curl with `--path-as-is` (the path goes out exactly as written).
 fn raw_get(url: &str) -> (u16, String) {
-    env().curl(
-        url,
-        &["--path-as-is", "--cacert", env().var("CONSOLE_CA")],
-    )
+    env().curl(url, &["--path-as-is", "--cacert", env().var("CONSOLE_CA")])
 }
 
 #[tokio::test]
 async fn static_paths_never_leave_the_embedded_assets() {
     let base = console_url();
     let (_, index) = raw_get(&format!("{base}/"));
-    assert!(index.to_ascii_lowercase().contains("<!doctype html"), "{index}");
+    assert!(
+        index.to_ascii_lowercase().contains("<!doctype html"),
+        "{index}"
+    );
     let mtab = std::fs::read_to_string("/etc/mtab").unwrap_or_default();
     let first_mount = mtab.lines().next().unwrap_or("proc /proc").to_owned();
     for path in [
@@ -120,7 +120,12 @@ async fn static_paths_never_leave_the_embedded_assets() {
         assert!(body.contains("invalid path"), "{path}: {body}");
     }
     // Odd but harmless shapes are client-side routes: index.html, never a lookup.
-    for path in ["/runs//x", "/./index.html", "/namespaces/team-a/runs/x", "/a%20b"] {
+    for path in [
+        "/runs//x",
+        "/./index.html",
+        "/namespaces/team-a/runs/x",
+        "/a%20b",
+    ] {
         let (code, body) = raw_get(&format!("{base}{path}"));
         assert_eq!(code, 200, "{path}");
         assert_eq!(body, index, "{path} is not the SPA's index.html");
@@ -178,9 +183,24 @@ fn operator_pki(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
         );
     };
     run(&[
-        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-sha256", "-days", "1", "-keyout",
-        "ca.key", "-out", "ca.crt", "-subj", "/CN=hardening-client-ca", "-addext",
-        "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-sha256",
+        "-days",
+        "1",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-subj",
+        "/CN=hardening-client-ca",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
     ]);
     std::fs::write(
         dir.join("op.ext"),
@@ -188,12 +208,35 @@ fn operator_pki(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     )
     .unwrap();
     run(&[
-        "req", "-newkey", "rsa:2048", "-nodes", "-sha256", "-keyout", "op.key", "-out", "op.csr",
-        "-subj", "/O=testenv:users/CN=operator",
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-sha256",
+        "-keyout",
+        "op.key",
+        "-out",
+        "op.csr",
+        "-subj",
+        "/O=testenv:users/CN=operator",
     ]);
     run(&[
-        "x509", "-req", "-sha256", "-days", "1", "-in", "op.csr", "-CA", "ca.crt", "-CAkey",
-        "ca.key", "-CAcreateserial", "-out", "op.crt", "-extfile", "op.ext",
+        "x509",
+        "-req",
+        "-sha256",
+        "-days",
+        "1",
+        "-in",
+        "op.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "op.crt",
+        "-extfile",
+        "op.ext",
     ]);
     (dir.join("ca.crt"), dir.join("op.crt"), dir.join("op.key"))
 }
@@ -339,17 +382,32 @@ async fn a_client_certificate_needs_the_console_origin_on_state_changes_and_upgr
     let r = cert_invoke(&url, &crt, &key, Some(evil));
     assert_eq!(r.code, 403, "{}", r.body);
     assert!(r.body.contains("client certificate"), "{}", r.body);
-    assert_eq!(gateway_requests(&fname).len(), before, "the call was forwarded");
+    assert_eq!(
+        gateway_requests(&fname).len(),
+        before,
+        "the call was forwarded"
+    );
     let sbefore = gateway_requests(&sname).len();
     let opath = ops_path("team-a", &sname, &suid);
     let refused = ws_connect(&authority, &opath, &[("Origin", evil)], Some((&crt, &key))).await;
-    assert_eq!(refused.err(), Some(403), "a cross-origin upgrade with a certificate");
-    assert_eq!(gateway_requests(&sname).len(), sbefore, "the socket was forwarded");
+    assert_eq!(
+        refused.err(),
+        Some(403),
+        "a cross-origin upgrade with a certificate"
+    );
+    assert_eq!(
+        gateway_requests(&sname).len(),
+        sbefore,
+        "the socket was forwarded"
+    );
 
     // No Origin (a CLI): works. The Console's own Origin: works.
     let r = cert_invoke(&url, &crt, &key, None);
     assert_eq!(r.code, 200, "{}", r.body);
-    assert_eq!(serde_json::from_str::<Value>(&r.body).unwrap()["user"], "operator");
+    assert_eq!(
+        serde_json::from_str::<Value>(&r.body).unwrap()["user"],
+        "operator"
+    );
     let own = base.clone();
     let r = cert_invoke(&url, &crt, &key, Some(&own));
     assert_eq!(r.code, 200, "{}", r.body);
@@ -400,7 +458,10 @@ async fn invoke_forwards_only_allow_listed_headers() {
             ("X-Foo", "bar"),
             ("Content-Type", "application/json"),
             ("X-Request-ID", "req-hardening-1"),
-            ("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
+            (
+                "traceparent",
+                "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+            ),
         ],
         Body::Raw(r#"{"x": 1}"#),
     );
@@ -451,10 +512,17 @@ async fn public_read_filters_only_by_what_summaries_show() {
     ] {
         let r = curl::request("GET", &format!("{runs}?{q}"), &[], Body::None);
         assert_eq!(r.code, 401, "{q}: {}", r.body);
-        let msg = r.json()["error"]["message"].as_str().unwrap_or_default().to_owned();
+        let msg = r.json()["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         assert!(msg.contains("token"), "{q}: {msg}");
     }
-    for q in ["", "phase=Running", "phase=Failed,Succeeded&runtime=bash&limit=5"] {
+    for q in [
+        "",
+        "phase=Running",
+        "phase=Failed,Succeeded&runtime=bash&limit=5",
+    ] {
         let r = curl::request("GET", &format!("{runs}?{q}"), &[], Body::None);
         assert_eq!(r.code, 200, "{q}: {}", r.body);
         assert_eq!(r.json()["summary"], true);
@@ -480,7 +548,14 @@ async fn a_malformed_assigned_pod_is_never_used_in_a_request() {
     let run_uid = fx.create_run(&name, "bash", "task", json!({})).await;
     fx.append_log(
         &pod,
-        &[runtimed_line(&run_uid, &name, "team-a", &pod, "stdout", "pod-log-marker")],
+        &[runtimed_line(
+            &run_uid,
+            &name,
+            "team-a",
+            &pod,
+            "stdout",
+            "pod-log-marker",
+        )],
     );
     let bad = format!("{pod}/log?container=runtimed&x=");
     fx.set_run_status(
@@ -524,11 +599,7 @@ async fn a_malformed_assigned_pod_is_never_used_in_a_request() {
         Body::None,
     );
     assert_eq!(r.code, 409, "{}", r.body);
-    assert!(
-        r.body.contains("invalid status.assignedPod"),
-        "{}",
-        r.body
-    );
+    assert!(r.body.contains("invalid status.assignedPod"), "{}", r.body);
     assert!(!r.body.contains("pod-log-marker"));
     let out = env().kubectl(
         Some(env().token("admin")),
@@ -542,7 +613,9 @@ async fn a_malformed_assigned_pod_is_never_used_in_a_request() {
     assert!(!out.status.success());
     assert!(!String::from_utf8_lossy(&out.stdout).contains("pod-log-marker"));
     assert!(
-        err.contains("invalid status.assignedPod") || err.contains("Conflict") || err.contains("409"),
+        err.contains("invalid status.assignedPod")
+            || err.contains("Conflict")
+            || err.contains("409"),
         "{err}"
     );
     assert!(!kubelet_saw_pod(), "the kubelet served the Pod's log");

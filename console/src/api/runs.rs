@@ -800,8 +800,15 @@ mod tests {
 
     #[test]
     fn public_filters() {
-        for ok in ["", "phase=Failed,Running&runtime=bash&limit=5", "continue=abc"] {
-            assert!(check_public_filters(&parse_query(Some(ok)).unwrap()).is_ok(), "{ok}");
+        for ok in [
+            "",
+            "phase=Failed,Running&runtime=bash&limit=5",
+            "continue=abc",
+        ] {
+            assert!(
+                check_public_filters(&parse_query(Some(ok)).unwrap()).is_ok(),
+                "{ok}"
+            );
         }
         for bad in [
             "assignedPod=bash-pool-0",
@@ -816,7 +823,10 @@ mod tests {
 
     /// An in-process Kubernetes API that serves endless pages of Runs none
     /// of which match, counting the list calls.
-    fn endless_runs() -> (Api<DynamicObject>, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    fn endless_runs() -> (
+        Api<DynamicObject>,
+        std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    ) {
         use std::sync::atomic::{AtomicUsize, Ordering};
         let calls = std::sync::Arc::new(AtomicUsize::new(0));
         let seen = calls.clone();
@@ -830,9 +840,9 @@ mod tests {
                                "metadata": {"name": format!("r{n}"), "namespace": "ns"},
                                "spec": {"runtime": "bash"}, "status": {"phase": "Running"}}],
                 });
-                Ok::<_, std::convert::Infallible>(
-                    http::Response::new(kube::client::Body::from(body.to_string().into_bytes())),
-                )
+                Ok::<_, std::convert::Infallible>(http::Response::new(kube::client::Body::from(
+                    body.to_string().into_bytes(),
+                )))
             }
         });
         let client = Client::new(svc, "ns");
@@ -849,7 +859,10 @@ mod tests {
         assert_eq!(calls.load(Ordering::SeqCst), 1);
         assert!(page.items.is_empty());
         let cont = page.cont.expect("a continue token to go on");
-        assert_eq!(decode_scan(&cont).unwrap().unwrap().c.as_deref(), Some("page-1"));
+        assert_eq!(
+            decode_scan(&cont).unwrap().unwrap().c.as_deref(),
+            Some("page-1")
+        );
         let (api, calls) = endless_runs();
         list_runs(&api, &q, SCAN_PAGES).await.unwrap();
         assert_eq!(calls.load(Ordering::SeqCst), SCAN_PAGES);
