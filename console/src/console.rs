@@ -24,7 +24,7 @@ use crate::session::SessionSealer;
 pub struct ConsoleState {
     pub authn: Authenticator,
     pub access: AccessReview,
-    pub sealer: SessionSealer,
+    pub sealer: Arc<SessionSealer>,
     pub users: UserClients,
     /// The Console's own identity: TokenReview, SubjectAccessReview,
     /// public-read summaries and the /v1 Run cache. Never reads on a user's behalf.
