@@ -633,16 +633,14 @@ fn login(base: &str) -> String {
         Body::Json(&json!({"token": env().token("viewer")}).to_string()),
     );
     assert_eq!(r.code, 200, "{}", r.body);
-    let c = r
-        .header_all("set-cookie")
+    r.header_all("set-cookie")
         .into_iter()
         .find(|c| c.starts_with("__Host-krt-session="))
         .expect("a session cookie")
         .split(';')
         .next()
         .unwrap()
-        .to_owned();
-    c
+        .to_owned()
 }
 
 fn session_user(base: &str, cookie: &str) -> Option<String> {
