@@ -56,7 +56,7 @@ struct Args {
     /// How long the steady load runs.
     #[arg(long, default_value = "30m", value_parser = parse_duration)]
     duration: Duration,
-    /// Operations started per second (the mix below, in a fixed order).
+    /// Operations started per second, in a fixed mix (bench/README.md §6).
     #[arg(long, default_value_t = 10.0)]
     rate: f64,
     /// How often the Console's VmRSS is sampled.
