@@ -1,6 +1,9 @@
 //! Stages the web UI build (`web/dist`) for embedding. Without a build (a
 //! plain `cargo build` before `npm run build`) a page that says how to make
-//! one is embedded instead, so the binary always builds.
+//! one is embedded instead, so the binary always builds. Only regular files
+//! and folders are staged: a symbolic link is skipped, so nothing outside
+//! `web/dist` can end up in the binary. Every build (debug too) embeds the
+//! staged files; nothing is read from disk at run time.
 
 use std::path::{Path, PathBuf};
 
@@ -9,9 +12,15 @@ fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
     for entry in std::fs::read_dir(from)? {
         let entry = entry?;
         let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
+        let kind = entry.file_type()?;
+        if kind.is_symlink() {
+            println!(
+                "cargo:warning=skipping symbolic link {} (not embedded)",
+                entry.path().display()
+            );
+        } else if kind.is_dir() {
             copy_dir(&entry.path(), &target)?;
-        } else {
+        } else if kind.is_file() {
             std::fs::copy(entry.path(), target)?;
         }
     }

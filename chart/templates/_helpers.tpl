@@ -8,7 +8,7 @@ cluster.
 {{- define "kruntimes-console.tlsSecretName" -}}
 {{- if .Values.console.tls.secretName -}}{{ .Values.console.tls.secretName }}{{- else -}}kruntimes-console-tls{{- end -}}
 {{- end }}
-{{- define "kruntimes-console.cookieSecretName" -}}kruntimes-console-cookie{{- end }}
+{{- define "kruntimes-console.cookieSecretName" -}}{{ .Values.console.cookieKey.existingSecret | default "kruntimes-console-cookie" }}{{- end }}
 
 {{- define "kruntimes-console.selectorLabels" -}}
 app.kubernetes.io/name: kruntimes-console

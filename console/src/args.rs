@@ -84,9 +84,11 @@ pub struct Args {
     #[arg(long)]
     pub client_ca_file: Option<PathBuf>,
 
-    /// File with the key material (at least 32 bytes) that seals session
-    /// cookies; share it between replicas. Without it a random key is used
-    /// and sessions end when the process does.
+    /// Key material that seals session cookies; share it between replicas.
+    /// A file is one key (at least 32 bytes); a directory (a mounted Secret)
+    /// holds one key per file, in name order, at most 16: the first seals,
+    /// every one opens. Re-read every 5 s. Without it a random key is
+    /// used and sessions end when the process does.
     #[arg(long)]
     pub cookie_key_file: Option<PathBuf>,
 

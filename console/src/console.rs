@@ -25,7 +25,7 @@ use crate::session::SessionSealer;
 pub struct ConsoleState {
     pub authn: Authenticator,
     pub access: AccessReview,
-    pub sealer: SessionSealer,
+    pub sealer: Arc<SessionSealer>,
     pub users: UserClients,
     /// The Console's own identity: TokenReview, SubjectAccessReview,
     /// public-read summaries and the /v1 Run cache. Never reads on a user's behalf.
@@ -55,7 +55,8 @@ fn same_origin(headers: &HeaderMap, uri: &http::Uri) -> bool {
 }
 
 /// Resolves credentials once per request and enforces the Origin rule on
-/// cookie-authenticated state changes.
+/// state changes and upgrades authenticated by the cookie or a client
+/// certificate.
 async fn credentials(
     State(state): State<Arc<ConsoleState>>,
     mut req: Request,
@@ -75,15 +76,30 @@ async fn credentials(
         .headers()
         .get(header::UPGRADE)
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"websocket"));
+    // Credentials a browser attaches by itself (the cookie, a client
+    // certificate) must come from our own origin on state changes and
+    // upgrades. A CLI sends no Origin: fine with a certificate, while a
+    // cookie state change always needs a matching one.
     if let Some(c) = &creds
-        && c.source == Source::Cookie
         && (changes_state || is_ws)
-        && !same_origin(req.headers(), req.uri())
     {
-        let refusal = ConsoleError::forbidden(
-            "cross-origin request refused: a request authenticated by the session cookie must come from the Console's own origin",
-        );
-        return refuse(req.into_body(), refusal).await;
+        let has_origin = req.headers().contains_key(header::ORIGIN);
+        let refused = match c.source {
+            Source::Header => false,
+            Source::Cookie => !same_origin(req.headers(), req.uri()),
+            Source::Certificate => has_origin && !same_origin(req.headers(), req.uri()),
+        };
+        if refused {
+            let what = if c.source == Source::Cookie {
+                "the session cookie"
+            } else {
+                "a client certificate"
+            };
+            let refusal = ConsoleError::forbidden(format!(
+                "cross-origin request refused: a request authenticated by {what} must come from the Console's own origin"
+            ));
+            return refuse(req.into_body(), refusal).await;
+        }
     }
     req.extensions_mut()
         .insert(Caller(creds.map(std::sync::Arc::new)));

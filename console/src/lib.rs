@@ -143,12 +143,17 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let console_tls = Arc::new(server_config(console_cert, console_verifier.clone(), true)?);
     let ttl = args.session_ttl.0.as_secs() as i64;
     let sealer = match &args.cookie_key_file {
-        Some(path) => session::SessionSealer::from_file(path, ttl)?,
+        Some(path) => {
+            let sealer = Arc::new(session::SessionSealer::from_file(path, ttl)?);
+            tracing::info!(file = %path.display(), keys = ?sealer.key_ids(), "cookie keys loaded; the first seals");
+            sealer.watch(path.clone());
+            sealer
+        }
         None => {
             tracing::warn!(
                 "no --cookie-key-file: sessions are sealed with a random key and end with this process"
             );
-            session::SessionSealer::ephemeral(ttl)
+            Arc::new(session::SessionSealer::ephemeral(ttl)?)
         }
     };
     let console_state = Arc::new(console::ConsoleState {

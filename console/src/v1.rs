@@ -166,7 +166,40 @@ async fn admit<'a>(
     }
 }
 
-/// Hop-by-hop headers and credentials never forwarded in either direction.
+/// Request headers forwarded to the gateway on an invoke; every other
+/// request header is dropped. The body's length is set by the Console, and
+/// the caller's identity travels in the Console's own `X-Remote-*`.
+pub const FORWARDED_REQUEST_HEADERS: [&str; 10] = [
+    "accept",
+    "accept-encoding",
+    "accept-language",
+    "content-type",
+    "content-encoding",
+    "user-agent",
+    "traceparent",
+    "tracestate",
+    "x-request-id",
+    INVOCATION_ID,
+];
+
+/// Does this name, lower-cased with `_` read as `-` (as CGI, WSGI, Rack
+/// and nginx's `underscores_in_headers` do), carry identity or trust?
+pub fn is_identity_header(name: &str) -> bool {
+    let n = name.to_ascii_lowercase().replace('_', "-");
+    matches!(
+        n.as_str(),
+        "authorization" | "cookie" | "forwarded" | "x-real-ip" | "x-client-ip" | "true-client-ip"
+    ) || ["x-remote-", "impersonate-", "x-forwarded-", "proxy-"]
+        .iter()
+        .any(|p| n.starts_with(p))
+}
+
+/// Is this request header forwarded to the gateway?
+fn is_forwarded_request_header(name: &HeaderName) -> bool {
+    FORWARDED_REQUEST_HEADERS.contains(&name.as_str()) && !is_identity_header(name.as_str())
+}
+
+/// Hop-by-hop headers and credentials never relayed back from the gateway.
 fn is_stripped(name: &HeaderName, connection_listed: &[String]) -> bool {
     let n = name.as_str();
     matches!(
@@ -327,10 +360,9 @@ async fn invoke_inner(
     let run = state.runs.resolve(ns, name, uid, Mode::Function)?;
     let target = state.gateways.target(ns, &run.spec.runtime).await?;
 
-    let listed = connection_listed(&parts.headers);
     let mut headers = HeaderMap::new();
     for (k, v) in &parts.headers {
-        if !is_stripped(k, &listed) {
+        if is_forwarded_request_header(k) {
             headers.append(k.clone(), v.clone());
         }
     }
@@ -461,6 +493,48 @@ mod tests {
         for n in ["content-type", "accept", "x-kruntime-invocation-id"] {
             assert!(!is_stripped(&HeaderName::from_static(n), &listed), "{n}");
         }
+    }
+
+    #[test]
+    fn only_allow_listed_request_headers_are_forwarded() {
+        for n in FORWARDED_REQUEST_HEADERS {
+            assert!(
+                is_forwarded_request_header(&HeaderName::from_static(n)),
+                "{n}"
+            );
+        }
+        for n in [
+            "authorization",
+            "cookie",
+            "x-remote-user",
+            "x_remote_user",
+            "x_remote_group",
+            "impersonate-user",
+            "impersonate_group",
+            "forwarded",
+            "x-forwarded-for",
+            "x-forwarded-client-cert",
+            "x-real-ip",
+            "x-foo",
+            "host",
+            "connection",
+            "content-length",
+            "sec-websocket-key",
+        ] {
+            assert!(
+                !is_forwarded_request_header(&HeaderName::from_static(n)),
+                "{n}"
+            );
+        }
+        for n in [
+            "X_Remote_User",
+            "X-FORWARDED-HOST",
+            "Proxy_Authorization",
+            "IMPERSONATE-UID",
+        ] {
+            assert!(is_identity_header(n), "{n}");
+        }
+        assert!(!is_identity_header("content-type"));
     }
 
     #[test]

@@ -371,7 +371,7 @@ fn deployment_runs_the_binary_with_its_flags_restricted_and_probed() {
         format!("--console-tls-cert={tls}/tls.crt"),
         format!("--console-tls-key={tls}/tls.key"),
         "--admin-listen=0.0.0.0:9090".to_owned(),
-        "--cookie-key-file=/etc/kruntimes-console/cookie/key".to_owned(),
+        "--cookie-key-file=/etc/kruntimes-console/cookie".to_owned(),
         "--public-read=true".to_owned(),
         "--authorization-cache-ttl=10s".to_owned(),
         "--max-header-bytes=16384".to_owned(),
@@ -889,5 +889,104 @@ fn helm_test_hook_checks_the_installation_with_a_narrow_identity() {
             "resources": ["endpointslices"],
             "verbs": ["list"],
         }])
+
+/// The volume of `name` in the Console Pod template.
+fn volume<'a>(objs: &'a [Value], name: &str) -> &'a Value {
+    find(objs, "Deployment", "kruntimes-console")["spec"]["template"]["spec"]["volumes"]
+        .as_array()
+        .expect("volumes")
+        .iter()
+        .find(|v| v["name"] == name)
+        .unwrap_or_else(|| panic!("no volume {name}"))
+}
+
+#[test]
+fn cookie_keys_come_from_a_whole_secret_generated_or_your_own() {
+    // Generated: the whole Secret is mounted and the flag names the folder.
+    let objs = dry_run_chart(&render(&[]));
+    assert!(args(&objs).contains(&"--cookie-key-file=/etc/kruntimes-console/cookie".to_owned()));
+    let v = volume(&objs, "cookie");
+    assert_eq!(v["secret"]["secretName"], "kruntimes-console-cookie");
+    assert!(v["secret"].get("items").is_none(), "every key is mounted");
+
+    // Your own Secret (key-0, key-1): the chart creates none and mounts it.
+    let objs = dry_run_chart(&render(&[
+        "console.cookieKey.existingSecret=my-cookie-keys",
+    ]));
+    assert_eq!(
+        volume(&objs, "cookie")["secret"]["secretName"],
+        "my-cookie-keys"
+    );
+    assert!(
+        !objs
+            .iter()
+            .any(|o| o["kind"] == "Secret" && o["metadata"]["name"] == "kruntimes-console-cookie"),
+        "a generated cookie Secret next to an existing one"
+    );
+    let bad = helm(
+        &["template", "kruntimes-console", "chart", "--namespace", NS],
+        &["console.cookieKey.existingSecret=Not_A_Name"],
+        None,
+    );
+    assert!(!bad.status.success(), "an invalid Secret name rendered");
+    assert!(
+        text(&bad.stderr).contains("existingSecret"),
+        "{}",
+        text(&bad.stderr)
+    );
+}
+
+#[test]
+fn upgrades_keep_every_cookie_key_added_for_a_rotation() {
+    let ns = Scratch(unique("chart-keys"));
+    let admin = Some(env().token("admin"));
+    let created = env().kubectl(admin, &["create", "namespace", &ns.0]);
+    assert!(created.status.success(), "{}", text(&created.stderr));
+    let kubeconfig = env().var("KUBECONFIG").to_owned();
+    let first = render_in(&ns.0, &[]);
+    let secret: Vec<String> = documents(&first)
+        .into_iter()
+        .filter(|d| kind_of(d) == "Secret" && d.contains("kruntimes-console-cookie"))
+        .collect();
+    let applied = kubectl_stdin(&["apply", "-f", "-"], &secret.join("\n---\n"));
+    assert!(applied.status.success(), "{}", text(&applied.stderr));
+    // A rotation adds key-1 to the Secret by hand.
+    let new_key = B64.encode([7u8; 32]);
+    let patch = format!("{{\"data\":{{\"key-1\":\"{new_key}\"}}}}");
+    let patched = env().kubectl(
+        admin,
+        &[
+            "-n",
+            &ns.0,
+            "patch",
+            "secret",
+            "kruntimes-console-cookie",
+            "-p",
+            &patch,
+        ],
+    );
+    assert!(patched.status.success(), "{}", text(&patched.stderr));
+    let again = helm(
+        &[
+            "template",
+            "kruntimes-console",
+            "chart",
+            "--namespace",
+            &ns.0,
+            "--dry-run=server",
+        ],
+        &[],
+        Some(&kubeconfig),
+    );
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    let again = dry_run_chart(&text(&again.stdout));
+    let first = dry_run_chart(&first);
+    assert_eq!(
+        secret_data(&first, "kruntimes-console-cookie", "key"),
+        secret_data(&again, "kruntimes-console-cookie", "key")
+    );
+    assert_eq!(
+        secret_data(&again, "kruntimes-console-cookie", "key-1"),
+        new_key
     );
 }

@@ -224,12 +224,27 @@ fn source_for(api: &LogApi, pods: Api<Pod>, run: &Run, pod: &str, query: &LogQue
     }
 }
 
+/// `status.assignedPod` goes into URL paths: anything but a DNS-1123
+/// subdomain is refused before any read.
+pub fn check_assigned_pod(run: &Run, pod: &str) -> Result<(), ApiError> {
+    if is_dns1123_subdomain(pod) {
+        return Ok(());
+    }
+    let name = run.metadata.name.as_deref().unwrap_or_default();
+    let ns = run.metadata.namespace.as_deref().unwrap_or_default();
+    Err(ApiError::conflict(format!(
+        "run {ns}/{name} has an invalid status.assignedPod {pod:?} (not a DNS-1123 subdomain); no log was read"
+    ))
+    .about("kruntimes.io", "runs", name))
+}
+
 /// The assigned Pod must exist and be the same Pod (UID) the Run was given.
 async fn check_pod(pods: &Api<Pod>, run: &Run) -> Result<(), ApiError> {
     let Some((pod, uid)) = run.assignment() else {
         return Ok(());
     };
     let name = run.metadata.name.as_deref().unwrap_or_default();
+    check_assigned_pod(run, pod)?;
     let live = pods
         .get_opt(pod)
         .await

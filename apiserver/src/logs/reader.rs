@@ -73,6 +73,13 @@ impl LogSource {
         window: Option<i64>,
         follow: bool,
     ) -> Result<LineReader<impl futures::io::AsyncBufRead + Unpin + use<>>, ApiError> {
+        // The handler checked the name; this is the last line before a URL.
+        if !super::params::is_dns1123_subdomain(&self.pod) {
+            return Err(ApiError::conflict(format!(
+                "pod name {:?} is not a DNS-1123 subdomain; no log was read",
+                self.pod
+            )));
+        }
         let stream = self
             .pods
             .log_stream(&self.pod, &self.params(window, follow))

@@ -19,6 +19,7 @@ use super::{
 };
 use crate::console::{Caller, ConsoleState};
 use crate::error::{AccessRequest, ConsoleError, from_kube};
+use kruntimes_apiserver::logs::params::is_dns1123_subdomain;
 
 pub const PHASES: [&str; 8] = [
     "Pending",
@@ -36,7 +37,9 @@ pub const MAX_LIMIT: u32 = 500;
 /// Upstream page size while filtering on the Console.
 const SCAN_PAGE: u32 = 500;
 /// Upstream pages read at most per request while filtering on the Console.
-const SCAN_PAGES: usize = 40;
+pub const SCAN_PAGES: usize = 40;
+/// The same for a public (no credential) request: one page.
+pub const PUBLIC_SCAN_PAGES: usize = 1;
 
 /// Parsed query of the Run list.
 #[derive(Debug, Default, PartialEq)]
@@ -126,6 +129,29 @@ pub fn parse_query(raw: Option<&str>) -> Result<RunQuery, ConsoleError> {
         }
     }
     Ok(q)
+}
+
+/// Public summaries show phase and runtime, so only those filter them: a
+/// filter on anything a summary hides (the Pod, labels, the exact creation
+/// time) would reveal it.
+pub fn check_public_filters(q: &RunQuery) -> Result<(), ConsoleError> {
+    let mut hidden = Vec::new();
+    if q.assigned_pod.is_some() {
+        hidden.push("assignedPod");
+    }
+    if q.label_selector.is_some() {
+        hidden.push("labelSelector");
+    }
+    if q.created_after.is_some() {
+        hidden.push("createdAfter");
+    }
+    if hidden.is_empty() {
+        return Ok(());
+    }
+    Err(ConsoleError::unauthorized(format!(
+        "filtering by {} needs a credential: log in or send a bearer token (without one, Runs filter by phase and runtime only)",
+        hidden.join(", ")
+    )))
 }
 
 /// Our own continue token while filtering on the Console: the upstream
@@ -227,7 +253,11 @@ pub struct Page {
 
 /// Lists one page, pushing filters to the API server where the CRD allows
 /// and filtering the rest here without listing everything per request.
-pub async fn list_runs(api: &Api<DynamicObject>, q: &RunQuery) -> Result<Page, kube::Error> {
+pub async fn list_runs(
+    api: &Api<DynamicObject>,
+    q: &RunQuery,
+    max_pages: usize,
+) -> Result<Page, kube::Error> {
     let scan = match &q.cont {
         Some(c) => decode_scan(c).ok().flatten(),
         None => None,
@@ -257,7 +287,7 @@ pub async fn list_runs(api: &Api<DynamicObject>, q: &RunQuery) -> Result<Page, k
             Err(e) => return Err(e),
         }
     }
-    scan_runs(api, q, residual, fs, scan).await
+    scan_runs(api, q, residual, fs, scan, max_pages).await
 }
 
 async fn scan_runs(
@@ -266,10 +296,14 @@ async fn scan_runs(
     mut residual: Residual<'_>,
     fs: Option<String>,
     start: Option<ScanToken>,
+    max_pages: usize,
 ) -> Result<Page, kube::Error> {
     let (mut upstream, mut skip) = start.map(|t| (t.c, t.s)).unwrap_or((None, 0));
     let mut items = Vec::new();
-    for _ in 0..SCAN_PAGES {
+    // A refused field selector is retried without it; that retry is not a page read.
+    let mut retried = false;
+    let mut pages = 0;
+    while pages < max_pages.max(1) {
         let mut lp = ListParams::default().limit(SCAN_PAGE);
         if let Some(l) = &q.label_selector {
             lp = lp.labels(l);
@@ -284,12 +318,14 @@ async fn scan_runs(
         }
         let list = match api.list(&lp).await {
             Ok(l) => l,
-            Err(e) if !residual.fields && fs.is_some() && unsupported_field(&e) => {
+            Err(e) if !residual.fields && !retried && fs.is_some() && unsupported_field(&e) => {
                 residual.fields = true;
+                retried = true;
                 continue;
             }
             Err(e) => return Err(e),
         };
+        pages += 1;
         let n = list.items.len();
         for (i, o) in list.items.into_iter().enumerate().skip(skip) {
             if !residual.admits(&o) {
@@ -413,8 +449,14 @@ async fn list_inner(
     check_namespace(ns)?;
     let q = parse_query(raw)?;
     let reader = list_reader(state, caller)?;
+    let max_pages = if reader.is_public() {
+        check_public_filters(&q)?;
+        PUBLIC_SCAN_PAGES
+    } else {
+        SCAN_PAGES
+    };
     let api = kruntimes_api(reader.client().clone(), ns, "Run", "runs");
-    let page = list_runs(&api, &q).await.map_err(|e| {
+    let page = list_runs(&api, &q, max_pages).await.map_err(|e| {
         let mut e = kube_error(
             e,
             "listing runs",
@@ -538,9 +580,21 @@ async fn detail_inner(
     let pod_name = str_at(&status, &["assignedPod"]).filter(|p| !p.is_empty());
     let pod_uid = str_at(&status, &["assignedPodUID"]);
     let run_uid = run.metadata.uid.clone().unwrap_or_default();
+    // The name goes into a URL path and a field selector: checked first.
+    let invalid_pod = pod_name.filter(|p| !is_dns1123_subdomain(p));
+    let valid_pod = pod_name.filter(|p| is_dns1123_subdomain(p));
     let (pod, events) = tokio::join!(
-        pod_section(&client, ns, pod_name, pod_uid),
-        events_section(&client, ns, &run_uid, name, pod_name)
+        async {
+            match invalid_pod {
+                Some(p) => json!({
+                    "state": "error",
+                    "message": format!("invalid assignedPod {p:?}: not a DNS-1123 subdomain; the Pod was not read"),
+                    "code": 422,
+                }),
+                None => pod_section(&client, ns, valid_pod, pod_uid).await,
+            }
+        },
+        events_section(&client, ns, &run_uid, name, valid_pod)
     );
     Ok(json!({
         "metadata": meta(&run.metadata, false),
@@ -742,6 +796,76 @@ mod tests {
                 .created_after
                 .is_some()
         );
+    }
+
+    #[test]
+    fn public_filters() {
+        for ok in [
+            "",
+            "phase=Failed,Running&runtime=bash&limit=5",
+            "continue=abc",
+        ] {
+            assert!(
+                check_public_filters(&parse_query(Some(ok)).unwrap()).is_ok(),
+                "{ok}"
+            );
+        }
+        for bad in [
+            "assignedPod=bash-pool-0",
+            "labelSelector=app%3Dweb",
+            "createdAfter=2026-01-02T15:04:05Z",
+        ] {
+            let e = check_public_filters(&parse_query(Some(bad)).unwrap()).unwrap_err();
+            assert_eq!(e.code, http::StatusCode::UNAUTHORIZED, "{bad}");
+            assert!(e.message.contains("bearer token"), "{}", e.message);
+        }
+    }
+
+    /// An in-process Kubernetes API that serves endless pages of Runs none
+    /// of which match, counting the list calls.
+    fn endless_runs() -> (
+        Api<DynamicObject>,
+        std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    ) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let calls = std::sync::Arc::new(AtomicUsize::new(0));
+        let seen = calls.clone();
+        let svc = tower::service_fn(move |_req: http::Request<kube::client::Body>| {
+            let n = seen.fetch_add(1, Ordering::SeqCst);
+            async move {
+                let body = json!({
+                    "apiVersion": "kruntimes.io/v1alpha1", "kind": "RunList",
+                    "metadata": {"continue": format!("page-{}", n + 1)},
+                    "items": [{"apiVersion": "kruntimes.io/v1alpha1", "kind": "Run",
+                               "metadata": {"name": format!("r{n}"), "namespace": "ns"},
+                               "spec": {"runtime": "bash"}, "status": {"phase": "Running"}}],
+                });
+                Ok::<_, std::convert::Infallible>(http::Response::new(kube::client::Body::from(
+                    body.to_string().into_bytes(),
+                )))
+            }
+        });
+        let client = Client::new(svc, "ns");
+        (kruntimes_api(client, "ns", "Run", "runs"), calls)
+    }
+
+    #[tokio::test]
+    async fn a_public_scan_reads_one_upstream_page() {
+        use std::sync::atomic::Ordering;
+        // Two phases: filtered on the Console, none of the Runs match.
+        let q = parse_query(Some("phase=Failed,Succeeded")).unwrap();
+        let (api, calls) = endless_runs();
+        let page = list_runs(&api, &q, PUBLIC_SCAN_PAGES).await.unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        assert!(page.items.is_empty());
+        let cont = page.cont.expect("a continue token to go on");
+        assert_eq!(
+            decode_scan(&cont).unwrap().unwrap().c.as_deref(),
+            Some("page-1")
+        );
+        let (api, calls) = endless_runs();
+        list_runs(&api, &q, SCAN_PAGES).await.unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), SCAN_PAGES);
     }
 
     #[test]

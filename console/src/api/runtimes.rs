@@ -152,11 +152,13 @@ async fn pods_section(client: &kube::Client, ns: &str, runtime: &str) -> Value {
     };
     let mut run_error = None;
     for _ in 0..20 {
-        match list_runs(&runs, &q).await {
+        match list_runs(&runs, &q, super::runs::SCAN_PAGES).await {
             Ok(page) => {
                 for o in &page.items {
                     let phase = str_at(&o.data, &["status", "phase"]).unwrap_or("Pending");
-                    let Some(pod) = str_at(&o.data, &["status", "assignedPod"]) else {
+                    let Some(pod) = str_at(&o.data, &["status", "assignedPod"])
+                        .filter(|p| kruntimes_apiserver::logs::params::is_dns1123_subdomain(p))
+                    else {
                         continue;
                     };
                     if TERMINAL.contains(&phase) {
