@@ -889,6 +889,8 @@ fn helm_test_hook_checks_the_installation_with_a_narrow_identity() {
             "resources": ["endpointslices"],
             "verbs": ["list"],
         }])
+    );
+}
 
 /// The volume of `name` in the Console Pod template.
 fn volume<'a>(objs: &'a [Value], name: &str) -> &'a Value {
