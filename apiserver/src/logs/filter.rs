@@ -9,6 +9,8 @@ use std::borrow::Cow;
 use memchr::memmem;
 use serde::{Deserialize, Serialize};
 
+use super::lines::Line;
+
 /// One record of a Run's log, as the API returns it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -83,6 +85,17 @@ impl RunFilter {
             finder: memmem::Finder::new(uid.as_bytes()).into_owned(),
             streams,
             default_pod: default_pod.to_owned(),
+        }
+    }
+
+    /// The record of one line read by a [`LineReader`](super::lines::LineReader),
+    /// whole or oversized.
+    pub fn line_record(&self, line: &Line) -> Option<LogRecord> {
+        let (time, content) = line.split_timestamp();
+        if line.oversized {
+            self.oversized_record(content, &line.suffix, line.len, time)
+        } else {
+            self.record(content, time)
         }
     }
 
@@ -373,5 +386,126 @@ mod tests {
             f.oversized_record(prefix, fake.as_bytes(), 5 << 20, None)
                 .is_none()
         );
+    }
+
+    /// Expected outcome of one line: `None` dropped, else (stream, pod, invocation ID).
+    type Expect = Option<(&'static str, &'static str, Option<&'static str>)>;
+
+    /// One rule for whole and oversized lines: `{PAD}` is replaced by a short
+    /// message, then by one that pushes the line past the line bound.
+    const PARITY_CASES: &[(&str, &str, Expect)] = &[
+        (
+            "uid first",
+            r#"{"run_uid":"{UID}","stream":"stdout","message":"{PAD}"}"#,
+            Some(("stdout", "pool-0", None)),
+        ),
+        (
+            "uid after the message",
+            r#"{"message":"{PAD}","stream":"stderr","run_uid":"{UID}"}"#,
+            Some(("stderr", "pool-0", None)),
+        ),
+        (
+            "all fields after the message",
+            r#"{"message":"{PAD}","pod":"p7","invocation_id":"inv-1","run_uid":"{UID}"}"#,
+            Some(("stdout", "p7", Some("inv-1"))),
+        ),
+        (
+            "nested uid before the message",
+            r#"{"meta":{"run_uid":"{UID}"},"message":"{PAD}"}"#,
+            None,
+        ),
+        (
+            "nested uid after the message",
+            r#"{"message":"{PAD}","meta":{"a":"b","run_uid":"{UID}"}}"#,
+            None,
+        ),
+        (
+            "nested uid in an array",
+            r#"{"message":"{PAD}","list":[{"x":"y","run_uid":"{UID}"}]}"#,
+            None,
+        ),
+        (
+            "nested uid, other top-level uid",
+            r#"{"run_uid":"other","message":"{PAD}","meta":{"a":"b","run_uid":"{UID}"}}"#,
+            None,
+        ),
+        (
+            "duplicate uid around the message",
+            r#"{"run_uid":"{UID}","message":"{PAD}","run_uid":"other"}"#,
+            None,
+        ),
+        (
+            "duplicate uid, own second",
+            r#"{"run_uid":"other","message":"{PAD}","run_uid":"{UID}"}"#,
+            None,
+        ),
+        (
+            "same uid twice before the message",
+            r#"{"run_uid":"{UID}","run_uid":"{UID}","message":"{PAD}"}"#,
+            None,
+        ),
+        (
+            "same uid twice after the message",
+            r#"{"message":"{PAD}","run_uid":"{UID}","run_uid":"{UID}"}"#,
+            None,
+        ),
+        (
+            "uid quoted inside the message",
+            r#"{"message":"{PAD}\",\"run_uid\":\"{UID}\"","run_uid":"other"}"#,
+            None,
+        ),
+        (
+            "stream is not a string",
+            r#"{"run_uid":"{UID}","message":"{PAD}","stream":5}"#,
+            None,
+        ),
+        (
+            "uid is null",
+            r#"{"message":"{PAD}","run_uid":null,"x":"{UID}"}"#,
+            None,
+        ),
+        ("not an object", r#"["{UID}","{PAD}"]"#, None),
+    ];
+
+    async fn read_one(line: &str) -> Line {
+        let data = format!("2026-01-01T00:00:00.000000001Z {line}\n").into_bytes();
+        let mut reader = super::super::lines::LineReader::new(
+            futures::io::BufReader::with_capacity(8192, futures::io::Cursor::new(data)),
+            super::super::MAX_LINE_BYTES,
+        );
+        let mut out = Line::default();
+        assert!(reader.next_line(&mut out).await.unwrap());
+        out
+    }
+
+    #[tokio::test]
+    async fn whole_and_oversized_lines_follow_one_rule() {
+        let f = filter();
+        let big = "x".repeat(super::super::MAX_LINE_BYTES + (44 << 10));
+        for (oversized, pad) in [(false, "short"), (true, big.as_str())] {
+            for (name, template, expect) in PARITY_CASES {
+                let text = template.replace("{UID}", UID).replace("{PAD}", pad);
+                let line = read_one(&text).await;
+                assert_eq!(line.oversized, oversized, "{name}");
+                let got = f.line_record(&line);
+                let got_parts = got.as_ref().map(|r| {
+                    (
+                        r.stream.as_str(),
+                        r.pod.as_str(),
+                        r.invocation_id.as_deref(),
+                    )
+                });
+                assert_eq!(
+                    got_parts,
+                    *expect,
+                    "{name} ({} line)",
+                    if oversized { "oversized" } else { "whole" }
+                );
+                if let Some(rec) = got {
+                    assert_eq!(rec.truncated, oversized, "{name}");
+                    assert_eq!(rec.time.as_deref(), Some("2026-01-01T00:00:00.000000001Z"));
+                }
+            }
+        }
     }
 }
