@@ -2,7 +2,9 @@
 //!
 //! A `memchr` substring search for the Run UID rejects almost every line of
 //! other Runs without parsing; only candidate lines are parsed as JSON and
-//! kept when their `run_uid` field equals the UID exactly.
+//! kept when their top-level `run_uid` field equals the UID exactly. Lines
+//! too long to keep whole follow the same rule through a streaming scan
+//! ([`super::scan`]): nested keys never count, a repeated one drops the line.
 
 use std::borrow::Cow;
 
@@ -10,6 +12,7 @@ use memchr::memmem;
 use serde::{Deserialize, Serialize};
 
 use super::lines::Line;
+use super::scan::TopLevelScan;
 
 /// One record of a Run's log, as the API returns it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,7 +96,7 @@ impl RunFilter {
     pub fn line_record(&self, line: &Line) -> Option<LogRecord> {
         let (time, content) = line.split_timestamp();
         if line.oversized {
-            self.oversized_record(content, &line.suffix, line.len, time)
+            self.oversized_record(&line.scan, line.len, time)
         } else {
             self.record(content, time)
         }
@@ -136,133 +139,36 @@ impl RunFilter {
     }
 
     /// The record for a line longer than [`super::MAX_LINE_BYTES`], of which only
-    /// `prefix` was kept: the top-level fields before the message are read from
-    /// the prefix; the message itself is replaced by a note.
-    /// Fields written after the message are read from `suffix`, the line's last bytes.
+    /// a prefix was kept: its top-level members were read from every byte
+    /// as the line streamed by (`scan`); the message itself is replaced by a note.
     pub fn oversized_record(
         &self,
-        prefix: &[u8],
-        suffix: &[u8],
+        scan: &TopLevelScan,
         total_len: u64,
         time: Option<&str>,
     ) -> Option<LogRecord> {
-        if !self.is_candidate(prefix) && !self.is_candidate(suffix) {
+        let fields = scan.fields()?;
+        if fields.get("run_uid") != Some(self.uid.as_str()) {
             return None;
         }
-        let mut fields = scan_top_level_strings(prefix);
-        fields.extend(scan_trailing_strings(suffix));
-        let get = |k: &str| {
-            fields
-                .iter()
-                .find(|(key, _)| key == k)
-                .map(|(_, v)| v.clone())
-        };
-        if get("run_uid").as_deref() != Some(self.uid.as_str()) {
-            return None;
-        }
-        let stream = get("stream").unwrap_or_else(|| "stdout".to_owned());
-        if !self.streams.admits(&stream) {
+        let stream = fields.get("stream").unwrap_or("stdout");
+        if !self.streams.admits(stream) {
             return None;
         }
         Some(LogRecord {
-            stream,
+            stream: stream.to_owned(),
             message: format!(
                 "[record of {total_len} bytes exceeds the {} KiB line bound and was omitted]",
                 super::MAX_LINE_BYTES >> 10
             ),
-            pod: get("pod").unwrap_or_else(|| self.default_pod.clone()),
-            invocation_id: get("invocation_id"),
+            pod: fields
+                .get("pod")
+                .map_or_else(|| self.default_pod.clone(), str::to_owned),
+            invocation_id: fields.get("invocation_id").map(str::to_owned),
             time: time.map(str::to_owned),
             truncated: true,
         })
     }
-}
-
-/// Reads the top-level string fields of a JSON object from a prefix of it,
-/// stopping at the first value that is not a string or is cut off.
-fn scan_top_level_strings(buf: &[u8]) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut i = skip_ws(buf, 0);
-    if buf.get(i) != Some(&b'{') {
-        return out;
-    }
-    i += 1;
-    loop {
-        i = skip_ws(buf, i);
-        let Some((key, next)) = read_string(buf, i) else {
-            return out;
-        };
-        i = skip_ws(buf, next);
-        if buf.get(i) != Some(&b':') {
-            return out;
-        }
-        i = skip_ws(buf, i + 1);
-        let Some((value, next)) = read_string(buf, i) else {
-            return out;
-        };
-        out.push((key, value));
-        i = skip_ws(buf, next);
-        match buf.get(i) {
-            Some(b',') => i += 1,
-            _ => return out,
-        }
-    }
-}
-
-/// Reads `"key": "string"` members from the end of a flat JSON object whose
-/// beginning was not kept. A member counts only where its key's quote
-/// follows a `,` (inside a JSON string every quote is escaped, so a
-/// message cannot fake one).
-fn scan_trailing_strings(buf: &[u8]) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while let Some(off) = memchr::memchr(b',', &buf[i..]) {
-        let comma = i + off;
-        i = comma + 1;
-        // An escaped or string-internal comma is followed by something else than a key.
-        let k = skip_ws(buf, comma + 1);
-        let Some((key, next)) = read_string(buf, k) else {
-            continue;
-        };
-        let c = skip_ws(buf, next);
-        if buf.get(c) != Some(&b':') {
-            continue;
-        }
-        let v = skip_ws(buf, c + 1);
-        if let Some((value, next)) = read_string(buf, v) {
-            let end = skip_ws(buf, next);
-            if matches!(buf.get(end), Some(b',' | b'}')) {
-                out.push((key, value));
-            }
-        }
-    }
-    out
-}
-
-fn skip_ws(buf: &[u8], mut i: usize) -> usize {
-    while matches!(buf.get(i), Some(b' ' | b'\t' | b'\r' | b'\n')) {
-        i += 1;
-    }
-    i
-}
-
-/// Reads one complete JSON string starting at `i`; `None` when absent or cut off.
-fn read_string(buf: &[u8], i: usize) -> Option<(String, usize)> {
-    if buf.get(i) != Some(&b'"') {
-        return None;
-    }
-    let mut j = i + 1;
-    while j < buf.len() {
-        match buf[j] {
-            b'\\' => j += 2,
-            b'"' => {
-                let s: String = serde_json::from_slice(&buf[i..=j]).ok()?;
-                return Some((s, j + 1));
-            }
-            _ => j += 1,
-        }
-    }
-    None
 }
 
 #[cfg(test)]
@@ -346,46 +252,6 @@ mod tests {
         assert_eq!(rec.message, "a\"b\n");
         assert_eq!(rec.invocation_id.as_deref(), Some("inv-1"));
         assert_eq!(rec.pod, "pool-0", "falls back to the assigned pod");
-    }
-
-    #[test]
-    fn oversized_reads_fields_before_the_cut() {
-        let f = filter();
-        let prefix =
-            format!(r#"{{"run_uid":"{UID}","stream":"stderr","pod":"p9","message":"xxxxxxxx"#);
-        let rec = f
-            .oversized_record(prefix.as_bytes(), b"", 5 << 20, None)
-            .expect("kept");
-        assert!(rec.truncated);
-        assert_eq!(rec.stream, "stderr");
-        assert_eq!(rec.pod, "p9");
-        let other = format!(r#"{{"run_uid":"x","message":"{UID}"#);
-        assert!(
-            f.oversized_record(other.as_bytes(), b"", 5 << 20, None)
-                .is_none()
-        );
-        let nested = format!(r#"{{"meta":{{"run_uid":"{UID}"}},"message":"#);
-        assert!(
-            f.oversized_record(nested.as_bytes(), b"", 5 << 20, None)
-                .is_none()
-        );
-    }
-
-    #[test]
-    fn oversized_reads_fields_after_the_message() {
-        let f = filter();
-        let prefix = br#"{"message":"xxxxxxxx"#;
-        let suffix = format!(r#"xxxx","pod":"p2","run_uid":"{UID}","stream":"stdout"}}"#);
-        let rec = f
-            .oversized_record(prefix, suffix.as_bytes(), 5 << 20, None)
-            .expect("kept");
-        assert_eq!(rec.pod, "p2");
-        // The UID quoted inside the message (escaped) is not a field.
-        let fake = format!(r#"xx","run_uid":"{UID}"","run_uid":"other"}}"#);
-        assert!(
-            f.oversized_record(prefix, fake.as_bytes(), 5 << 20, None)
-                .is_none()
-        );
     }
 
     /// Expected outcome of one line: `None` dropped, else (stream, pod, invocation ID).

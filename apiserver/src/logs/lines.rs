@@ -2,6 +2,8 @@
 
 use futures::io::{AsyncBufRead, AsyncBufReadExt};
 
+use super::scan::TopLevelScan;
+
 /// One line of a Pod log: at most `max` bytes of it are kept.
 #[derive(Debug, Default)]
 pub struct Line {
@@ -10,12 +12,10 @@ pub struct Line {
     /// Length of the whole line.
     pub len: u64,
     pub oversized: bool,
-    /// The last bytes of an oversized line (fields written after a huge message).
-    pub suffix: Vec<u8>,
+    /// The top-level members of an oversized line, read from all of its bytes
+    /// (after the timestamp) as they streamed by.
+    pub scan: TopLevelScan,
 }
-
-/// Bytes kept from the end of an oversized line.
-pub const SUFFIX_BYTES: usize = 4096;
 
 impl Line {
     /// Splits the kubelet's `timestamps=true` prefix (`<RFC 3339> `) from the content.
@@ -75,7 +75,6 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
         line.bytes.clear();
         line.len = 0;
         line.oversized = false;
-        line.suffix.clear();
         loop {
             let buf = self.inner.fill_buf().await?;
             if buf.is_empty() {
@@ -87,21 +86,16 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
                 None => (buf, None),
             };
             let room = self.max.saturating_sub(line.bytes.len());
+            let keep = chunk.len().min(room);
+            line.bytes.extend_from_slice(&chunk[..keep]);
             if chunk.len() > room {
-                line.oversized = true;
-                let rest = &chunk[room..];
-                if rest.len() >= SUFFIX_BYTES {
-                    line.suffix.clear();
-                    line.suffix
-                        .extend_from_slice(&rest[rest.len() - SUFFIX_BYTES..]);
-                } else {
-                    let overflow = (line.suffix.len() + rest.len()).saturating_sub(SUFFIX_BYTES);
-                    line.suffix.drain(..overflow);
-                    line.suffix.extend_from_slice(rest);
+                if !line.oversized {
+                    line.oversized = true;
+                    line.scan.reset();
+                    line.scan.feed(split_timestamp(&line.bytes).1);
                 }
+                line.scan.feed(&chunk[keep..]);
             }
-            line.bytes
-                .extend_from_slice(&chunk[..chunk.len().min(room)]);
             line.len += chunk.len() as u64;
             let used = done.unwrap_or(buf_len);
             self.inner.consume_unpin(used);
@@ -137,7 +131,6 @@ mod tests {
         assert!(r.next_line(&mut l).await.unwrap());
         assert!(l.oversized);
         assert_eq!(l.bytes.len(), 10);
-        assert_eq!(l.suffix.len(), 90);
         assert_eq!(l.len, 100);
         assert!(r.next_line(&mut l).await.unwrap());
         assert_eq!(l.bytes, b"last");
