@@ -23,7 +23,7 @@ use anyhow::Context;
 use kruntimes_apiserver::auth::{AccessReview, Authenticator, RequestHeaderSource, TokenReviewer};
 use kruntimes_apiserver::logs::handler::LogApi;
 use kruntimes_apiserver::metrics::Metrics;
-use kruntimes_apiserver::serve::{ConnLimits, serve_tls};
+use kruntimes_apiserver::serve::serve_tls;
 use kruntimes_apiserver::tls::{ClientRoots, DynamicClientVerifier, ReloadingCert, server_config};
 use tokio::net::TcpListener;
 
@@ -201,29 +201,31 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             let _ = rx.wait_for(|s| *s).await;
         }
     };
-    let limits = ConnLimits {
-        handshake_timeout: Duration::from_secs(10),
-        // The transport allows twice the bound so the Console can answer 431 itself.
-        max_header_bytes: args.max_header_bytes * 2,
-    };
+    let console_limits = args.conn_limits(args.max_connections_per_peer);
+    let api_limits = args.conn_limits(args.apiserver_max_connections_per_peer);
     let console_task = tokio::spawn(serve_tls(
         console_listener,
         console_tls,
         console_router,
-        limits,
+        console_limits,
+        "console",
+        metrics.clone(),
         shutdown(),
     ));
     let api_task = tokio::spawn(serve_tls(
         api_listener,
         api_tls,
         api_router,
-        limits,
+        api_limits,
+        "apiserver",
+        metrics.clone(),
         shutdown(),
     ));
     let admin_task = tokio::spawn(admin::serve(
         admin_listener,
         metrics.clone(),
         request_header.clone(),
+        console_limits,
         shutdown(),
     ));
 

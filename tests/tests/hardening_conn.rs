@@ -1,0 +1,295 @@
+//! Connection and stream limits end to end: private Consoles with small
+//! limits on the real control plane, driven over raw TCP, TLS, HTTP/1 and HTTP/2.
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
+
+use kruntimes_tests::env::{ConsoleProcess, Fixtures, env, now_rfc3339, runtimed_line, unique};
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+type Tls = tokio_rustls::client::TlsStream<TcpStream>;
+
+/// A private Console with `args`; its temporary directory lives as long as it.
+fn console(args: &[&str]) -> (ConsoleProcess, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    (ConsoleProcess::start(dir.path(), &args), dir)
+}
+
+fn client_config(alpn: &[u8]) -> Arc<rustls::ClientConfig> {
+    use rustls::pki_types::pem::PemObject;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut roots = rustls::RootCertStore::empty();
+    let pem = std::fs::read(env().var("CONSOLE_CA")).unwrap();
+    for c in rustls::pki_types::CertificateDer::pem_slice_iter(&pem) {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let mut config = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![alpn.to_vec()];
+    Arc::new(config)
+}
+
+async fn tls_connect(port: u16, alpn: &[u8]) -> std::io::Result<Tls> {
+    let tcp = TcpStream::connect(("127.0.0.1", port)).await?;
+    tokio_rustls::TlsConnector::from(client_config(alpn))
+        .connect(
+            rustls::pki_types::ServerName::try_from("localhost").unwrap(),
+            tcp,
+        )
+        .await
+}
+
+/// Reads until the peer closes; `Some(bytes read)` when it did within `within`.
+async fn closed_within(stream: &mut (impl AsyncRead + Unpin), within: Duration) -> Option<Vec<u8>> {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
+            Err(_) => return None,
+            Ok(Ok(0)) | Ok(Err(_)) => return Some(got),
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+/// Margin over a deadline for the close to be seen (scheduling, a loaded machine).
+const MARGIN: Duration = Duration::from_secs(5);
+
+#[tokio::test]
+async fn silent_tcp_connections_are_closed_at_the_handshake_deadline() {
+    let (c, _dir) = console(&["--tls-handshake-timeout=1s", "--first-request-timeout=30s"]);
+    for port in [c.console_port, c.api_port] {
+        let mut conns = Vec::new();
+        for _ in 0..5 {
+            conns.push(TcpStream::connect(("127.0.0.1", port)).await.unwrap());
+        }
+        for (i, conn) in conns.iter_mut().enumerate() {
+            let got = closed_within(conn, Duration::from_secs(1) + MARGIN).await;
+            assert!(
+                got.is_some(),
+                "silent connection {i} to port {port} still open past the handshake deadline"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_connection_without_a_request_is_closed_at_the_first_request_deadline() {
+    let (c, _dir) = console(&[
+        "--first-request-timeout=1s",
+        "--connection-idle-timeout=60s",
+    ]);
+    for (port, alpn) in [
+        (c.console_port, &b"http/1.1"[..]),
+        (c.console_port, b"h2"),
+        (c.api_port, b"http/1.1"),
+    ] {
+        let mut tls = tls_connect(port, alpn).await.expect("handshake");
+        assert!(
+            closed_within(&mut tls, Duration::from_secs(1) + MARGIN)
+                .await
+                .is_some(),
+            "a TLS connection ({}) that sent no request is still open",
+            String::from_utf8_lossy(alpn)
+        );
+    }
+    // A slow header counts as no request.
+    let mut tls = tls_connect(c.console_port, b"http/1.1").await.unwrap();
+    tls.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n")
+        .await
+        .unwrap();
+    assert!(
+        closed_within(&mut tls, Duration::from_secs(1) + MARGIN)
+            .await
+            .is_some(),
+        "an incomplete first header kept the connection open"
+    );
+}
+
+#[tokio::test]
+async fn idle_keep_alive_connections_are_closed_at_the_idle_timeout() {
+    let (c, _dir) = console(&[
+        "--first-request-timeout=30s",
+        "--connection-idle-timeout=2s",
+    ]);
+    // HTTP/1.1: one request, then nothing.
+    let mut tls = tls_connect(c.console_port, b"http/1.1").await.unwrap();
+    tls.write_all(b"GET /live-check HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    let got = closed_within(&mut tls, Duration::from_secs(2) + MARGIN)
+        .await
+        .expect("an idle HTTP/1.1 keep-alive connection still open past the idle timeout");
+    let text = String::from_utf8_lossy(&got).to_ascii_lowercase();
+    assert!(text.starts_with("http/1.1 "), "no response: {text}");
+    assert!(
+        !text.contains("connection: close"),
+        "the server closed after the response, not for being idle: {text}"
+    );
+
+    // HTTP/2: one stream, then nothing.
+    for port in [c.console_port, c.api_port] {
+        let tls = tls_connect(port, b"h2").await.unwrap();
+        let (mut send, conn) = hyper::client::conn::http2::handshake(
+            hyper_util::rt::TokioExecutor::new(),
+            hyper_util::rt::TokioIo::new(tls),
+        )
+        .await
+        .unwrap();
+        let conn = tokio::spawn(conn);
+        let req = http::Request::get(format!("https://localhost:{port}/healthz"))
+            .body(http_body_util::Empty::<bytes::Bytes>::new())
+            .unwrap();
+        let resp = send.send_request(req).await.expect("a response");
+        let _ = http_body_util::BodyExt::collect(resp.into_body()).await;
+        let ended = tokio::time::timeout(Duration::from_secs(2) + MARGIN, conn).await;
+        assert!(
+            ended.is_ok(),
+            "an idle HTTP/2 connection to port {port} still open past the idle timeout"
+        );
+    }
+}
+
+fn refusals(c: &ConsoleProcess, listener: &str) -> f64 {
+    let url = format!("http://127.0.0.1:{}/metrics", c.admin_port);
+    let (_, body) = env().curl(&url, &[]);
+    let want = format!(
+        "kruntimes_console_connections_refused_total{{listener=\"{listener}\",reason=\"max_connections_per_peer\"}} "
+    );
+    body.lines()
+        .find_map(|l| l.strip_prefix(&want)?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[tokio::test]
+async fn connections_beyond_the_per_peer_cap_are_refused_and_counted() {
+    let (c, _dir) = console(&[
+        "--first-request-timeout=60s",
+        "--max-connections-per-peer=3",
+    ]);
+    assert_eq!(refusals(&c, "console"), 0.0);
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(
+            tls_connect(c.console_port, b"http/1.1")
+                .await
+                .expect("within the cap"),
+        );
+    }
+    // The fourth is accepted by the kernel and closed right away.
+    let refused = tls_connect(c.console_port, b"http/1.1").await;
+    assert!(
+        refused.is_err(),
+        "a fourth connection from one address got through"
+    );
+    assert_eq!(refusals(&c, "console"), 1.0);
+    // The aggregated listener has its own, higher per-peer cap (kube-apiserver is one peer).
+    let mut api = Vec::new();
+    for _ in 0..4 {
+        api.push(
+            tls_connect(c.api_port, b"http/1.1")
+                .await
+                .expect("aggregated listener"),
+        );
+    }
+    assert_eq!(refusals(&c, "apiserver"), 0.0);
+    // A place freed is a place to take.
+    drop(held.pop());
+    let mut again = None;
+    for _ in 0..50 {
+        if let Ok(t) = tls_connect(c.console_port, b"http/1.1").await {
+            again = Some(t);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(again.is_some(), "no connection accepted after one closed");
+}
+
+/// Reads the NDJSON lines of a follow on a private Console's aggregated listener.
+fn follow_direct(
+    port: u16,
+    token: &str,
+    path: &str,
+) -> (std::process::Child, mpsc::Receiver<String>) {
+    let mut child = std::process::Command::new("curl")
+        .args([
+            "-sS",
+            "-N",
+            "--http1.1",
+            "--cacert",
+            env().var("CONSOLE_CA"),
+        ])
+        .arg("-H")
+        .arg(format!("Authorization: Bearer {token}"))
+        .arg(format!("https://localhost:{port}{path}"))
+        .arg("--resolve")
+        .arg(format!("localhost:{port}:127.0.0.1"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("curl follow");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, rx)
+}
+
+fn next_message(rx: &mpsc::Receiver<String>) -> Option<String> {
+    let line = rx.recv_timeout(Duration::from_secs(15)).ok()?;
+    let v: Value =
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad NDJSON line ({e}): {line}"));
+    Some(v["message"].as_str().unwrap_or_default().to_owned())
+}
+
+#[tokio::test]
+async fn a_follow_outlives_the_idle_timeout() {
+    let (c, _dir) = console(&["--connection-idle-timeout=2s"]);
+    let ns = "team-a";
+    let fx = Fixtures::new(ns).await;
+    let pod = unique("pool");
+    let pod_uid = fx.create_pod(&pod, "bash").await;
+    let run = unique("follow");
+    let uid = fx
+        .create_run(&run, "bash", "task", serde_json::json!({}))
+        .await;
+    fx.assign(&run, &pod, &pod_uid, &now_rfc3339()).await;
+    fx.append_log(
+        &pod,
+        &[runtimed_line(&uid, &run, ns, &pod, "stdout", "first")],
+    );
+    let (mut child, rx) = follow_direct(
+        c.api_port,
+        env().token("viewer"),
+        &format!("/apis/logs.kruntimes.io/v1alpha1/namespaces/{ns}/runs/{run}/log?follow=true"),
+    );
+    assert_eq!(next_message(&rx).as_deref(), Some("first"));
+    let quiet = Instant::now();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(quiet.elapsed() > Duration::from_secs(4));
+    fx.append_log(
+        &pod,
+        &[runtimed_line(&uid, &run, ns, &pod, "stdout", "second")],
+    );
+    assert_eq!(
+        next_message(&rx).as_deref(),
+        Some("second"),
+        "the follow ended while quiet longer than the idle timeout"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    fx.delete_pod(&pod).await;
+}
