@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod discovery;
+pub mod limit;
 pub mod logs;
 pub mod metrics;
 pub mod observe;

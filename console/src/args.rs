@@ -187,6 +187,20 @@ pub struct Args {
     #[arg(long, default_value_t = 256)]
     pub max_connections_per_peer: usize,
 
+    /// Longest wait for a /v1 request body once the call is admitted
+    /// (authenticated and authorized from its headers); then 408.
+    #[arg(long, default_value = "30s")]
+    pub access_body_timeout: DurationArg,
+
+    /// Concurrent /v1 calls (invokes and open operations:ws sockets) in
+    /// total; more get 429 with Retry-After.
+    #[arg(long, default_value_t = 1024)]
+    pub access_max_concurrent_calls: usize,
+
+    /// Concurrent /v1 calls of one caller (user name); more get 429 with Retry-After.
+    #[arg(long, default_value_t = 64)]
+    pub access_max_concurrent_calls_per_caller: usize,
+
     /// Open connections from one peer IP address on the aggregated API
     /// listener. kube-apiserver's aggregator brings every caller's request
     /// from its own address, so this is high.
@@ -222,6 +236,14 @@ impl Args {
         }
         for (flag, value) in [
             ("--max-connections", self.max_connections),
+            (
+                "--access-max-concurrent-calls",
+                self.access_max_concurrent_calls,
+            ),
+            (
+                "--access-max-concurrent-calls-per-caller",
+                self.access_max_concurrent_calls_per_caller,
+            ),
             ("--max-connections-per-peer", self.max_connections_per_peer),
             (
                 "--apiserver-max-connections-per-peer",
@@ -238,6 +260,7 @@ impl Args {
         }
         for (flag, value) in [
             ("--tls-handshake-timeout", self.tls_handshake_timeout),
+            ("--access-body-timeout", self.access_body_timeout),
             ("--first-request-timeout", self.first_request_timeout),
             ("--connection-idle-timeout", self.connection_idle_timeout),
             ("--http2-keepalive-interval", self.http2_keepalive_interval),

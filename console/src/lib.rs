@@ -173,7 +173,15 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             idle_timeout: args.access_idle_timeout.into(),
             total_timeout: args.access_total_timeout.into(),
             connect_timeout: args.access_connect_timeout.into(),
+            body_timeout: args.access_body_timeout.into(),
         },
+        kruntimes_apiserver::limit::Caps::new(
+            "concurrent /v1 calls",
+            args.access_max_concurrent_calls,
+            "--access-max-concurrent-calls",
+            args.access_max_concurrent_calls_per_caller,
+            "--access-max-concurrent-calls-per-caller",
+        ),
     ));
     let console_router =
         console::router(console_state, v1::router(v1_state), args.max_header_bytes);

@@ -293,3 +293,235 @@ async fn a_follow_outlives_the_idle_timeout() {
     let _ = child.wait();
     fx.delete_pod(&pod).await;
 }
+
+// ---- /v1: authentication and authorization before the body, body deadline, call caps.
+
+/// A private Console that can reach the test environment's Runtime gateways.
+fn v1_console(args: &[&str]) -> (ConsoleProcess, tempfile::TempDir) {
+    let e = env();
+    let mut all: Vec<String> = vec![
+        "--gateway-ca-file".into(),
+        e.pki("gateway-ca.crt").display().to_string(),
+        "--gateway-client-cert".into(),
+        e.pki("console.crt").display().to_string(),
+        "--gateway-client-key".into(),
+        e.pki("console.key").display().to_string(),
+    ];
+    all.extend(args.iter().map(|a| (*a).to_owned()));
+    let dir = tempfile::tempdir().unwrap();
+    (ConsoleProcess::start(dir.path(), &all), dir)
+}
+
+/// Sends a request head (and `body` bytes of its body) on a new HTTP/1.1
+/// connection, then withholds the rest; the answer head when one comes within `within`.
+async fn withheld(port: u16, head: &str, body: &[u8], within: Duration) -> (Tls, Option<String>) {
+    let mut tls = tls_connect(port, b"http/1.1").await.unwrap();
+    tls.write_all(head.as_bytes()).await.unwrap();
+    tls.write_all(body).await.unwrap();
+    tls.flush().await.unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + within;
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        match tokio::time::timeout_at(deadline, tls.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => got.extend_from_slice(&buf[..n]),
+            _ => break,
+        }
+    }
+    let text = String::from_utf8_lossy(&got).into_owned();
+    (tls, (!text.is_empty()).then_some(text))
+}
+
+fn invoke_path(ns: &str, name: &str, uid: &str) -> String {
+    format!("/v1/namespaces/{ns}/runs/{name}/{uid}/invoke")
+}
+
+fn ops_path(ns: &str, name: &str, uid: &str) -> String {
+    format!("/v1/namespaces/{ns}/runs/{name}/{uid}/operations:ws")
+}
+
+fn invoke_on(port: u16, path: &str, user: &str) -> kruntimes_tests::curl::Reply {
+    kruntimes_tests::curl::request(
+        "POST",
+        &format!("https://localhost:{port}{path}"),
+        &[
+            ("Authorization", &kruntimes_tests::curl::bearer(user)),
+            ("Content-Type", "application/json"),
+        ],
+        kruntimes_tests::curl::Body::Raw("{}"),
+    )
+}
+
+/// A Ready Run of `mode` on the shared gateway's runtime, once the private Console serves it.
+async fn ready_run(fx: &Fixtures, mode: &str) -> (String, String) {
+    let name = unique(&format!("{mode}-cap"));
+    let spec = if mode == "session" {
+        serde_json::json!({"mode": {"session": {"leaseSeconds": 60}}})
+    } else {
+        serde_json::json!({})
+    };
+    let uid = fx.create_run(&name, "bash", mode, spec).await;
+    fx.set_run_status(&name, serde_json::json!({"phase": "Ready"}))
+        .await;
+    (name, uid)
+}
+
+#[tokio::test]
+async fn v1_refuses_before_reading_the_body() {
+    let (c, _dir) = v1_console(&[]);
+    let path = invoke_path(
+        "team-a",
+        "no-such-run",
+        "6f1c2b9e-1111-4a2b-9c3d-000000000001",
+    );
+    // Announces 1 MiB, sends 1 KiB, withholds the rest: the answer comes anyway.
+    for (auth, code) in [
+        (String::new(), "401"),
+        (
+            format!("Authorization: Bearer {}\r\n", env().token("outsider")),
+            "403",
+        ),
+    ] {
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: localhost\r\n{auth}Content-Type: application/json\r\nContent-Length: 1048576\r\n\r\n"
+        );
+        let (_conn, answer) = withheld(
+            c.console_port,
+            &head,
+            &[b' '; 1024],
+            Duration::from_secs(20),
+        )
+        .await;
+        let answer = answer.expect("no answer while the body is withheld: the body is read first");
+        assert!(
+            answer.starts_with(&format!("HTTP/1.1 {code}")),
+            "expected {code}: {answer}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn v1_body_past_its_deadline_gets_408() {
+    let (c, _dir) = v1_console(&["--access-body-timeout=2s"]);
+    let fx = Fixtures::new("team-a").await;
+    let (name, uid) = ready_run(&fx, "function").await;
+    let path = invoke_path("team-a", &name, &uid);
+    let mut last = 0;
+    for _ in 0..60 {
+        last = invoke_on(c.console_port, &path, "operator").code;
+        if last == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(last, 200, "the private Console never served the Run");
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n",
+        env().token("operator")
+    );
+    let (_conn, answer) = withheld(
+        c.console_port,
+        &head,
+        b"{\"a\":",
+        Duration::from_secs(2) + MARGIN + MARGIN,
+    )
+    .await;
+    let answer = answer.expect("no answer to a body that stopped arriving");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+}
+
+type Ws = tokio_tungstenite::WebSocketStream<Tls>;
+
+/// Opens operations:ws on a private Console; on refusal, the status and Retry-After.
+async fn ws_open(port: u16, path: &str, user: &str) -> Result<Ws, (u16, Option<String>)> {
+    let tls = tls_connect(port, b"http/1.1").await.unwrap();
+    let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
+        format!("wss://localhost:{port}{path}"),
+    )
+    .unwrap();
+    req.headers_mut().insert(
+        "authorization",
+        kruntimes_tests::curl::bearer(user).parse().unwrap(),
+    );
+    match tokio_tungstenite::client_async(req, tls).await {
+        Ok((ws, _)) => Ok(ws),
+        Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => Err((
+            resp.status().as_u16(),
+            resp.headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
+        )),
+        Err(e) => panic!("websocket: {e}"),
+    }
+}
+
+#[tokio::test]
+async fn v1_calls_are_capped_per_caller_and_in_total() {
+    let (c, _dir) = v1_console(&[
+        "--access-max-concurrent-calls-per-caller=2",
+        "--access-max-concurrent-calls=3",
+    ]);
+    let fx = Fixtures::new("team-a").await;
+    let (fname, fuid) = ready_run(&fx, "function").await;
+    let (sname, suid) = ready_run(&fx, "session").await;
+    let invoke = invoke_path("team-a", &fname, &fuid);
+    let ops = ops_path("team-a", &sname, &suid);
+    let mut ready = false;
+    for _ in 0..60 {
+        if invoke_on(c.console_port, &invoke, "operator").code == 200
+            && ws_open(c.console_port, &ops, "operator").await.is_ok()
+        {
+            ready = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert!(ready, "the private Console never served both Runs");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let mut op1 = ws_open(c.console_port, &ops, "operator")
+        .await
+        .expect("first socket");
+    let _op2 = ws_open(c.console_port, &ops, "operator")
+        .await
+        .expect("second socket");
+    let Err((code, retry)) = ws_open(c.console_port, &ops, "operator").await else {
+        panic!("a third socket of one caller was opened");
+    };
+    assert_eq!(code, 429);
+    assert!(retry.is_some(), "429 without Retry-After");
+    let r = invoke_on(c.console_port, &invoke, "operator");
+    assert_eq!(r.code, 429, "{}", r.body);
+    assert!(r.header("retry-after").is_some());
+    assert!(
+        r.body.contains("--access-max-concurrent-calls-per-caller"),
+        "{}",
+        r.body
+    );
+
+    // Another caller still passes, up to the total.
+    let _adm = ws_open(c.console_port, &ops, "admin")
+        .await
+        .expect("another caller");
+    let r = invoke_on(c.console_port, &invoke, "admin");
+    assert_eq!(r.code, 429, "{}", r.body);
+    assert!(
+        r.body.contains("--access-max-concurrent-calls "),
+        "{}",
+        r.body
+    );
+
+    // A closed socket frees its place.
+    op1.close(None).await.unwrap();
+    drop(op1);
+    let mut code = 0;
+    for _ in 0..50 {
+        code = invoke_on(c.console_port, &invoke, "operator").code;
+        if code == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(code, 200, "the place of a closed socket was not freed");
+}

@@ -14,14 +14,17 @@ use super::runs::Mode;
 use super::{V1State, identity_headers};
 use crate::error::ConsoleError;
 use kruntimes_apiserver::auth::Caller as Identity;
+use kruntimes_apiserver::limit::Slot;
 
 type Upstream =
     tokio_tungstenite::WebSocketStream<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>;
 
 /// Resolves the (already admitted) call, connects the gateway, then accepts the upgrade.
+#[allow(clippy::too_many_arguments)]
 pub async fn open(
     state: Arc<V1State>,
     identity: Identity,
+    slot: Slot,
     ns: &str,
     name: &str,
     uid: &str,
@@ -69,7 +72,10 @@ pub async fn open(
         .write_buffer_size(8 << 10)
         .max_message_size(max)
         .max_frame_size(max)
-        .on_upgrade(move |client| relay(client, upstream, idle)))
+        .on_upgrade(move |client| async move {
+            relay(client, upstream, idle).await;
+            drop(slot);
+        }))
 }
 
 fn to_upstream(m: Message) -> Option<tungstenite::Message> {
