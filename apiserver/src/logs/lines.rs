@@ -17,6 +17,10 @@ pub struct Line {
     pub scan: TopLevelScan,
 }
 
+/// Capacity a line buffer keeps between lines; a longer line grows it for
+/// itself only, so a reader never holds more than this between lines.
+pub const NORMAL_LINE_CAPACITY: usize = 16 << 10;
+
 impl Line {
     /// Splits the kubelet's `timestamps=true` prefix (`<RFC 3339> `) from the content.
     pub fn split_timestamp(&self) -> (Option<&str>, &[u8]) {
@@ -148,5 +152,25 @@ mod tests {
         assert_eq!(rest, b"{\"a\": 1}");
         let (ts, _) = split_timestamp(b"2026-11-29T10:00:00+02:00 x");
         assert_eq!(ts, Some("2026-11-29T10:00:00+02:00"));
+    }
+
+    #[tokio::test]
+    async fn buffer_returns_to_its_normal_capacity_after_a_long_line() {
+        let mut data = vec![b'y'; 200 << 10];
+        data.extend(b"\nshort\n");
+        let mut r = LineReader::new(
+            futures::io::BufReader::with_capacity(8192, futures::io::Cursor::new(data)),
+            256 << 10,
+        );
+        let mut l = Line::default();
+        assert!(r.next_line(&mut l).await.unwrap());
+        assert_eq!(l.bytes.len(), 200 << 10);
+        assert!(r.next_line(&mut l).await.unwrap());
+        assert_eq!(l.bytes, b"short");
+        assert!(
+            l.bytes.capacity() <= NORMAL_LINE_CAPACITY,
+            "a reader keeps {} bytes after one long line",
+            l.bytes.capacity()
+        );
     }
 }
