@@ -77,6 +77,9 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
     /// A last line without a newline is returned too.
     pub async fn next_line(&mut self, line: &mut Line) -> std::io::Result<bool> {
         line.bytes.clear();
+        if line.bytes.capacity() > NORMAL_LINE_CAPACITY {
+            line.bytes.shrink_to(NORMAL_LINE_CAPACITY);
+        }
         line.len = 0;
         line.oversized = false;
         loop {
