@@ -201,6 +201,16 @@ pub struct Args {
     #[arg(long, default_value_t = 64)]
     pub access_max_concurrent_calls_per_caller: usize,
 
+    /// Open log follows in total, on the aggregated API and on /api each;
+    /// more get 429 with Retry-After.
+    #[arg(long, default_value_t = 1024)]
+    pub max_follows: usize,
+
+    /// Open log follows of one caller (user name), on the aggregated API and
+    /// on /api each; more get 429 with Retry-After.
+    #[arg(long, default_value_t = 32)]
+    pub max_follows_per_caller: usize,
+
     /// Open connections from one peer IP address on the aggregated API
     /// listener. kube-apiserver's aggregator brings every caller's request
     /// from its own address, so this is high.
@@ -236,6 +246,8 @@ impl Args {
         }
         for (flag, value) in [
             ("--max-connections", self.max_connections),
+            ("--max-follows", self.max_follows),
+            ("--max-follows-per-caller", self.max_follows_per_caller),
             (
                 "--access-max-concurrent-calls",
                 self.access_max_concurrent_calls,

@@ -31,6 +31,8 @@ pub struct ConsoleState {
     pub service_account: kube::Client,
     pub public_read: bool,
     pub metrics: Metrics,
+    /// Open `/api` log follows, in total and per caller.
+    pub follows: Arc<kruntimes_apiserver::limit::Caps>,
 }
 
 /// The resolved credentials of a request (absent: none given).

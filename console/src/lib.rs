@@ -112,10 +112,20 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     );
     let api_tls = Arc::new(server_config(api_cert, api_verifier.clone(), true)?);
     let api_authn = Authenticator::new(api_verifier, Some(request_header.clone()), tokens.clone());
+    let follow_caps = || {
+        kruntimes_apiserver::limit::Caps::new(
+            "open log follows",
+            args.max_follows,
+            "--max-follows",
+            args.max_follows_per_caller,
+            "--max-follows-per-caller",
+        )
+    };
     let log_api = Arc::new(LogApi {
         service_account: sa.clone(),
         access: access.clone(),
         metrics: metrics.clone(),
+        follows: follow_caps(),
     });
     let api_router =
         kruntimes_apiserver::server::router(log_api, api_authn, Some(request_header.clone()));
@@ -155,6 +165,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         service_account: sa.clone(),
         public_read: args.public_read,
         metrics: metrics.clone(),
+        follows: follow_caps(),
     });
     let gateway_tls = v1::gateway::client_tls(
         args.gateway_ca_file.as_deref(),

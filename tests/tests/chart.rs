@@ -392,6 +392,8 @@ fn deployment_runs_the_binary_with_its_flags_restricted_and_probed() {
         "--access-body-timeout=30s".to_owned(),
         "--access-max-concurrent-calls=1024".to_owned(),
         "--access-max-concurrent-calls-per-caller=64".to_owned(),
+        "--max-follows=1024".to_owned(),
+        "--max-follows-per-caller=32".to_owned(),
         format!("--gateway-client-cert={tls}/tls.crt"),
         format!("--gateway-client-key={tls}/tls.key"),
         "--log-format=json".to_owned(),

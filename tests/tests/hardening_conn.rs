@@ -525,3 +525,82 @@ async fn v1_calls_are_capped_per_caller_and_in_total() {
     }
     assert_eq!(code, 200, "the place of a closed socket was not freed");
 }
+
+// ---- Follows: per-caller caps on the aggregated API and on /api.
+
+/// A Run assigned to a Pod of its own, with one record.
+async fn followed_run(fx: &Fixtures) -> (String, String) {
+    let pod = unique("pool");
+    let pod_uid = fx.create_pod(&pod, "bash").await;
+    let run = unique("capped");
+    let uid = fx
+        .create_run(&run, "bash", "task", serde_json::json!({}))
+        .await;
+    fx.assign(&run, &pod, &pod_uid, &now_rfc3339()).await;
+    fx.append_log(
+        &pod,
+        &[runtimed_line(&uid, &run, &fx.ns, &pod, "stdout", "first")],
+    );
+    (run, pod)
+}
+
+/// One GET with curl on a private Console's port: (status, Retry-After, body).
+fn get_once(port: u16, path: &str, user: &str) -> (u16, Option<String>, String) {
+    let r = kruntimes_tests::curl::request(
+        "GET",
+        &format!("https://localhost:{port}{path}"),
+        &[("Authorization", &kruntimes_tests::curl::bearer(user))],
+        kruntimes_tests::curl::Body::None,
+    );
+    (r.code, r.header("retry-after").map(str::to_owned), r.body)
+}
+
+#[tokio::test]
+async fn follows_are_capped_per_caller_and_a_closed_one_frees_its_place() {
+    let (c, _dir) = console(&["--max-follows-per-caller=2"]);
+    let fx = Fixtures::new("team-a").await;
+    let (run, pod) = followed_run(&fx).await;
+    for (port, path) in [
+        (
+            c.api_port,
+            format!(
+                "/apis/logs.kruntimes.io/v1alpha1/namespaces/team-a/runs/{run}/log?follow=true"
+            ),
+        ),
+        (
+            c.console_port,
+            format!("/api/namespaces/team-a/runs/{run}/logs?follow=true"),
+        ),
+    ] {
+        let (mut first, rx1) = follow_direct(port, env().token("viewer"), &path);
+        assert_eq!(next_message(&rx1).as_deref(), Some("first"), "port {port}");
+        let (mut second, rx2) = follow_direct(port, env().token("viewer"), &path);
+        assert_eq!(next_message(&rx2).as_deref(), Some("first"), "port {port}");
+        let (code, retry, body) = get_once(port, &path, "viewer");
+        assert_eq!(
+            code, 429,
+            "a third follow of one caller on port {port}: {body}"
+        );
+        assert!(retry.is_some(), "429 without Retry-After");
+        assert!(body.contains("--max-follows-per-caller"), "{body}");
+        let _ = first.kill();
+        let _ = first.wait();
+        let mut reopened = None;
+        for _ in 0..50 {
+            let (mut again, rx) = follow_direct(port, env().token("viewer"), &path);
+            if next_message(&rx).as_deref() == Some("first") {
+                reopened = Some(again);
+                break;
+            }
+            let _ = again.kill();
+            let _ = again.wait();
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let mut again = reopened.expect("no follow accepted after one closed");
+        for ch in [&mut second, &mut again] {
+            let _ = ch.kill();
+            let _ = ch.wait();
+        }
+    }
+    fx.delete_pod(&pod).await;
+}

@@ -22,6 +22,7 @@ use super::reader::LogSource;
 use super::tail::Cut;
 use crate::auth::access::Decision;
 use crate::auth::{AccessReview, Caller, ResourceAttributes};
+use crate::limit::{Caps, Slot};
 use crate::metrics::Metrics;
 use crate::run::Run;
 use crate::status::{ApiError, from_kube};
@@ -36,6 +37,8 @@ pub struct LogApi {
     pub service_account: Client,
     pub access: AccessReview,
     pub metrics: Metrics,
+    /// Open follows, in total and per caller.
+    pub follows: Arc<Caps>,
 }
 
 /// The plain (non-follow) answer.
@@ -116,7 +119,16 @@ pub async fn get_run_log(
 ) -> Result<Response, ApiError> {
     let query = admit(&api, &caller, &ns, &name, raw.as_deref()).await?;
     tracing::info!(user = %caller.user, namespace = %ns, run = %name, follow = query.follow, tail = query.tail, "runs/log");
-    serve(api, ns, name, query).await
+    let slot = if query.follow {
+        let slot = api
+            .follows
+            .acquire(&caller.user)
+            .map_err(|e| ApiError::too_many_requests(e.to_string()))?;
+        Some(slot)
+    } else {
+        None
+    };
+    serve(api, ns, name, query, slot).await
 }
 
 /// Serves an admitted request.
@@ -125,6 +137,7 @@ pub async fn serve(
     ns: String,
     name: String,
     query: LogQuery,
+    slot: Option<Slot>,
 ) -> Result<Response, ApiError> {
     let runs: Api<Run> = Api::namespaced(api.service_account.clone(), &ns);
     let run = runs
@@ -166,6 +179,8 @@ pub async fn serve(
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     let metrics = api.metrics.clone();
     tokio::spawn(async move {
+        // The follow's place is freed however the follow ends.
+        let _slot = slot;
         metrics.follow_streams.inc();
         let _open = scopeguard(|| {
             metrics.follow_streams.dec();

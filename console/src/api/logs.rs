@@ -94,6 +94,16 @@ async fn logs_inner(
     check_name("run", name)?;
     let q = parse(raw)?;
     let client = user_client(state, caller)?;
+    // Each open follow holds an upstream stream: capped per caller and in total.
+    let slot = match (&caller.0, q.follow) {
+        (Some(c), true) => Some(
+            state
+                .follows
+                .acquire(&c.caller.user)
+                .map_err(|e| crate::v1::cap_reached(&e))?,
+        ),
+        _ => None,
+    };
     let mut path = format!(
         "/apis/logs.kruntimes.io/v1alpha1/namespaces/{ns}/runs/{name}/log?tailLines={}",
         q.tail
@@ -127,7 +137,7 @@ async fn logs_inner(
         state.metrics.follow_streams.inc();
         let guard = FollowGuard(state.metrics.clone());
         let body = resp.into_body().map_frame(move |f| {
-            let _ = &guard;
+            let _ = (&guard, &slot);
             f
         });
         Response::new(Body::new(body))
