@@ -33,6 +33,8 @@ pub struct ConsoleState {
     pub metrics: Metrics,
     /// Open `/api` log follows, in total and per caller.
     pub follows: Arc<kruntimes_apiserver::limit::Caps>,
+    /// Re-checks an open follow's access.
+    pub recheck: kruntimes_apiserver::auth::Recheck,
 }
 
 /// The resolved credentials of a request (absent: none given).

@@ -100,6 +100,16 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         metrics.clone(),
     );
 
+    // Long-lived streams re-check access at least once per cache TTL.
+    let recheck = kruntimes_apiserver::auth::Recheck {
+        tokens: tokens.clone(),
+        access: access.clone(),
+        interval: std::cmp::min(
+            args.authentication_cache_ttl.0,
+            args.authorization_cache_ttl.0,
+        ),
+    };
+
     // Aggregated API listener: client trust roots come from the authentication ConfigMap.
     let api_verifier = Arc::new(DynamicClientVerifier::new(ClientRoots::default()));
     let request_header = RequestHeaderSource::watch(sa.clone(), api_verifier.clone());
@@ -126,6 +136,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         access: access.clone(),
         metrics: metrics.clone(),
         follows: follow_caps(),
+        recheck: recheck.clone(),
     });
     let api_router =
         kruntimes_apiserver::server::router(log_api, api_authn, Some(request_header.clone()));
@@ -166,6 +177,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         public_read: args.public_read,
         metrics: metrics.clone(),
         follows: follow_caps(),
+        recheck: recheck.clone(),
     });
     let gateway_tls = v1::gateway::client_tls(
         args.gateway_ca_file.as_deref(),
@@ -193,6 +205,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             args.access_max_concurrent_calls_per_caller,
             "--access-max-concurrent-calls-per-caller",
         ),
+        recheck.clone(),
     ));
     let console_router =
         console::router(console_state, v1::router(v1_state), args.max_header_bytes);

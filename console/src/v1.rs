@@ -22,7 +22,7 @@ use http_body_util::BodyExt;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use kruntimes_apiserver::auth::access::Decision;
-use kruntimes_apiserver::auth::{AccessReview, Caller as Identity, ResourceAttributes};
+use kruntimes_apiserver::auth::{AccessReview, Caller as Identity, Recheck, ResourceAttributes};
 use kruntimes_apiserver::limit::{CapReached, Caps, Slot};
 use kruntimes_apiserver::logs::params::{is_dns1123_label, is_dns1123_subdomain};
 use rustls::ClientConfig;
@@ -60,6 +60,8 @@ pub struct V1State {
     pub bounds: AccessBounds,
     /// Concurrent invokes and operations sockets, in total and per caller.
     pub calls: Arc<Caps>,
+    /// Re-checks an open operations socket's access.
+    pub recheck: Recheck,
 }
 
 impl V1State {
@@ -70,6 +72,7 @@ impl V1State {
         tls: Arc<ClientConfig>,
         bounds: AccessBounds,
         calls: Arc<Caps>,
+        recheck: Recheck,
     ) -> Self {
         let mut http = HttpConnector::new();
         http.enforce_http(false);
@@ -96,6 +99,7 @@ impl V1State {
             http: client,
             bounds,
             calls,
+            recheck,
         }
     }
 }
@@ -132,6 +136,18 @@ fn check_path(ns: &str, name: &str, uid: &str) -> Result<(), ConsoleError> {
     Ok(())
 }
 
+/// `create` on `runs/<sub>` of one Run.
+fn run_attributes(ns: &str, name: &str, sub: &'static str) -> ResourceAttributes {
+    ResourceAttributes {
+        verb: "create",
+        group: "kruntimes.io",
+        resource: "runs",
+        subresource: Some(sub),
+        namespace: ns.to_owned(),
+        name: Some(name.to_owned()),
+    }
+}
+
 /// Authenticates and authorizes a `/v1` call: `create` on `runs/<sub>`.
 async fn admit<'a>(
     state: &V1State,
@@ -145,14 +161,7 @@ async fn admit<'a>(
             "send a bearer token, a client certificate or log in",
         ));
     };
-    let attrs = ResourceAttributes {
-        verb: "create",
-        group: "kruntimes.io",
-        resource: "runs",
-        subresource: Some(sub),
-        namespace: ns.to_owned(),
-        name: Some(name.to_owned()),
-    };
+    let attrs = run_attributes(ns, name, sub);
     match state.access.check(&creds.caller, &attrs).await {
         Ok(Decision::Allowed) => Ok(&creds.caller),
         Ok(Decision::Denied(_)) => {

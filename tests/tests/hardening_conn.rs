@@ -604,3 +604,192 @@ async fn follows_are_capped_per_caller_and_a_closed_one_frees_its_place() {
     }
     fx.delete_pod(&pod).await;
 }
+
+// ---- Long-lived streams re-check access.
+
+/// A ServiceAccount allowed operations and logs on team-a's Runs, its
+/// RoleBinding's name, and a token for it.
+fn robot() -> (String, String, String) {
+    let e = env();
+    let sa = unique("robot");
+    let manifest = format!(
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: {sa}, namespace: team-a}}\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {{name: {sa}, namespace: team-a}}\n\
+         rules:\n- {{apiGroups: [kruntimes.io], resources: [runs/operations, runs/invoke], verbs: [create]}}\n\
+         - {{apiGroups: [logs.kruntimes.io], resources: [runs/log], verbs: [get]}}\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: {sa}, namespace: team-a}}\n\
+         roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: {sa}}}\n\
+         subjects: [{{kind: ServiceAccount, name: {sa}, namespace: team-a}}]\n"
+    );
+    let mut child = e
+        .kubectl_command(Some(e.token("admin")), &["apply", "-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(manifest.as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success(), "creating {sa}");
+    let out = e.kubectl(
+        Some(e.token("admin")),
+        &["-n", "team-a", "create", "token", &sa, "--duration=3600s"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let token = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    (sa.clone(), sa, token)
+}
+
+fn kubectl_admin(args: &[&str]) {
+    let out = env().kubectl(Some(env().token("admin")), args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+async fn ws_open_token(port: u16, path: &str, token: &str) -> Option<Ws> {
+    let tls = tls_connect(port, b"http/1.1").await.ok()?;
+    let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
+        format!("wss://localhost:{port}{path}"),
+    )
+    .unwrap();
+    req.headers_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    tokio_tungstenite::client_async(req, tls)
+        .await
+        .ok()
+        .map(|(ws, _)| ws)
+}
+
+/// Waits for the socket to end; returns the last text event and the close code.
+async fn revoked_socket(ws: &mut Ws, within: Duration) -> (Option<Value>, Option<u16>) {
+    use futures::StreamExt;
+    let mut last = None;
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        match tokio::time::timeout_at(deadline, ws.next()).await {
+            Err(_) => panic!("the socket is still open {within:?} after access was revoked"),
+            Ok(Some(Ok(tokio_tungstenite::tungstenite::Message::Text(t)))) => {
+                last = serde_json::from_str(t.as_str()).ok();
+            }
+            Ok(Some(Ok(tokio_tungstenite::tungstenite::Message::Close(c)))) => {
+                return (last, c.map(|c| u16::from(c.code)));
+            }
+            Ok(Some(Ok(_))) => {}
+            Ok(Some(Err(_)) | None) => return (last, None),
+        }
+    }
+}
+
+#[tokio::test]
+async fn open_streams_end_when_access_is_revoked() {
+    let (c, _dir) = v1_console(&[
+        "--authorization-cache-ttl=2s",
+        "--authentication-cache-ttl=2s",
+    ]);
+    let fx = Fixtures::new("team-a").await;
+    let (sname, suid) = ready_run(&fx, "session").await;
+    let ops = ops_path("team-a", &sname, &suid);
+    let (run, pod) = followed_run(&fx).await;
+    let log =
+        format!("/apis/logs.kruntimes.io/v1alpha1/namespaces/team-a/runs/{run}/log?follow=true");
+    // TTL 2 s each: a revocation is seen within two TTLs and a re-check period.
+    let within = Duration::from_secs(6) + MARGIN;
+
+    // Authorization revoked: the RoleBinding goes.
+    let (sa, binding, token) = robot();
+    let mut ws = None;
+    for _ in 0..60 {
+        ws = ws_open_token(c.console_port, &ops, &token).await;
+        if ws.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let mut ws = ws.expect("the ServiceAccount's socket");
+    let (mut follow, rx) = follow_direct(c.api_port, &token, &log);
+    assert_eq!(next_message(&rx).as_deref(), Some("first"));
+    kubectl_admin(&["-n", "team-a", "delete", "rolebinding", &binding]);
+    let (event, code) = revoked_socket(&mut ws, within).await;
+    let event = event.expect("a terminal event before the close");
+    assert_eq!(event["type"], "terminal", "{event}");
+    assert!(
+        event["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("revoked"),
+        "{event}"
+    );
+    assert_eq!(code, Some(1008));
+    let last = rx.recv_timeout(within).expect("a final Status line");
+    let status: Value = serde_json::from_str(&last).unwrap();
+    assert_eq!(status["kind"], "Status", "{last}");
+    assert_eq!(status["code"], 403, "{last}");
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("access was revoked")
+    );
+    assert!(
+        rx.recv_timeout(within).is_err(),
+        "the follow went on after its Status"
+    );
+    let _ = follow.kill();
+    let _ = follow.wait();
+
+    // Authentication revoked: the ServiceAccount goes.
+    let (sa2, _binding2, token2) = robot();
+    let mut ws = ws_open_token(c.console_port, &ops, &token2)
+        .await
+        .expect("the second ServiceAccount's socket");
+    let (mut follow, rx) = follow_direct(
+        c.console_port,
+        &token2,
+        &format!("/api/namespaces/team-a/runs/{run}/logs?follow=true"),
+    );
+    assert_eq!(next_message(&rx).as_deref(), Some("first"));
+    kubectl_admin(&["-n", "team-a", "delete", "serviceaccount", &sa2]);
+    let (event, code) = revoked_socket(&mut ws, within).await;
+    let event = event.expect("a terminal event before the close");
+    assert!(
+        event["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("no longer authenticates"),
+        "{event}"
+    );
+    assert_eq!(code, Some(1008));
+    let last = rx
+        .recv_timeout(within)
+        .expect("a final Status line on /api");
+    let status: Value = serde_json::from_str(&last).unwrap();
+    assert_eq!(status["code"], 401, "{last}");
+    let _ = follow.kill();
+    let _ = follow.wait();
+
+    for name in [&sa, &sa2] {
+        let _ = env().kubectl(
+            Some(env().token("admin")),
+            &[
+                "-n",
+                "team-a",
+                "delete",
+                "role,rolebinding,serviceaccount",
+                name,
+                "--ignore-not-found",
+            ],
+        );
+    }
+    fx.delete_pod(&pod).await;
+}

@@ -21,7 +21,7 @@ use super::params::{LogQuery, is_dns1123_label, is_dns1123_subdomain};
 use super::reader::LogSource;
 use super::tail::Cut;
 use crate::auth::access::Decision;
-use crate::auth::{AccessReview, Caller, ResourceAttributes};
+use crate::auth::{AccessReview, Caller, Recheck, ResourceAttributes};
 use crate::limit::{Caps, Slot};
 use crate::metrics::Metrics;
 use crate::run::Run;
@@ -39,6 +39,8 @@ pub struct LogApi {
     pub metrics: Metrics,
     /// Open follows, in total and per caller.
     pub follows: Arc<Caps>,
+    /// Re-checks an open follow's access.
+    pub recheck: Recheck,
 }
 
 /// The plain (non-follow) answer.
@@ -72,6 +74,18 @@ fn run_not_found(ns: &str, name: &str) -> ApiError {
     .about("kruntimes.io", "runs", name)
 }
 
+/// `get` on `runs/log` of one Run.
+fn log_attributes(ns: &str, name: &str) -> ResourceAttributes {
+    ResourceAttributes {
+        verb: "get",
+        group: GROUP,
+        resource: "runs",
+        subresource: Some("log"),
+        namespace: ns.to_owned(),
+        name: Some(name.to_owned()),
+    }
+}
+
 /// Checks names, parameters and the caller's access; `Ok` means go ahead.
 pub async fn admit(
     api: &LogApi,
@@ -91,14 +105,7 @@ pub async fn admit(
         )));
     }
     let query = LogQuery::parse(raw_query).map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let attrs = ResourceAttributes {
-        verb: "get",
-        group: GROUP,
-        resource: "runs",
-        subresource: Some("log"),
-        namespace: ns.to_owned(),
-        name: Some(name.to_owned()),
-    };
+    let attrs = log_attributes(ns, name);
     match api.access.check(caller, &attrs).await {
         Ok(Decision::Allowed) => Ok(query),
         Ok(Decision::Denied(_)) => Err(ApiError::forbidden(format!(
@@ -128,7 +135,7 @@ pub async fn get_run_log(
     } else {
         None
     };
-    serve(api, ns, name, query, slot).await
+    serve(api, ns, name, query, slot.map(|s| (s, caller))).await
 }
 
 /// Serves an admitted request.
@@ -137,7 +144,7 @@ pub async fn serve(
     ns: String,
     name: String,
     query: LogQuery,
-    slot: Option<Slot>,
+    follower: Option<(Slot, Caller)>,
 ) -> Result<Response, ApiError> {
     let runs: Api<Run> = Api::namespaced(api.service_account.clone(), &ns);
     let run = runs
@@ -180,13 +187,38 @@ pub async fn serve(
     let metrics = api.metrics.clone();
     tokio::spawn(async move {
         // The follow's place is freed however the follow ends.
-        let _slot = slot;
+        let (_slot, caller) = match follower {
+            Some((slot, caller)) => (Some(slot), Some(caller)),
+            None => (None, None),
+        };
         metrics.follow_streams.inc();
         let _open = scopeguard(|| {
             metrics.follow_streams.dec();
         });
-        if let Err(error) = follow(api, runs, pods, run, query, &tx).await {
-            tracing::debug!(%error, namespace = %ns, run = %name, "follow ended");
+        let recheck = api.recheck.clone();
+        let attrs = log_attributes(&ns, &name);
+        let revoked = async {
+            match &caller {
+                Some(c) => recheck.revoked(c, &attrs).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            res = follow(api, runs, pods, run, query, &tx) => {
+                if let Err(error) = res {
+                    tracing::debug!(%error, namespace = %ns, run = %name, "follow ended");
+                }
+            }
+            why = revoked => {
+                tracing::info!(reason = %why, namespace = %ns, run = %name, "ending a follow whose access ended");
+                let status = match why {
+                    crate::auth::Revoked::Forbidden { .. } => ApiError::forbidden(why.to_string()),
+                    _ => ApiError::unauthorized(why.to_string()),
+                };
+                let mut line = serde_json::to_vec(&status.to_status()).unwrap_or_default();
+                line.push(b'\n');
+                let _ = tx.send(Bytes::from(line)).await;
+            }
         }
     });
     let body = futures::stream::unfold(rx, |mut rx| async move {

@@ -136,11 +136,73 @@ async fn logs_inner(
     let mut out = if q.follow {
         state.metrics.follow_streams.inc();
         let guard = FollowGuard(state.metrics.clone());
-        let body = resp.into_body().map_frame(move |f| {
-            let _ = (&guard, &slot);
-            f
+        let identity = caller.0.as_ref().map(|c| c.caller.clone());
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(16);
+        let recheck = state.recheck.clone();
+        let attrs = kruntimes_apiserver::auth::ResourceAttributes {
+            verb: "get",
+            group: "logs.kruntimes.io",
+            resource: "runs",
+            subresource: Some("log"),
+            namespace: ns.to_owned(),
+            name: Some(name.to_owned()),
+        };
+        let mut upstream = resp.into_body();
+        // Relays the upstream follow, re-checking the caller's own access
+        // (kube-apiserver authenticated them once, when the follow began).
+        tokio::spawn(async move {
+            let _held = (guard, slot);
+            let revoked = async {
+                match &identity {
+                    Some(c) => recheck.revoked(c, &attrs).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::pin!(revoked);
+            loop {
+                tokio::select! {
+                    frame = upstream.frame() => match frame {
+                        Some(Ok(f)) => {
+                            if let Ok(data) = f.into_data()
+                                && tx.send(Ok(data)).await.is_err()
+                            {
+                                return;
+                            }
+                        }
+                        Some(Err(e)) => {
+                            let _ = tx.send(Err(std::io::Error::other(e.to_string()))).await;
+                            return;
+                        }
+                        None => return,
+                    },
+                    why = &mut revoked => {
+                        tracing::info!(reason = %why, "ending a log follow whose access ended");
+                        let code = match why {
+                            kruntimes_apiserver::auth::Revoked::Forbidden { .. } => 403,
+                            _ => 401,
+                        };
+                        let status = serde_json::json!({
+                            "kind": "Status",
+                            "apiVersion": "v1",
+                            "metadata": {},
+                            "status": "Failure",
+                            "message": why.to_string(),
+                            "reason": if code == 403 { "Forbidden" } else { "Unauthorized" },
+                            "code": code,
+                        });
+                        let mut line = serde_json::to_vec(&status).unwrap_or_default();
+                        line.push(b'\n');
+                        let _ = tx.send(Ok(line.into())).await;
+                        return;
+                    }
+                    () = tx.closed() => return,
+                }
+            }
         });
-        Response::new(Body::new(body))
+        let body = futures::stream::unfold(rx, |mut rx| async move {
+            rx.recv().await.map(|item| (item, rx))
+        });
+        Response::new(Body::from_stream(body))
     } else {
         Response::new(Body::new(resp.into_body()))
     };
