@@ -8,6 +8,7 @@
 
 pub mod access;
 pub mod caller;
+pub mod recheck;
 pub mod requestheader;
 pub mod token;
 
@@ -17,6 +18,7 @@ use http::HeaderMap;
 
 pub use access::{AccessReview, ResourceAttributes};
 pub use caller::{AuthMethod, BearerToken, Caller};
+pub use recheck::{Recheck, Revoked};
 pub use requestheader::{RequestHeaderConfig, RequestHeaderSource};
 pub use token::TokenReviewer;
 

@@ -5,6 +5,7 @@
 pub mod auth;
 pub mod discovery;
 pub mod lifecycle;
+pub mod limit;
 pub mod logs;
 pub mod metrics;
 pub mod observe;

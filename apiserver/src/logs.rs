@@ -6,6 +6,7 @@ pub mod handler;
 pub mod lines;
 pub mod params;
 pub mod reader;
+pub mod scan;
 pub mod tail;
 
 pub use filter::{LogRecord, RunFilter};

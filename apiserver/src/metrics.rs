@@ -21,6 +21,18 @@ pub struct RouteLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ListenerLabels {
+    pub listener: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ConnRefusalLabels {
+    pub listener: &'static str,
+    /// The cap that refused: `max_connections` or `max_connections_per_peer`.
+    pub reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ResultLabels {
     pub result: &'static str,
 }
@@ -36,6 +48,8 @@ pub struct Metrics {
     pub access_review_cache_hits: Counter,
     pub follow_streams: Gauge,
     pub log_bytes_read: Counter,
+    pub connections_open: Family<ListenerLabels, Gauge>,
+    pub connections_refused: Family<ConnRefusalLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -51,6 +65,8 @@ impl Default for Metrics {
             access_review_cache_hits: Counter::default(),
             follow_streams: Gauge::default(),
             log_bytes_read: Counter::default(),
+            connections_open: Family::default(),
+            connections_refused: Family::default(),
         }
     }
 }
@@ -98,6 +114,16 @@ impl Metrics {
             "log_bytes_read",
             "Bytes of Pod log read to answer runs/log",
             self.log_bytes_read.clone(),
+        );
+        r.register(
+            "connections_open",
+            "Connections open now, by listener",
+            self.connections_open.clone(),
+        );
+        r.register(
+            "connections_refused",
+            "Connections closed right after accept by a connection cap, by listener and cap",
+            self.connections_refused.clone(),
         );
     }
 }

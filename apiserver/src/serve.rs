@@ -1,20 +1,37 @@
-//! The HTTPS accept loop shared by both listeners. `axum::serve` cannot see
+//! The accept loop shared by every listener. `axum::serve` cannot see
 //! client certificates, so connections are accepted with tokio-rustls and
 //! served with hyper-util; each request carries its connection's peer
 //! certificates as a [`PeerCertificates`] extension.
+//!
+//! Every connection is bounded: a cap on connections (per listener and per
+//! peer address), a deadline for the TLS handshake and for the first
+//! request, an idle timeout once no request is in flight (HTTP/1 keep-alive
+//! and HTTP/2 alike), HTTP/2 keep-alive pings and a cap on concurrent
+//! streams. A request counts as in flight until its response body ends, so a
+//! follow is never idle; an upgraded connection (WebSocket) leaves hyper and
+//! this timer altogether.
 
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
+use bytes::Bytes;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::service::TowerToHyperService;
 use rustls_pki_types::CertificateDer;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
+
+use crate::metrics::{ConnRefusalLabels, ListenerLabels, Metrics};
 
 /// The certificate chain the client presented during the handshake (empty when none).
 #[derive(Clone, Debug, Default)]
@@ -27,7 +44,23 @@ pub struct RemoteAddr(pub SocketAddr);
 /// Limits of the connection layer.
 #[derive(Clone, Copy, Debug)]
 pub struct ConnLimits {
+    /// Longest TLS handshake.
     pub handshake_timeout: Duration,
+    /// A connection whose first request header is not complete by then is closed.
+    pub first_request_timeout: Duration,
+    /// A connection with no request in flight for this long is closed (HTTP/1
+    /// keep-alive and HTTP/2); also bounds reading a later request header.
+    pub idle_timeout: Duration,
+    /// Interval of HTTP/2 keep-alive pings.
+    pub h2_keepalive_interval: Duration,
+    /// An HTTP/2 connection whose ping is not answered within this is closed.
+    pub h2_keepalive_timeout: Duration,
+    /// Concurrent HTTP/2 streams per connection.
+    pub h2_max_concurrent_streams: u32,
+    /// Open connections on the listener.
+    pub max_connections: usize,
+    /// Open connections from one peer IP address on the listener.
+    pub max_connections_per_peer: usize,
     /// Largest request header block accepted (HTTP/1.1 read buffer and HTTP/2 header list).
     pub max_header_bytes: usize,
     /// After `shutdown`, how long open connections may take to finish.
@@ -38,9 +71,151 @@ impl Default for ConnLimits {
     fn default() -> Self {
         Self {
             handshake_timeout: Duration::from_secs(10),
+            first_request_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(90),
+            h2_keepalive_interval: Duration::from_secs(30),
+            h2_keepalive_timeout: Duration::from_secs(10),
+            h2_max_concurrent_streams: 100,
+            max_connections: 4096,
+            max_connections_per_peer: 256,
             max_header_bytes: 16 << 10,
             drain_timeout: Duration::from_secs(25),
         }
+    }
+}
+
+/// Why a connection was refused right after accept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// The listener holds `max_connections`.
+    Listener,
+    /// The peer address holds `max_connections_per_peer`.
+    Peer,
+}
+
+impl Refusal {
+    fn label(self) -> &'static str {
+        match self {
+            Refusal::Listener => "max_connections",
+            Refusal::Peer => "max_connections_per_peer",
+        }
+    }
+}
+
+/// Counts a listener's open connections, in total and per peer address.
+#[derive(Debug)]
+pub struct ConnGate {
+    max: usize,
+    max_per_peer: usize,
+    open: Mutex<(usize, HashMap<IpAddr, usize>)>,
+}
+
+/// One admitted connection; dropping it frees its place.
+#[derive(Debug)]
+pub struct ConnPermit {
+    gate: Arc<ConnGate>,
+    peer: IpAddr,
+}
+
+impl ConnGate {
+    pub fn new(max: usize, max_per_peer: usize) -> Arc<Self> {
+        Arc::new(Self {
+            max,
+            max_per_peer,
+            open: Mutex::new((0, HashMap::new())),
+        })
+    }
+
+    /// Admits a connection from `peer`, or says which cap refuses it.
+    pub fn admit(self: &Arc<Self>, peer: IpAddr) -> Result<ConnPermit, Refusal> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if open.0 >= self.max {
+            return Err(Refusal::Listener);
+        }
+        let of_peer = open.1.entry(peer).or_insert(0);
+        if *of_peer >= self.max_per_peer {
+            return Err(Refusal::Peer);
+        }
+        *of_peer += 1;
+        open.0 += 1;
+        Ok(ConnPermit {
+            gate: self.clone(),
+            peer,
+        })
+    }
+
+    /// Connections open now.
+    pub fn open(&self) -> usize {
+        self.open.lock().unwrap_or_else(|e| e.into_inner()).0
+    }
+}
+
+impl Drop for ConnPermit {
+    fn drop(&mut self) {
+        let mut open = self.gate.open.lock().unwrap_or_else(|e| e.into_inner());
+        open.0 -= 1;
+        if let Some(n) = open.1.get_mut(&self.peer) {
+            *n -= 1;
+            if *n == 0 {
+                open.1.remove(&self.peer);
+            }
+        }
+    }
+}
+
+/// Requests in flight on one connection; every change wakes its idle timer.
+#[derive(Debug)]
+struct Activity {
+    /// (requests in flight, requests started so far)
+    state: watch::Sender<(usize, u64)>,
+}
+
+/// A request in flight: held by the service future, then by the response body.
+struct InFlight(Arc<Activity>);
+
+impl InFlight {
+    fn start(activity: &Arc<Activity>) -> Self {
+        activity.state.send_modify(|(n, total)| {
+            *n += 1;
+            *total += 1;
+        });
+        Self(activity.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.state.send_modify(|(n, _)| *n -= 1);
+    }
+}
+
+/// A response body that keeps its request in flight until it ends or is dropped.
+struct TrackedBody {
+    inner: axum::body::Body,
+    flight: Option<InFlight>,
+}
+
+impl http_body::Body for TrackedBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        let res = Pin::new(&mut self.inner).poll_frame(cx);
+        if matches!(res, Poll::Ready(None)) {
+            self.flight = None;
+        }
+        res
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }
 
@@ -51,10 +226,51 @@ pub async fn serve_tls(
     tls: Arc<rustls::ServerConfig>,
     router: Router,
     limits: ConnLimits,
+    name: &'static str,
+    metrics: Metrics,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
-    let acceptor = TlsAcceptor::from(tls);
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    serve(
+        listener,
+        Some(TlsAcceptor::from(tls)),
+        router,
+        limits,
+        name,
+        metrics,
+        shutdown,
+    )
+    .await
+}
+
+/// Serves `router` over plain HTTP with the same connection limits (the admin listener).
+pub async fn serve_plain(
+    listener: TcpListener,
+    router: Router,
+    limits: ConnLimits,
+    name: &'static str,
+    metrics: Metrics,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) {
+    serve(listener, None, router, limits, name, metrics, shutdown).await
+}
+
+async fn serve(
+    listener: TcpListener,
+    acceptor: Option<TlsAcceptor>,
+    router: Router,
+    limits: ConnLimits,
+    name: &'static str,
+    metrics: Metrics,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) {
+    let gate = ConnGate::new(limits.max_connections, limits.max_connections_per_peer);
+    let (stop_tx, stop_rx) = watch::channel(false);
+    // Every connection task holds a clone; `recv` answers `None` once all ended.
+    let (alive_tx, mut alive_rx) = mpsc::channel::<()>(1);
+    let open = metrics
+        .connections_open
+        .get_or_create(&ListenerLabels { listener: name })
+        .clone();
     tokio::pin!(shutdown);
     loop {
         let (tcp, remote) = tokio::select! {
@@ -68,53 +284,201 @@ pub async fn serve_tls(
             },
             () = &mut shutdown => break,
         };
+        let permit = match gate.admit(remote.ip()) {
+            Ok(p) => p,
+            Err(refusal) => {
+                metrics
+                    .connections_refused
+                    .get_or_create(&ConnRefusalLabels {
+                        listener: name,
+                        reason: refusal.label(),
+                    })
+                    .inc();
+                tracing::debug!(%remote, reason = refusal.label(), "connection refused");
+                drop(tcp);
+                continue;
+            }
+        };
         let _ = tcp.set_nodelay(true);
         let acceptor = acceptor.clone();
         let router = router.clone();
-        let watcher = graceful.watcher();
+        let stop = stop_rx.clone();
+        let alive = alive_tx.clone();
+        let open = open.clone();
         tokio::spawn(async move {
-            let tls =
-                match tokio::time::timeout(limits.handshake_timeout, acceptor.accept(tcp)).await {
-                    Ok(Ok(s)) => s,
-                    Ok(Err(error)) => {
-                        tracing::debug!(%error, %remote, "TLS handshake failed");
-                        return;
-                    }
-                    Err(_) => {
-                        tracing::debug!(%remote, "TLS handshake timed out");
-                        return;
-                    }
-                };
-            let chain: Vec<CertificateDer<'static>> = tls
-                .get_ref()
-                .1
-                .peer_certificates()
-                .map(|c| c.iter().map(|c| c.clone().into_owned()).collect())
-                .unwrap_or_default();
-            let peer = PeerCertificates(Arc::new(chain));
-            let svc = router.map_request(move |mut req: http::Request<hyper::body::Incoming>| {
-                req.extensions_mut().insert(peer.clone());
-                req.extensions_mut().insert(RemoteAddr(remote));
-                req.map(axum::body::Body::new)
-            });
-            let mut builder = Builder::new(TokioExecutor::new());
-            builder
-                .http1()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .max_buf_size(limits.max_header_bytes.max(8192))
-                .header_read_timeout(Duration::from_secs(30));
-            builder
-                .http2()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .max_header_list_size(limits.max_header_bytes as u32);
-            let conn = builder
-                .serve_connection_with_upgrades(TokioIo::new(tls), TowerToHyperService::new(svc));
-            if let Err(error) = watcher.watch(conn.into_owned()).await {
-                tracing::debug!(%error, %remote, "connection ended with an error");
+            let _permit = permit;
+            let _alive = alive;
+            open.inc();
+            match acceptor {
+                Some(acceptor) => {
+                    let tls =
+                        match tokio::time::timeout(limits.handshake_timeout, acceptor.accept(tcp))
+                            .await
+                        {
+                            Ok(Ok(s)) => s,
+                            Ok(Err(error)) => {
+                                tracing::debug!(%error, %remote, "TLS handshake failed");
+                                open.dec();
+                                return;
+                            }
+                            Err(_) => {
+                                tracing::debug!(%remote, "TLS handshake timed out");
+                                open.dec();
+                                return;
+                            }
+                        };
+                    let chain: Vec<CertificateDer<'static>> = tls
+                        .get_ref()
+                        .1
+                        .peer_certificates()
+                        .map(|c| c.iter().map(|c| c.clone().into_owned()).collect())
+                        .unwrap_or_default();
+                    let peer = PeerCertificates(Arc::new(chain));
+                    serve_connection(tls, peer, remote, router, limits, stop).await;
+                }
+                None => {
+                    serve_connection(
+                        tcp,
+                        PeerCertificates::default(),
+                        remote,
+                        router,
+                        limits,
+                        stop,
+                    )
+                    .await
+                }
             }
+            open.dec();
         });
     }
+    drop(alive_tx);
+    let _ = stop_tx.send(true);
     // Idle connections close now (HTTP/2 with GOAWAY); open requests get a
     // bounded time to finish.
-    let _ = tokio::time::timeout(limits.drain_timeout, graceful.shutdown()).await;
+    let _ = tokio::time::timeout(limits.drain_timeout, alive_rx.recv()).await;
+}
+
+/// Serves one connection until it ends, is idle past its deadline, or the listener stops.
+async fn serve_connection<S>(
+    io: S,
+    peer: PeerCertificates,
+    remote: SocketAddr,
+    router: Router,
+    limits: ConnLimits,
+    mut stop: watch::Receiver<bool>,
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let activity = Arc::new(Activity {
+        state: watch::Sender::new((0, 0)),
+    });
+    let mut changes = activity.state.subscribe();
+    let tracked = activity.clone();
+    let svc = router
+        .map_request(move |mut req: http::Request<hyper::body::Incoming>| {
+            req.extensions_mut().insert(peer.clone());
+            req.extensions_mut().insert(RemoteAddr(remote));
+            req.map(axum::body::Body::new)
+        })
+        .map_future(move |fut| {
+            let flight = InFlight::start(&tracked);
+            async move {
+                let resp: http::Response<axum::body::Body> = fut.await?;
+                Ok::<_, std::convert::Infallible>(resp.map(|inner| {
+                    axum::body::Body::new(TrackedBody {
+                        inner,
+                        flight: Some(flight),
+                    })
+                }))
+            }
+        });
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .max_buf_size(limits.max_header_bytes.max(8192))
+        // hyper arms this whenever it waits for a request head: a keep-alive
+        // gap or a trickled header never outlasts the idle timeout.
+        .header_read_timeout(limits.idle_timeout);
+    builder
+        .http2()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .max_header_list_size(limits.max_header_bytes as u32)
+        .max_concurrent_streams(limits.h2_max_concurrent_streams)
+        .keep_alive_interval(limits.h2_keepalive_interval)
+        .keep_alive_timeout(limits.h2_keepalive_timeout);
+    let conn =
+        builder.serve_connection_with_upgrades(TokioIo::new(io), TowerToHyperService::new(svc));
+    tokio::pin!(conn);
+    let mut idle_since = Instant::now();
+    let mut closing = false;
+    loop {
+        let (in_flight, started) = *changes.borrow_and_update();
+        let deadline = if in_flight > 0 || closing {
+            None
+        } else if started == 0 {
+            Some(idle_since + limits.first_request_timeout)
+        } else {
+            Some(idle_since + limits.idle_timeout)
+        };
+        tokio::select! {
+            res = conn.as_mut() => {
+                if let Err(error) = res {
+                    tracing::debug!(%error, %remote, "connection ended with an error");
+                }
+                return;
+            }
+            Ok(()) = changes.changed() => {
+                if changes.borrow().0 == 0 {
+                    idle_since = Instant::now();
+                }
+            }
+            () = sleep_until(deadline) => {
+                tracing::debug!(%remote, first = started == 0, "closing an idle connection");
+                conn.as_mut().graceful_shutdown();
+                // A peer that does not let go is dropped after a bounded wait.
+                let _ = tokio::time::timeout(Duration::from_secs(1), conn.as_mut()).await;
+                return;
+            }
+            () = stopped(&mut stop), if !closing => {
+                closing = true;
+                conn.as_mut().graceful_shutdown();
+            }
+        }
+    }
+}
+
+/// Resolves when the listener stops (never when its sender is gone without stopping).
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    if stop.wait_for(|s| *s).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gate_counts_per_listener_and_per_peer() {
+        let gate = ConnGate::new(3, 2);
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        let b: IpAddr = "10.0.0.2".parse().unwrap();
+        let a1 = gate.admit(a).unwrap();
+        let _a2 = gate.admit(a).unwrap();
+        assert_eq!(gate.admit(a).unwrap_err(), Refusal::Peer);
+        let _b1 = gate.admit(b).unwrap();
+        assert_eq!(gate.admit(b).unwrap_err(), Refusal::Listener);
+        drop(a1);
+        assert_eq!(gate.open(), 2);
+        let _b2 = gate.admit(b).unwrap();
+        assert_eq!(gate.admit(a).unwrap_err(), Refusal::Listener);
+    }
 }

@@ -67,6 +67,13 @@ impl ApiError {
         e
     }
 
+    /// A cap was reached: 429 with `Retry-After: 1`.
+    pub fn too_many_requests(message: impl Into<String>) -> Self {
+        let mut e = Self::new(StatusCode::TOO_MANY_REQUESTS, "TooManyRequests", message);
+        e.retry_after = Some(1);
+        e
+    }
+
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", message)
     }

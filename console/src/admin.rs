@@ -8,6 +8,7 @@ use http::{HeaderValue, StatusCode, header};
 use kruntimes_apiserver::auth::RequestHeaderSource;
 use kruntimes_apiserver::lifecycle::{Lifecycle, Phase};
 use kruntimes_apiserver::metrics::Metrics;
+use kruntimes_apiserver::serve::{ConnLimits, serve_plain};
 use prometheus_client::registry::Registry;
 use std::sync::Arc;
 use tokio::net::TcpListener;
@@ -52,6 +53,7 @@ pub async fn serve(
     metrics_set: Metrics,
     request_header: RequestHeaderSource,
     lifecycle: Lifecycle,
+    limits: ConnLimits,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
     let mut registry = Registry::default();
@@ -66,10 +68,5 @@ pub async fn serve(
         .route("/live", get(|| async { "live\n" }))
         .route("/ready", get(ready))
         .with_state(state);
-    if let Err(error) = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
-    {
-        tracing::error!(%error, "admin listener failed");
-    }
+    serve_plain(listener, app, limits, "admin", metrics_set, shutdown).await;
 }

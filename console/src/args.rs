@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::Parser;
+use kruntimes_apiserver::serve::ConnLimits;
 
 /// A duration flag: `10s`, `500ms`, `2m`.
 #[derive(Clone, Copy, Debug)]
@@ -168,6 +169,72 @@ pub struct Args {
     /// close with 1001) before the process exits anyway.
     #[arg(long, default_value = "25s")]
     pub shutdown_timeout: DurationArg,
+    // Connection limits: every listener (aggregated API, Console, admin) enforces them.
+    /// Longest TLS handshake; a connection that has not finished it by then is closed.
+    #[arg(long, default_value = "10s")]
+    pub tls_handshake_timeout: DurationArg,
+
+    /// A connection that has not sent a complete first request header this
+    /// long after it was accepted (after the TLS handshake) is closed.
+    #[arg(long, default_value = "10s")]
+    pub first_request_timeout: DurationArg,
+
+    /// A connection with no request in flight for this long is closed
+    /// (HTTP/1 keep-alive and HTTP/2). A follow or an upgraded WebSocket is
+    /// never idle.
+    #[arg(long, default_value = "90s")]
+    pub connection_idle_timeout: DurationArg,
+
+    /// Interval of HTTP/2 keep-alive pings.
+    #[arg(long, default_value = "30s")]
+    pub http2_keepalive_interval: DurationArg,
+
+    /// An HTTP/2 connection that does not answer a keep-alive ping within this is closed.
+    #[arg(long, default_value = "10s")]
+    pub http2_keepalive_timeout: DurationArg,
+
+    /// Concurrent HTTP/2 streams per connection.
+    #[arg(long, default_value_t = 100)]
+    pub http2_max_concurrent_streams: u32,
+
+    /// Open connections per listener; more are closed right after accept.
+    #[arg(long, default_value_t = 4096)]
+    pub max_connections: usize,
+
+    /// Open connections from one peer IP address on the Console and admin
+    /// listeners; more are closed right after accept.
+    #[arg(long, default_value_t = 256)]
+    pub max_connections_per_peer: usize,
+
+    /// Longest wait for a /v1 request body once the call is admitted
+    /// (authenticated and authorized from its headers); then 408.
+    #[arg(long, default_value = "30s")]
+    pub access_body_timeout: DurationArg,
+
+    /// Concurrent /v1 calls (invokes and open operations:ws sockets) in
+    /// total; more get 429 with Retry-After.
+    #[arg(long, default_value_t = 1024)]
+    pub access_max_concurrent_calls: usize,
+
+    /// Concurrent /v1 calls of one caller (user name); more get 429 with Retry-After.
+    #[arg(long, default_value_t = 64)]
+    pub access_max_concurrent_calls_per_caller: usize,
+
+    /// Open log follows in total, on the aggregated API and on /api each;
+    /// more get 429 with Retry-After.
+    #[arg(long, default_value_t = 1024)]
+    pub max_follows: usize,
+
+    /// Open log follows of one caller (user name), on the aggregated API and
+    /// on /api each; more get 429 with Retry-After.
+    #[arg(long, default_value_t = 32)]
+    pub max_follows_per_caller: usize,
+
+    /// Open connections from one peer IP address on the aggregated API
+    /// listener. kube-apiserver's aggregator brings every caller's request
+    /// from its own address, so this is high.
+    #[arg(long, default_value_t = 4096)]
+    pub apiserver_max_connections_per_peer: usize,
 
     /// Log format: json or text.
     #[arg(long, default_value = "json", value_parser = ["json", "text"])]
@@ -175,10 +242,66 @@ pub struct Args {
 }
 
 impl Args {
+    /// The connection limits of a listener whose per-peer cap is `per_peer`.
+    pub fn conn_limits(&self, per_peer: usize) -> ConnLimits {
+        let drain_timeout = self.shutdown_timeout.into();
+        ConnLimits {
+            handshake_timeout: self.tls_handshake_timeout.into(),
+            first_request_timeout: self.first_request_timeout.into(),
+            idle_timeout: self.connection_idle_timeout.into(),
+            h2_keepalive_interval: self.http2_keepalive_interval.into(),
+            h2_keepalive_timeout: self.http2_keepalive_timeout.into(),
+            h2_max_concurrent_streams: self.http2_max_concurrent_streams,
+            max_connections: self.max_connections,
+            max_connections_per_peer: per_peer,
+            // The transport allows twice the bound so the Console can answer 431 itself.
+            max_header_bytes: self.max_header_bytes * 2,
+            drain_timeout,
+        }
+    }
+
     /// Checks combinations clap cannot.
     pub fn validate(&self) -> anyhow::Result<()> {
         if self.authorization_cache_ttl.0 > std::time::Duration::from_secs(30) {
             anyhow::bail!("--authorization-cache-ttl must be at most 30s");
+        }
+        for (flag, value) in [
+            ("--max-connections", self.max_connections),
+            ("--max-follows", self.max_follows),
+            ("--max-follows-per-caller", self.max_follows_per_caller),
+            (
+                "--access-max-concurrent-calls",
+                self.access_max_concurrent_calls,
+            ),
+            (
+                "--access-max-concurrent-calls-per-caller",
+                self.access_max_concurrent_calls_per_caller,
+            ),
+            ("--max-connections-per-peer", self.max_connections_per_peer),
+            (
+                "--apiserver-max-connections-per-peer",
+                self.apiserver_max_connections_per_peer,
+            ),
+            (
+                "--http2-max-concurrent-streams",
+                self.http2_max_concurrent_streams as usize,
+            ),
+        ] {
+            if value == 0 {
+                anyhow::bail!("{flag} must be at least 1");
+            }
+        }
+        for (flag, value) in [
+            ("--tls-handshake-timeout", self.tls_handshake_timeout),
+            ("--access-body-timeout", self.access_body_timeout),
+            ("--first-request-timeout", self.first_request_timeout),
+            ("--connection-idle-timeout", self.connection_idle_timeout),
+            ("--http2-keepalive-interval", self.http2_keepalive_interval),
+            ("--http2-keepalive-timeout", self.http2_keepalive_timeout),
+        ] {
+            if value.0.is_zero() {
+                anyhow::bail!("{flag} must be longer than 0s");
+            }
         }
         if self.max_header_bytes < 1024 {
             anyhow::bail!("--max-header-bytes must be at least 1024");

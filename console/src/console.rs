@@ -34,6 +34,10 @@ pub struct ConsoleState {
     pub metrics: Metrics,
     /// Long-lived answers (follows) end when the process stops.
     pub lifecycle: Lifecycle,
+    /// Open `/api` log follows, in total and per caller.
+    pub follows: Arc<kruntimes_apiserver::limit::Caps>,
+    /// Re-checks an open follow's access.
+    pub recheck: kruntimes_apiserver::auth::Recheck,
 }
 
 /// The resolved credentials of a request (absent: none given).

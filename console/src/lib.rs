@@ -25,7 +25,7 @@ use kruntimes_apiserver::auth::{AccessReview, Authenticator, RequestHeaderSource
 use kruntimes_apiserver::lifecycle::{Lifecycle, Phase};
 use kruntimes_apiserver::logs::handler::LogApi;
 use kruntimes_apiserver::metrics::Metrics;
-use kruntimes_apiserver::serve::{ConnLimits, serve_tls};
+use kruntimes_apiserver::serve::serve_tls;
 use kruntimes_apiserver::tls::{ClientRoots, DynamicClientVerifier, ReloadingCert, server_config};
 use tokio::net::TcpListener;
 
@@ -103,6 +103,16 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         metrics.clone(),
     );
 
+    // Long-lived streams re-check access at least once per cache TTL.
+    let recheck = kruntimes_apiserver::auth::Recheck {
+        tokens: tokens.clone(),
+        access: access.clone(),
+        interval: std::cmp::min(
+            args.authentication_cache_ttl.0,
+            args.authorization_cache_ttl.0,
+        ),
+    };
+
     // Aggregated API listener: client trust roots come from the authentication ConfigMap.
     let api_verifier = Arc::new(DynamicClientVerifier::new(ClientRoots::default()));
     let request_header = RequestHeaderSource::watch(sa.clone(), api_verifier.clone());
@@ -115,10 +125,21 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     );
     let api_tls = Arc::new(server_config(api_cert, api_verifier.clone(), true)?);
     let api_authn = Authenticator::new(api_verifier, Some(request_header.clone()), tokens.clone());
+    let follow_caps = || {
+        kruntimes_apiserver::limit::Caps::new(
+            "open log follows",
+            args.max_follows,
+            "--max-follows",
+            args.max_follows_per_caller,
+            "--max-follows-per-caller",
+        )
+    };
     let log_api = Arc::new(LogApi {
         service_account: sa.clone(),
         access: access.clone(),
         metrics: metrics.clone(),
+        follows: follow_caps(),
+        recheck: recheck.clone(),
         lifecycle: lifecycle.clone(),
     });
     let api_router =
@@ -164,6 +185,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         service_account: sa.clone(),
         public_read: args.public_read,
         metrics: metrics.clone(),
+        follows: follow_caps(),
+        recheck: recheck.clone(),
         lifecycle: lifecycle.clone(),
     });
     let gateway_tls = v1::gateway::client_tls(
@@ -171,21 +194,32 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         args.gateway_client_cert.as_deref(),
         args.gateway_client_key.as_deref(),
     )?;
-    let v1_state = Arc::new(v1::V1State::new(
-        v1::runs::RunCache::start(sa.clone()),
-        v1::gateway::GatewayResolver::new(sa.clone(), args.gateway_port_name.clone()),
-        access.clone(),
-        gateway_tls,
-        v1::AccessBounds {
-            max_request_bytes: args.access_max_request_bytes,
-            max_response_bytes: args.access_max_response_bytes,
-            max_ws_message_bytes: args.access_max_ws_message_bytes,
-            idle_timeout: args.access_idle_timeout.into(),
-            total_timeout: args.access_total_timeout.into(),
-            connect_timeout: args.access_connect_timeout.into(),
-        },
-        lifecycle.clone(),
-    ));
+    let v1_state = Arc::new(
+        v1::V1State::new(
+            v1::runs::RunCache::start(sa.clone()),
+            v1::gateway::GatewayResolver::new(sa.clone(), args.gateway_port_name.clone()),
+            access.clone(),
+            gateway_tls,
+            v1::AccessBounds {
+                max_request_bytes: args.access_max_request_bytes,
+                max_response_bytes: args.access_max_response_bytes,
+                max_ws_message_bytes: args.access_max_ws_message_bytes,
+                idle_timeout: args.access_idle_timeout.into(),
+                total_timeout: args.access_total_timeout.into(),
+                connect_timeout: args.access_connect_timeout.into(),
+                body_timeout: args.access_body_timeout.into(),
+            },
+            kruntimes_apiserver::limit::Caps::new(
+                "concurrent /v1 calls",
+                args.access_max_concurrent_calls,
+                "--access-max-concurrent-calls",
+                args.access_max_concurrent_calls_per_caller,
+                "--access-max-concurrent-calls-per-caller",
+            ),
+            recheck.clone(),
+        )
+        .with_lifecycle(lifecycle.clone()),
+    );
     let console_router =
         console::router(console_state, v1::router(v1_state), args.max_header_bytes);
 
@@ -210,24 +244,24 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         async move { lifecycle.stopping().await }
     };
     let drain_timeout: Duration = args.shutdown_timeout.into();
-    let limits = ConnLimits {
-        handshake_timeout: Duration::from_secs(10),
-        // The transport allows twice the bound so the Console can answer 431 itself.
-        max_header_bytes: args.max_header_bytes * 2,
-        drain_timeout,
-    };
+    let console_limits = args.conn_limits(args.max_connections_per_peer);
+    let api_limits = args.conn_limits(args.apiserver_max_connections_per_peer);
     let console_task = tokio::spawn(serve_tls(
         console_listener,
         console_tls,
         console_router,
-        limits,
+        console_limits,
+        "console",
+        metrics.clone(),
         stopping(),
     ));
     let api_task = tokio::spawn(serve_tls(
         api_listener,
         api_tls,
         api_router,
-        limits,
+        api_limits,
+        "apiserver",
+        metrics.clone(),
         stopping(),
     ));
     // The admin listener answers probes and metrics until the very end.
@@ -237,6 +271,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         metrics.clone(),
         request_header.clone(),
         lifecycle.clone(),
+        console_limits,
         async move {
             let _ = admin_stopped.await;
         },

@@ -22,15 +22,16 @@ use http_body_util::BodyExt;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use kruntimes_apiserver::auth::access::Decision;
-use kruntimes_apiserver::auth::{AccessReview, Caller as Identity, ResourceAttributes};
+use kruntimes_apiserver::auth::{AccessReview, Caller as Identity, Recheck, ResourceAttributes};
 use kruntimes_apiserver::lifecycle::Lifecycle;
+use kruntimes_apiserver::limit::{CapReached, Caps, Slot};
 use kruntimes_apiserver::logs::params::{is_dns1123_label, is_dns1123_subdomain};
 use rustls::ClientConfig;
 
 use self::gateway::{GatewayResolver, GatewayTarget};
 use self::runs::{Mode, RunCache};
 use crate::console::Caller;
-use crate::error::{AccessRequest, ConsoleError, drain};
+use crate::error::{AccessRequest, ConsoleError, drain, refuse};
 
 /// Header carrying an invocation's ID, echoed back.
 pub const INVOCATION_ID: &str = "x-kruntime-invocation-id";
@@ -46,6 +47,8 @@ pub struct AccessBounds {
     pub idle_timeout: Duration,
     pub total_timeout: Duration,
     pub connect_timeout: Duration,
+    /// Longest wait for a request body, once the call is admitted.
+    pub body_timeout: Duration,
 }
 
 /// What the handler shares.
@@ -56,6 +59,10 @@ pub struct V1State {
     pub tls: Arc<ClientConfig>,
     pub http: HyperClient<hyper_rustls::HttpsConnector<HttpConnector>, Body>,
     pub bounds: AccessBounds,
+    /// Concurrent invokes and operations sockets, in total and per caller.
+    pub calls: Arc<Caps>,
+    /// Re-checks an open operations socket's access.
+    pub recheck: Recheck,
     /// Operation sockets close (1001) when the process stops.
     pub lifecycle: Lifecycle,
 }
@@ -67,7 +74,8 @@ impl V1State {
         access: AccessReview,
         tls: Arc<ClientConfig>,
         bounds: AccessBounds,
-        lifecycle: Lifecycle,
+        calls: Arc<Caps>,
+        recheck: Recheck,
     ) -> Self {
         let mut http = HttpConnector::new();
         http.enforce_http(false);
@@ -93,8 +101,16 @@ impl V1State {
             tls,
             http: client,
             bounds,
-            lifecycle,
+            calls,
+            recheck,
+            lifecycle: Lifecycle::default(),
         }
+    }
+
+    /// Operation sockets close when `lifecycle` stops.
+    pub fn with_lifecycle(mut self, lifecycle: Lifecycle) -> Self {
+        self.lifecycle = lifecycle;
+        self
     }
 }
 
@@ -130,6 +146,18 @@ fn check_path(ns: &str, name: &str, uid: &str) -> Result<(), ConsoleError> {
     Ok(())
 }
 
+/// `create` on `runs/<sub>` of one Run.
+fn run_attributes(ns: &str, name: &str, sub: &'static str) -> ResourceAttributes {
+    ResourceAttributes {
+        verb: "create",
+        group: "kruntimes.io",
+        resource: "runs",
+        subresource: Some(sub),
+        namespace: ns.to_owned(),
+        name: Some(name.to_owned()),
+    }
+}
+
 /// Authenticates and authorizes a `/v1` call: `create` on `runs/<sub>`.
 async fn admit<'a>(
     state: &V1State,
@@ -143,14 +171,7 @@ async fn admit<'a>(
             "send a bearer token, a client certificate or log in",
         ));
     };
-    let attrs = ResourceAttributes {
-        verb: "create",
-        group: "kruntimes.io",
-        resource: "runs",
-        subresource: Some(sub),
-        namespace: ns.to_owned(),
-        name: Some(name.to_owned()),
-    };
+    let attrs = run_attributes(ns, name, sub);
     match state.access.check(&creds.caller, &attrs).await {
         Ok(Decision::Allowed) => Ok(&creds.caller),
         Ok(Decision::Denied(_)) => {
@@ -197,6 +218,24 @@ pub fn is_identity_header(name: &str) -> bool {
 /// Is this request header forwarded to the gateway?
 fn is_forwarded_request_header(name: &HeaderName) -> bool {
     FORWARDED_REQUEST_HEADERS.contains(&name.as_str()) && !is_identity_header(name.as_str())
+}
+
+/// A 429 for a reached cap, naming it and its flag.
+pub fn cap_reached(e: &CapReached) -> ConsoleError {
+    let mut err = ConsoleError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "TooManyRequests",
+        e.to_string(),
+    );
+    err.retry_after = Some(1);
+    err
+}
+
+fn take_slot(state: &V1State, identity: &Identity) -> Result<Slot, ConsoleError> {
+    state
+        .calls
+        .acquire(&identity.user)
+        .map_err(|e| cap_reached(&e))
 }
 
 /// Hop-by-hop headers and credentials never relayed back from the gateway.
@@ -324,49 +363,103 @@ async fn invoke(
     Path((ns, name, uid)): Path<(String, String, String)>,
     req: Request,
 ) -> Response {
-    match invoke_inner(&state, &caller, &ns, &name, &uid, req).await {
+    let (parts, body) = req.into_parts();
+    // Everything that can refuse the call is decided from the headers, before
+    // any of the body is read; a refusal drains only a little of it.
+    let admitted = match admit_invoke(&state, &caller, &ns, &name, &uid, &parts.headers).await {
+        Ok(a) => a,
+        Err(e) => {
+            let announced = content_length(&parts.headers);
+            let max = state.bounds.max_request_bytes;
+            if e.code == StatusCode::PAYLOAD_TOO_LARGE
+                && announced.is_some_and(|len| len <= max.saturating_mul(2))
+            {
+                drain(body, announced.unwrap_or(0)).await;
+                return e.into_response();
+            }
+            return refuse(body, e).await;
+        }
+    };
+    match invoke_inner(&state, admitted, parts, body).await {
         Ok(r) => r,
         Err(e) => e.into_response(),
     }
 }
 
-async fn invoke_inner(
+fn content_length(headers: &HeaderMap) -> Option<usize> {
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
+}
+
+/// An invoke that passed every check made from its headers.
+struct AdmittedInvoke {
+    identity: Identity,
+    inv: HeaderValue,
+    target: GatewayTarget,
+    slot: Slot,
+}
+
+async fn admit_invoke(
     state: &V1State,
     caller: &Caller,
     ns: &str,
     name: &str,
     uid: &str,
-    req: Request,
-) -> Result<Response, ConsoleError> {
-    let (parts, body) = req.into_parts();
+    headers: &HeaderMap,
+) -> Result<AdmittedInvoke, ConsoleError> {
     let max = state.bounds.max_request_bytes;
-    if let Some(len) = parts
-        .headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
-        && len > max
-    {
-        if len <= max.saturating_mul(2) {
-            drain(body, len).await;
-        }
+    if content_length(headers).is_some_and(|len| len > max) {
         return Err(too_large(max));
     }
-    // The (bounded) body is read before any answer, so an HTTP/2 client that
-    // is still sending gets the answer rather than a reset stream.
-    let body = bounded_body(body, state.bounds.max_request_bytes).await?;
     check_path(ns, name, uid)?;
-    let inv = invocation_id(&parts.headers)?;
-    let identity = admit(state, caller, ns, name, "invoke").await?;
+    let inv = invocation_id(headers)?;
+    let identity = admit(state, caller, ns, name, "invoke").await?.clone();
+    let slot = take_slot(state, &identity)?;
     let run = state.runs.resolve(ns, name, uid, Mode::Function)?;
     let target = state.gateways.target(ns, &run.spec.runtime).await?;
+    Ok(AdmittedInvoke {
+        identity,
+        inv,
+        target,
+        slot,
+    })
+}
 
+async fn invoke_inner(
+    state: &V1State,
+    admitted: AdmittedInvoke,
+    parts: http::request::Parts,
+    body: Body,
+) -> Result<Response, ConsoleError> {
+    let AdmittedInvoke {
+        identity,
+        inv,
+        target,
+        slot,
+    } = admitted;
+    let timeout = state.bounds.body_timeout;
+    // The (bounded) body is read before any answer, so an HTTP/2 client that
+    // is still sending gets the answer rather than a reset stream.
+    let body = tokio::time::timeout(timeout, bounded_body(body, state.bounds.max_request_bytes))
+        .await
+        .map_err(|_| {
+            ConsoleError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "RequestTimeout",
+                format!(
+                    "the request body did not arrive within {}s (--access-body-timeout); nothing was forwarded",
+                    timeout.as_secs_f32()
+                ),
+            )
+        })??;
     let mut headers = HeaderMap::new();
     for (k, v) in &parts.headers {
         if is_forwarded_request_header(k) {
             headers.append(k.clone(), v.clone());
         }
     }
-    identity_headers(identity, &mut headers);
+    identity_headers(&identity, &mut headers);
     headers.insert(INVOCATION_ID, inv.clone());
     let uri = format!("https://{}{}", target.authority(), parts.uri.path());
     let mut upstream = http::Request::post(&uri)
@@ -383,7 +476,7 @@ async fn invoke_inner(
             )
         })?
         .map_err(|e| unreachable(&target, &e))?;
-    relay_response(resp, inv, state.bounds.max_response_bytes)
+    relay_response(resp, inv, state.bounds.max_response_bytes, slot)
 }
 
 fn unreachable(target: &GatewayTarget, e: &hyper_util::client::legacy::Error) -> ConsoleError {
@@ -408,6 +501,7 @@ fn relay_response(
     resp: http::Response<hyper::body::Incoming>,
     inv: HeaderValue,
     max: usize,
+    slot: Slot,
 ) -> Result<Response, ConsoleError> {
     if let Some(len) = resp
         .headers()
@@ -423,7 +517,12 @@ fn relay_response(
     }
     let (parts, body) = resp.into_parts();
     let listed = connection_listed(&parts.headers);
-    let mut out = Response::new(Body::new(http_body_util::Limited::new(body, max)));
+    // The call holds its place until the answer is relayed to its end.
+    let body = http_body_util::Limited::new(body, max).map_frame(move |f| {
+        let _ = &slot;
+        f
+    });
+    let mut out = Response::new(Body::new(body));
     *out.status_mut() = parts.status;
     for (k, v) in &parts.headers {
         if !is_stripped(k, &listed) {
@@ -454,6 +553,11 @@ async fn operations(
         Ok(id) => id.clone(),
         Err(e) => return e.into_response(),
     };
+    // An operations socket holds a /v1 place for its whole life.
+    let slot = match take_slot(&state, &identity) {
+        Ok(s) => s,
+        Err(e) => return e.into_response(),
+    };
     let upgrade =
         match axum::extract::ws::WebSocketUpgrade::from_request_parts(&mut parts, &()).await {
             Ok(u) => u,
@@ -464,7 +568,18 @@ async fn operations(
                 .into_response();
             }
         };
-    match ws::open(state, identity, &ns, &name, &uid, &parts.headers, upgrade).await {
+    match ws::open(
+        state,
+        identity,
+        slot,
+        &ns,
+        &name,
+        &uid,
+        &parts.headers,
+        upgrade,
+    )
+    .await
+    {
         Ok(r) => r,
         Err(e) => e.into_response(),
     }

@@ -2,12 +2,17 @@
 //!
 //! A `memchr` substring search for the Run UID rejects almost every line of
 //! other Runs without parsing; only candidate lines are parsed as JSON and
-//! kept when their `run_uid` field equals the UID exactly.
+//! kept when their top-level `run_uid` field equals the UID exactly. Lines
+//! too long to keep whole follow the same rule through a streaming scan
+//! ([`super::scan`]): nested keys never count, a repeated one drops the line.
 
 use std::borrow::Cow;
 
 use memchr::memmem;
 use serde::{Deserialize, Serialize};
+
+use super::lines::Line;
+use super::scan::TopLevelScan;
 
 /// One record of a Run's log, as the API returns it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,6 +91,17 @@ impl RunFilter {
         }
     }
 
+    /// The record of one line read by a [`LineReader`](super::lines::LineReader),
+    /// whole or oversized.
+    pub fn line_record(&self, line: &Line) -> Option<LogRecord> {
+        let (time, content) = line.split_timestamp();
+        if line.oversized {
+            self.oversized_record(&line.scan, line.len, time)
+        } else {
+            self.record(content, time)
+        }
+    }
+
     /// Cheap test: can this line belong to the Run at all?
     #[inline]
     pub fn is_candidate(&self, line: &[u8]) -> bool {
@@ -123,133 +139,36 @@ impl RunFilter {
     }
 
     /// The record for a line longer than [`super::MAX_LINE_BYTES`], of which only
-    /// `prefix` was kept: the top-level fields before the message are read from
-    /// the prefix; the message itself is replaced by a note.
-    /// Fields written after the message are read from `suffix`, the line's last bytes.
+    /// a prefix was kept: its top-level members were read from every byte
+    /// as the line streamed by (`scan`); the message itself is replaced by a note.
     pub fn oversized_record(
         &self,
-        prefix: &[u8],
-        suffix: &[u8],
+        scan: &TopLevelScan,
         total_len: u64,
         time: Option<&str>,
     ) -> Option<LogRecord> {
-        if !self.is_candidate(prefix) && !self.is_candidate(suffix) {
+        let fields = scan.fields()?;
+        if fields.get("run_uid") != Some(self.uid.as_str()) {
             return None;
         }
-        let mut fields = scan_top_level_strings(prefix);
-        fields.extend(scan_trailing_strings(suffix));
-        let get = |k: &str| {
-            fields
-                .iter()
-                .find(|(key, _)| key == k)
-                .map(|(_, v)| v.clone())
-        };
-        if get("run_uid").as_deref() != Some(self.uid.as_str()) {
-            return None;
-        }
-        let stream = get("stream").unwrap_or_else(|| "stdout".to_owned());
-        if !self.streams.admits(&stream) {
+        let stream = fields.get("stream").unwrap_or("stdout");
+        if !self.streams.admits(stream) {
             return None;
         }
         Some(LogRecord {
-            stream,
+            stream: stream.to_owned(),
             message: format!(
                 "[record of {total_len} bytes exceeds the {} KiB line bound and was omitted]",
                 super::MAX_LINE_BYTES >> 10
             ),
-            pod: get("pod").unwrap_or_else(|| self.default_pod.clone()),
-            invocation_id: get("invocation_id"),
+            pod: fields
+                .get("pod")
+                .map_or_else(|| self.default_pod.clone(), str::to_owned),
+            invocation_id: fields.get("invocation_id").map(str::to_owned),
             time: time.map(str::to_owned),
             truncated: true,
         })
     }
-}
-
-/// Reads the top-level string fields of a JSON object from a prefix of it,
-/// stopping at the first value that is not a string or is cut off.
-fn scan_top_level_strings(buf: &[u8]) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut i = skip_ws(buf, 0);
-    if buf.get(i) != Some(&b'{') {
-        return out;
-    }
-    i += 1;
-    loop {
-        i = skip_ws(buf, i);
-        let Some((key, next)) = read_string(buf, i) else {
-            return out;
-        };
-        i = skip_ws(buf, next);
-        if buf.get(i) != Some(&b':') {
-            return out;
-        }
-        i = skip_ws(buf, i + 1);
-        let Some((value, next)) = read_string(buf, i) else {
-            return out;
-        };
-        out.push((key, value));
-        i = skip_ws(buf, next);
-        match buf.get(i) {
-            Some(b',') => i += 1,
-            _ => return out,
-        }
-    }
-}
-
-/// Reads `"key": "string"` members from the end of a flat JSON object whose
-/// beginning was not kept. A member counts only where its key's quote
-/// follows a `,` (inside a JSON string every quote is escaped, so a
-/// message cannot fake one).
-fn scan_trailing_strings(buf: &[u8]) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while let Some(off) = memchr::memchr(b',', &buf[i..]) {
-        let comma = i + off;
-        i = comma + 1;
-        // An escaped or string-internal comma is followed by something else than a key.
-        let k = skip_ws(buf, comma + 1);
-        let Some((key, next)) = read_string(buf, k) else {
-            continue;
-        };
-        let c = skip_ws(buf, next);
-        if buf.get(c) != Some(&b':') {
-            continue;
-        }
-        let v = skip_ws(buf, c + 1);
-        if let Some((value, next)) = read_string(buf, v) {
-            let end = skip_ws(buf, next);
-            if matches!(buf.get(end), Some(b',' | b'}')) {
-                out.push((key, value));
-            }
-        }
-    }
-    out
-}
-
-fn skip_ws(buf: &[u8], mut i: usize) -> usize {
-    while matches!(buf.get(i), Some(b' ' | b'\t' | b'\r' | b'\n')) {
-        i += 1;
-    }
-    i
-}
-
-/// Reads one complete JSON string starting at `i`; `None` when absent or cut off.
-fn read_string(buf: &[u8], i: usize) -> Option<(String, usize)> {
-    if buf.get(i) != Some(&b'"') {
-        return None;
-    }
-    let mut j = i + 1;
-    while j < buf.len() {
-        match buf[j] {
-            b'\\' => j += 2,
-            b'"' => {
-                let s: String = serde_json::from_slice(&buf[i..=j]).ok()?;
-                return Some((s, j + 1));
-            }
-            _ => j += 1,
-        }
-    }
-    None
 }
 
 #[cfg(test)]
@@ -335,43 +254,124 @@ mod tests {
         assert_eq!(rec.pod, "pool-0", "falls back to the assigned pod");
     }
 
-    #[test]
-    fn oversized_reads_fields_before_the_cut() {
-        let f = filter();
-        let prefix =
-            format!(r#"{{"run_uid":"{UID}","stream":"stderr","pod":"p9","message":"xxxxxxxx"#);
-        let rec = f
-            .oversized_record(prefix.as_bytes(), b"", 5 << 20, None)
-            .expect("kept");
-        assert!(rec.truncated);
-        assert_eq!(rec.stream, "stderr");
-        assert_eq!(rec.pod, "p9");
-        let other = format!(r#"{{"run_uid":"x","message":"{UID}"#);
-        assert!(
-            f.oversized_record(other.as_bytes(), b"", 5 << 20, None)
-                .is_none()
+    /// Expected outcome of one line: `None` dropped, else (stream, pod, invocation ID).
+    type Expect = Option<(&'static str, &'static str, Option<&'static str>)>;
+
+    /// One rule for whole and oversized lines: `{PAD}` is replaced by a short
+    /// message, then by one that pushes the line past the line bound.
+    const PARITY_CASES: &[(&str, &str, Expect)] = &[
+        (
+            "uid first",
+            r#"{"run_uid":"{UID}","stream":"stdout","message":"{PAD}"}"#,
+            Some(("stdout", "pool-0", None)),
+        ),
+        (
+            "uid after the message",
+            r#"{"message":"{PAD}","stream":"stderr","run_uid":"{UID}"}"#,
+            Some(("stderr", "pool-0", None)),
+        ),
+        (
+            "all fields after the message",
+            r#"{"message":"{PAD}","pod":"p7","invocation_id":"inv-1","run_uid":"{UID}"}"#,
+            Some(("stdout", "p7", Some("inv-1"))),
+        ),
+        (
+            "nested uid before the message",
+            r#"{"meta":{"run_uid":"{UID}"},"message":"{PAD}"}"#,
+            None,
+        ),
+        (
+            "nested uid after the message",
+            r#"{"message":"{PAD}","meta":{"a":"b","run_uid":"{UID}"}}"#,
+            None,
+        ),
+        (
+            "nested uid in an array",
+            r#"{"message":"{PAD}","list":[{"x":"y","run_uid":"{UID}"}]}"#,
+            None,
+        ),
+        (
+            "nested uid, other top-level uid",
+            r#"{"run_uid":"other","message":"{PAD}","meta":{"a":"b","run_uid":"{UID}"}}"#,
+            None,
+        ),
+        (
+            "duplicate uid around the message",
+            r#"{"run_uid":"{UID}","message":"{PAD}","run_uid":"other"}"#,
+            None,
+        ),
+        (
+            "duplicate uid, own second",
+            r#"{"run_uid":"other","message":"{PAD}","run_uid":"{UID}"}"#,
+            None,
+        ),
+        (
+            "same uid twice before the message",
+            r#"{"run_uid":"{UID}","run_uid":"{UID}","message":"{PAD}"}"#,
+            None,
+        ),
+        (
+            "same uid twice after the message",
+            r#"{"message":"{PAD}","run_uid":"{UID}","run_uid":"{UID}"}"#,
+            None,
+        ),
+        (
+            "uid quoted inside the message",
+            r#"{"message":"{PAD}\",\"run_uid\":\"{UID}\"","run_uid":"other"}"#,
+            None,
+        ),
+        (
+            "stream is not a string",
+            r#"{"run_uid":"{UID}","message":"{PAD}","stream":5}"#,
+            None,
+        ),
+        (
+            "uid is null",
+            r#"{"message":"{PAD}","run_uid":null,"x":"{UID}"}"#,
+            None,
+        ),
+        ("not an object", r#"["{UID}","{PAD}"]"#, None),
+    ];
+
+    async fn read_one(line: &str) -> Line {
+        let data = format!("2026-01-01T00:00:00.000000001Z {line}\n").into_bytes();
+        let mut reader = super::super::lines::LineReader::new(
+            futures::io::BufReader::with_capacity(8192, futures::io::Cursor::new(data)),
+            super::super::MAX_LINE_BYTES,
         );
-        let nested = format!(r#"{{"meta":{{"run_uid":"{UID}"}},"message":"#);
-        assert!(
-            f.oversized_record(nested.as_bytes(), b"", 5 << 20, None)
-                .is_none()
-        );
+        let mut out = Line::default();
+        assert!(reader.next_line(&mut out).await.unwrap());
+        out
     }
 
-    #[test]
-    fn oversized_reads_fields_after_the_message() {
+    #[tokio::test]
+    async fn whole_and_oversized_lines_follow_one_rule() {
         let f = filter();
-        let prefix = br#"{"message":"xxxxxxxx"#;
-        let suffix = format!(r#"xxxx","pod":"p2","run_uid":"{UID}","stream":"stdout"}}"#);
-        let rec = f
-            .oversized_record(prefix, suffix.as_bytes(), 5 << 20, None)
-            .expect("kept");
-        assert_eq!(rec.pod, "p2");
-        // The UID quoted inside the message (escaped) is not a field.
-        let fake = format!(r#"xx","run_uid":"{UID}"","run_uid":"other"}}"#);
-        assert!(
-            f.oversized_record(prefix, fake.as_bytes(), 5 << 20, None)
-                .is_none()
-        );
+        let big = "x".repeat(super::super::MAX_LINE_BYTES + (44 << 10));
+        for (oversized, pad) in [(false, "short"), (true, big.as_str())] {
+            for (name, template, expect) in PARITY_CASES {
+                let text = template.replace("{UID}", UID).replace("{PAD}", pad);
+                let line = read_one(&text).await;
+                assert_eq!(line.oversized, oversized, "{name}");
+                let got = f.line_record(&line);
+                let got_parts = got.as_ref().map(|r| {
+                    (
+                        r.stream.as_str(),
+                        r.pod.as_str(),
+                        r.invocation_id.as_deref(),
+                    )
+                });
+                assert_eq!(
+                    got_parts,
+                    *expect,
+                    "{name} ({} line)",
+                    if oversized { "oversized" } else { "whole" }
+                );
+                if let Some(rec) = got {
+                    assert_eq!(rec.truncated, oversized, "{name}");
+                    assert_eq!(rec.time.as_deref(), Some("2026-01-01T00:00:00.000000001Z"));
+                }
+            }
+        }
     }
 }

@@ -21,8 +21,9 @@ use super::params::{LogQuery, is_dns1123_label, is_dns1123_subdomain};
 use super::reader::LogSource;
 use super::tail::Cut;
 use crate::auth::access::Decision;
-use crate::auth::{AccessReview, Caller, ResourceAttributes};
+use crate::auth::{AccessReview, Caller, Recheck, ResourceAttributes};
 use crate::lifecycle::Lifecycle;
+use crate::limit::{Caps, Slot};
 use crate::metrics::Metrics;
 use crate::run::Run;
 use crate::status::{ApiError, from_kube};
@@ -37,6 +38,10 @@ pub struct LogApi {
     pub service_account: Client,
     pub access: AccessReview,
     pub metrics: Metrics,
+    /// Open follows, in total and per caller.
+    pub follows: Arc<Caps>,
+    /// Re-checks an open follow's access.
+    pub recheck: Recheck,
     /// Follows end with a final `Status` line when the process stops.
     pub lifecycle: Lifecycle,
 }
@@ -72,6 +77,18 @@ fn run_not_found(ns: &str, name: &str) -> ApiError {
     .about("kruntimes.io", "runs", name)
 }
 
+/// `get` on `runs/log` of one Run.
+fn log_attributes(ns: &str, name: &str) -> ResourceAttributes {
+    ResourceAttributes {
+        verb: "get",
+        group: GROUP,
+        resource: "runs",
+        subresource: Some("log"),
+        namespace: ns.to_owned(),
+        name: Some(name.to_owned()),
+    }
+}
+
 /// Checks names, parameters and the caller's access; `Ok` means go ahead.
 pub async fn admit(
     api: &LogApi,
@@ -91,14 +108,7 @@ pub async fn admit(
         )));
     }
     let query = LogQuery::parse(raw_query).map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let attrs = ResourceAttributes {
-        verb: "get",
-        group: GROUP,
-        resource: "runs",
-        subresource: Some("log"),
-        namespace: ns.to_owned(),
-        name: Some(name.to_owned()),
-    };
+    let attrs = log_attributes(ns, name);
     match api.access.check(caller, &attrs).await {
         Ok(Decision::Allowed) => Ok(query),
         Ok(Decision::Denied(_)) => Err(ApiError::forbidden(format!(
@@ -119,7 +129,16 @@ pub async fn get_run_log(
 ) -> Result<Response, ApiError> {
     let query = admit(&api, &caller, &ns, &name, raw.as_deref()).await?;
     tracing::info!(user = %caller.user, namespace = %ns, run = %name, follow = query.follow, tail = query.tail, "runs/log");
-    serve(api, ns, name, query).await
+    let slot = if query.follow {
+        let slot = api
+            .follows
+            .acquire(&caller.user)
+            .map_err(|e| ApiError::too_many_requests(e.to_string()))?;
+        Some(slot)
+    } else {
+        None
+    };
+    serve(api, ns, name, query, slot.map(|s| (s, caller))).await
 }
 
 /// Serves an admitted request.
@@ -128,6 +147,7 @@ pub async fn serve(
     ns: String,
     name: String,
     query: LogQuery,
+    follower: Option<(Slot, Caller)>,
 ) -> Result<Response, ApiError> {
     let runs: Api<Run> = Api::namespaced(api.service_account.clone(), &ns);
     let run = runs
@@ -169,16 +189,39 @@ pub async fn serve(
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     let metrics = api.metrics.clone();
     tokio::spawn(async move {
+        // The follow's place is freed however the follow ends.
+        let (_slot, caller) = match follower {
+            Some((slot, caller)) => (Some(slot), Some(caller)),
+            None => (None, None),
+        };
         metrics.follow_streams.inc();
         let _open = scopeguard(|| {
             metrics.follow_streams.dec();
         });
+        let recheck = api.recheck.clone();
+        let attrs = log_attributes(&ns, &name);
+        let revoked = async {
+            match &caller {
+                Some(c) => recheck.revoked(c, &attrs).await,
+                None => std::future::pending().await,
+            }
+        };
         let lifecycle = api.lifecycle.clone();
         let _stream = lifecycle.track();
         tokio::select! {
-            r = follow(api, runs, pods, run, query, &tx) => if let Err(error) = r {
-                tracing::debug!(%error, namespace = %ns, run = %name, "follow ended");
-            },
+            res = follow(api, runs, pods, run, query, &tx) => {
+                if let Err(error) = res {
+                    tracing::debug!(%error, namespace = %ns, run = %name, "follow ended");
+                }
+            }
+            why = revoked => {
+                tracing::info!(reason = %why, namespace = %ns, run = %name, "ending a follow whose access ended");
+                let status = match why {
+                    crate::auth::Revoked::Forbidden { .. } => ApiError::forbidden(why.to_string()),
+                    _ => ApiError::unauthorized(why.to_string()),
+                };
+                let _ = tx.send(status_line(&status)).await;
+            }
             () = lifecycle.stopping() => {
                 let _ = tx.send(status_line(&shutting_down())).await;
             }

@@ -2,6 +2,8 @@
 
 use futures::io::{AsyncBufRead, AsyncBufReadExt};
 
+use super::scan::TopLevelScan;
+
 /// One line of a Pod log: at most `max` bytes of it are kept.
 #[derive(Debug, Default)]
 pub struct Line {
@@ -10,12 +12,14 @@ pub struct Line {
     /// Length of the whole line.
     pub len: u64,
     pub oversized: bool,
-    /// The last bytes of an oversized line (fields written after a huge message).
-    pub suffix: Vec<u8>,
+    /// The top-level members of an oversized line, read from all of its bytes
+    /// (after the timestamp) as they streamed by.
+    pub scan: TopLevelScan,
 }
 
-/// Bytes kept from the end of an oversized line.
-pub const SUFFIX_BYTES: usize = 4096;
+/// Capacity a line buffer keeps between lines; a longer line grows it for
+/// itself only, so a reader never holds more than this between lines.
+pub const NORMAL_LINE_CAPACITY: usize = 16 << 10;
 
 impl Line {
     /// Splits the kubelet's `timestamps=true` prefix (`<RFC 3339> `) from the content.
@@ -73,9 +77,11 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
     /// A last line without a newline is returned too.
     pub async fn next_line(&mut self, line: &mut Line) -> std::io::Result<bool> {
         line.bytes.clear();
+        if line.bytes.capacity() > NORMAL_LINE_CAPACITY {
+            line.bytes.shrink_to(NORMAL_LINE_CAPACITY);
+        }
         line.len = 0;
         line.oversized = false;
-        line.suffix.clear();
         loop {
             let buf = self.inner.fill_buf().await?;
             if buf.is_empty() {
@@ -87,21 +93,16 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
                 None => (buf, None),
             };
             let room = self.max.saturating_sub(line.bytes.len());
+            let keep = chunk.len().min(room);
+            line.bytes.extend_from_slice(&chunk[..keep]);
             if chunk.len() > room {
-                line.oversized = true;
-                let rest = &chunk[room..];
-                if rest.len() >= SUFFIX_BYTES {
-                    line.suffix.clear();
-                    line.suffix
-                        .extend_from_slice(&rest[rest.len() - SUFFIX_BYTES..]);
-                } else {
-                    let overflow = (line.suffix.len() + rest.len()).saturating_sub(SUFFIX_BYTES);
-                    line.suffix.drain(..overflow);
-                    line.suffix.extend_from_slice(rest);
+                if !line.oversized {
+                    line.oversized = true;
+                    line.scan.reset();
+                    line.scan.feed(split_timestamp(&line.bytes).1);
                 }
+                line.scan.feed(&chunk[keep..]);
             }
-            line.bytes
-                .extend_from_slice(&chunk[..chunk.len().min(room)]);
             line.len += chunk.len() as u64;
             let used = done.unwrap_or(buf_len);
             self.inner.consume_unpin(used);
@@ -137,7 +138,6 @@ mod tests {
         assert!(r.next_line(&mut l).await.unwrap());
         assert!(l.oversized);
         assert_eq!(l.bytes.len(), 10);
-        assert_eq!(l.suffix.len(), 90);
         assert_eq!(l.len, 100);
         assert!(r.next_line(&mut l).await.unwrap());
         assert_eq!(l.bytes, b"last");
@@ -155,5 +155,25 @@ mod tests {
         assert_eq!(rest, b"{\"a\": 1}");
         let (ts, _) = split_timestamp(b"2026-11-29T10:00:00+02:00 x");
         assert_eq!(ts, Some("2026-11-29T10:00:00+02:00"));
+    }
+
+    #[tokio::test]
+    async fn buffer_returns_to_its_normal_capacity_after_a_long_line() {
+        let mut data = vec![b'y'; 200 << 10];
+        data.extend(b"\nshort\n");
+        let mut r = LineReader::new(
+            futures::io::BufReader::with_capacity(8192, futures::io::Cursor::new(data)),
+            256 << 10,
+        );
+        let mut l = Line::default();
+        assert!(r.next_line(&mut l).await.unwrap());
+        assert_eq!(l.bytes.len(), 200 << 10);
+        assert!(r.next_line(&mut l).await.unwrap());
+        assert_eq!(l.bytes, b"short");
+        assert!(
+            l.bytes.capacity() <= NORMAL_LINE_CAPACITY,
+            "a reader keeps {} bytes after one long line",
+            l.bytes.capacity()
+        );
     }
 }

@@ -89,13 +89,7 @@ impl LogSource {
     }
 
     fn record_of(&self, line: &Line) -> Option<LogRecord> {
-        let (time, content) = line.split_timestamp();
-        if line.oversized {
-            self.filter
-                .oversized_record(content, &line.suffix, line.len, time)
-        } else {
-            self.filter.record(content, time)
-        }
+        self.filter.line_record(line)
     }
 
     /// Reads the log (the last `window` lines, or all since the Run's start)

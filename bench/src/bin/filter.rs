@@ -181,13 +181,7 @@ fn pass_reader(filter: &RunFilter, data: &[u8], piece: usize) -> u64 {
         let mut found = 0u64;
         while reader.next_line(&mut line).await.unwrap_or(false) {
             // What the server does per line (`LogSource::record_of`).
-            let (time, content) = line.split_timestamp();
-            let rec = if line.oversized {
-                filter.oversized_record(content, &line.suffix, line.len, time)
-            } else {
-                filter.record(content, time)
-            };
-            if rec.is_some() {
+            if filter.line_record(&line).is_some() {
                 found += 1;
             }
         }

@@ -7,12 +7,11 @@ use axum::Extension;
 use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
-use futures::StreamExt;
 use http::{HeaderValue, StatusCode, header};
 use http_body_util::BodyExt;
-use kruntimes_apiserver::lifecycle::Lifecycle;
 use kruntimes_apiserver::logs::handler::{shutting_down, status_line};
 use kruntimes_apiserver::metrics::Metrics;
+use kruntimes_apiserver::status::ApiError;
 
 use super::{check_name, check_namespace, user_client};
 use crate::console::{Caller, ConsoleState};
@@ -97,6 +96,16 @@ async fn logs_inner(
     check_name("run", name)?;
     let q = parse(raw)?;
     let client = user_client(state, caller)?;
+    // Each open follow holds an upstream stream: capped per caller and in total.
+    let slot = match (&caller.0, q.follow) {
+        (Some(c), true) => Some(
+            state
+                .follows
+                .acquire(&c.caller.user)
+                .map_err(|e| crate::v1::cap_reached(&e))?,
+        ),
+        _ => None,
+    };
     let mut path = format!(
         "/apis/logs.kruntimes.io/v1alpha1/namespaces/{ns}/runs/{name}/log?tailLines={}",
         q.tail
@@ -129,11 +138,75 @@ async fn logs_inner(
     let mut out = if q.follow {
         state.metrics.follow_streams.inc();
         let guard = FollowGuard(state.metrics.clone());
-        Response::new(until_stopping(
-            resp.into_body(),
-            state.lifecycle.clone(),
-            guard,
-        ))
+        let identity = caller.0.as_ref().map(|c| c.caller.clone());
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(16);
+        let recheck = state.recheck.clone();
+        let attrs = kruntimes_apiserver::auth::ResourceAttributes {
+            verb: "get",
+            group: "logs.kruntimes.io",
+            resource: "runs",
+            subresource: Some("log"),
+            namespace: ns.to_owned(),
+            name: Some(name.to_owned()),
+        };
+        let mut upstream = resp.into_body();
+        // Relays the upstream follow, re-checking the caller's own access
+        // (kube-apiserver authenticated them once, when the follow began).
+        let lifecycle = state.lifecycle.clone();
+        tokio::spawn(async move {
+            let _held = (guard, slot, lifecycle.track());
+            let stopping = lifecycle.stopping();
+            tokio::pin!(stopping);
+            // A final line must start a line of its own.
+            let mut at_line_start = true;
+            let revoked = async {
+                match &identity {
+                    Some(c) => recheck.revoked(c, &attrs).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::pin!(revoked);
+            loop {
+                tokio::select! {
+                    frame = upstream.frame() => match frame {
+                        Some(Ok(f)) => {
+                            if let Ok(data) = f.into_data() {
+                                if let Some(last) = data.last() {
+                                    at_line_start = *last == b'\n';
+                                }
+                                if tx.send(Ok(data)).await.is_err() {
+                                    return;
+                                }
+                            }
+                        }
+                        Some(Err(e)) => {
+                            let _ = tx.send(Err(std::io::Error::other(e.to_string()))).await;
+                            return;
+                        }
+                        None => return,
+                    },
+                    why = &mut revoked => {
+                        tracing::info!(reason = %why, "ending a log follow whose access ended");
+                        let status = match why {
+                            kruntimes_apiserver::auth::Revoked::Forbidden { .. } => ApiError::forbidden(why.to_string()),
+                            _ => ApiError::unauthorized(why.to_string()),
+                        };
+                        let _ = tx.send(Ok(final_line(&status, at_line_start))).await;
+                        return;
+                    }
+                    // The browser reconnects to another replica.
+                    () = &mut stopping => {
+                        let _ = tx.send(Ok(final_line(&shutting_down(), at_line_start))).await;
+                        return;
+                    }
+                    () = tx.closed() => return,
+                }
+            }
+        });
+        let body = futures::stream::unfold(rx, |mut rx| async move {
+            rx.recv().await.map(|item| (item, rx))
+        });
+        Response::new(Body::from_stream(body))
     } else {
         Response::new(Body::new(resp.into_body()))
     };
@@ -143,52 +216,14 @@ async fn logs_inner(
     Ok(out)
 }
 
-/// Relays a follow until it ends or the process stops; then the browser
-/// gets the same final `Status` line the aggregated API sends, on a line of
-/// its own, and reconnects to another replica.
-fn until_stopping<B>(upstream: B, lifecycle: Lifecycle, guard: FollowGuard) -> Body
-where
-    B: http_body::Body<Data = bytes::Bytes> + Send + Unpin + 'static,
-    B::Error: Into<axum::BoxError>,
-{
-    struct Relay<S> {
-        frames: S,
-        stop: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
-        at_line_start: bool,
-        _guard: FollowGuard,
-        _stream: kruntimes_apiserver::lifecycle::StreamGuard,
+/// The final `Status` line of a relayed follow, on a line of its own.
+fn final_line(status: &ApiError, at_line_start: bool) -> bytes::Bytes {
+    let line = status_line(status);
+    if at_line_start {
+        line
+    } else {
+        [&b"\n"[..], &line].concat().into()
     }
-    let relay = Relay {
-        frames: http_body_util::BodyDataStream::new(upstream),
-        _stream: lifecycle.track(),
-        stop: Box::pin(async move { lifecycle.stopping().await }),
-        at_line_start: true,
-        _guard: guard,
-    };
-    let stream = futures::stream::unfold(Some(relay), |relay| async move {
-        let mut relay = relay?;
-        tokio::select! {
-            chunk = relay.frames.next() => match chunk? {
-                Ok(bytes) => {
-                    if let Some(last) = bytes.last() {
-                        relay.at_line_start = *last == b'\n';
-                    }
-                    Some((Ok(bytes), Some(relay)))
-                }
-                Err(e) => Some((Err(e.into()), None)),
-            },
-            () = &mut relay.stop => {
-                let line = status_line(&shutting_down());
-                let line = if relay.at_line_start {
-                    line
-                } else {
-                    [&b"\n"[..], &line].concat().into()
-                };
-                Some((Ok::<_, axum::BoxError>(line), None))
-            }
-        }
-    });
-    Body::from_stream(stream)
 }
 
 /// A Kubernetes `Status` from the log API, kept faithful.

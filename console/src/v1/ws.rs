@@ -14,15 +14,19 @@ use super::runs::Mode;
 use super::{V1State, identity_headers};
 use crate::error::ConsoleError;
 use kruntimes_apiserver::auth::Caller as Identity;
+use kruntimes_apiserver::auth::Revoked;
 use kruntimes_apiserver::lifecycle::Lifecycle;
+use kruntimes_apiserver::limit::Slot;
 
 type Upstream =
     tokio_tungstenite::WebSocketStream<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>;
 
 /// Resolves the (already admitted) call, connects the gateway, then accepts the upgrade.
+#[allow(clippy::too_many_arguments)]
 pub async fn open(
     state: Arc<V1State>,
     identity: Identity,
+    slot: Slot,
     ns: &str,
     name: &str,
     uid: &str,
@@ -66,12 +70,18 @@ pub async fn open(
         })?;
     let idle = state.bounds.idle_timeout;
     let lifecycle = state.lifecycle.clone();
+    let recheck = state.recheck.clone();
+    let attrs = super::run_attributes(ns, name, "operations");
     Ok(upgrade
         .read_buffer_size(8 << 10)
         .write_buffer_size(8 << 10)
         .max_message_size(max)
         .max_frame_size(max)
-        .on_upgrade(move |client| relay(client, upstream, idle, lifecycle)))
+        .on_upgrade(move |client| async move {
+            let revoked = async move { recheck.revoked(&identity, &attrs).await };
+            relay(client, upstream, idle, revoked, lifecycle).await;
+            drop(slot);
+        }))
 }
 
 fn to_upstream(m: Message) -> Option<tungstenite::Message> {
@@ -103,10 +113,32 @@ fn to_client(m: tungstenite::Message) -> Option<Message> {
     })
 }
 
+/// The terminal event and close frame of a socket whose access ended.
+fn revocation(why: &Revoked) -> (Message, Message) {
+    let event = serde_json::json!({
+        "type": "terminal",
+        "status": "Revoked",
+        "error": why.to_string(),
+    });
+    let mut reason = why.to_string();
+    // A close reason is at most 123 bytes.
+    while reason.len() > 123 {
+        reason.pop();
+    }
+    (
+        Message::Text(event.to_string().into()),
+        Message::Close(Some(CloseFrame {
+            code: ws::close_code::POLICY,
+            reason: reason.into(),
+        })),
+    )
+}
+
 async fn relay(
     client: WebSocket,
     upstream: Upstream,
     idle: std::time::Duration,
+    revoked: impl std::future::Future<Output = Revoked>,
     lifecycle: Lifecycle,
 ) {
     let _stream = lifecycle.track();
@@ -114,8 +146,16 @@ async fn relay(
     tokio::pin!(stopping);
     let (mut c_tx, mut c_rx) = client.split();
     let (mut u_tx, mut u_rx) = upstream.split();
+    tokio::pin!(revoked);
     loop {
         tokio::select! {
+            why = &mut revoked => {
+                tracing::info!(reason = %why, "closing an operations socket whose access ended");
+                let (event, close) = revocation(&why);
+                let _ = c_tx.send(event).await;
+                let _ = c_tx.send(close).await;
+                break;
+            }
             m = c_rx.next() => match m {
                 Some(Ok(m)) => {
                     let closing = matches!(m, Message::Close(_));

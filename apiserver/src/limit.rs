@@ -1,0 +1,130 @@
+//! Caps on concurrent long-lived work (`/v1` calls, follows), in total and
+//! per caller. A [`Slot`] is held for the work's life and frees its place
+//! when dropped, however the work ends.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// One cap pair: what it bounds, its bounds and the flags that set them.
+#[derive(Debug)]
+pub struct Caps {
+    /// What is counted, for messages: "concurrent /v1 calls", "open follows".
+    what: &'static str,
+    max_total: usize,
+    total_flag: &'static str,
+    max_per_caller: usize,
+    per_caller_flag: &'static str,
+    open: Mutex<(usize, HashMap<String, usize>)>,
+}
+
+/// A cap was reached; the message names it and the flag that sets it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CapReached {
+    #[error("too many {what} (at most {max} in total; {flag} sets it); retry later")]
+    Total {
+        what: &'static str,
+        max: usize,
+        flag: &'static str,
+    },
+    #[error(
+        "too many {what} by {caller:?} (at most {max} per caller; {flag} sets it); retry later"
+    )]
+    PerCaller {
+        what: &'static str,
+        caller: String,
+        max: usize,
+        flag: &'static str,
+    },
+}
+
+/// A place taken under [`Caps`]; dropping it frees the place.
+#[derive(Debug)]
+pub struct Slot {
+    caps: Arc<Caps>,
+    caller: String,
+}
+
+impl Caps {
+    pub fn new(
+        what: &'static str,
+        max_total: usize,
+        total_flag: &'static str,
+        max_per_caller: usize,
+        per_caller_flag: &'static str,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            what,
+            max_total,
+            total_flag,
+            max_per_caller,
+            per_caller_flag,
+            open: Mutex::new((0, HashMap::new())),
+        })
+    }
+
+    /// Takes a place for `caller` (a user name), or says which cap is reached.
+    pub fn acquire(self: &Arc<Self>, caller: &str) -> Result<Slot, CapReached> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let mine = open.1.get(caller).copied().unwrap_or(0);
+        if mine >= self.max_per_caller {
+            return Err(CapReached::PerCaller {
+                what: self.what,
+                caller: caller.to_owned(),
+                max: self.max_per_caller,
+                flag: self.per_caller_flag,
+            });
+        }
+        if open.0 >= self.max_total {
+            return Err(CapReached::Total {
+                what: self.what,
+                max: self.max_total,
+                flag: self.total_flag,
+            });
+        }
+        open.0 += 1;
+        *open.1.entry(caller.to_owned()).or_insert(0) += 1;
+        Ok(Slot {
+            caps: self.clone(),
+            caller: caller.to_owned(),
+        })
+    }
+
+    /// Places taken now.
+    pub fn open(&self) -> usize {
+        self.open.lock().unwrap_or_else(|e| e.into_inner()).0
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut open = self.caps.open.lock().unwrap_or_else(|e| e.into_inner());
+        open.0 -= 1;
+        if let Some(n) = open.1.get_mut(&self.caller) {
+            *n -= 1;
+            if *n == 0 {
+                open.1.remove(&self.caller);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_caller_then_total() {
+        let caps = Caps::new("open follows", 3, "--total", 2, "--per-caller");
+        let a1 = caps.acquire("alice").unwrap();
+        let _a2 = caps.acquire("alice").unwrap();
+        let e = caps.acquire("alice").unwrap_err();
+        assert!(e.to_string().contains("--per-caller"), "{e}");
+        assert!(e.to_string().contains("\"alice\""), "{e}");
+        let _b1 = caps.acquire("bob").unwrap();
+        let e = caps.acquire("bob").unwrap_err();
+        assert!(matches!(e, CapReached::Total { max: 3, .. }), "{e}");
+        drop(a1);
+        assert_eq!(caps.open(), 2);
+        let _b2 = caps.acquire("bob").unwrap();
+    }
+}

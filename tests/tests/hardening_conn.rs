@@ -1,0 +1,795 @@
+//! Connection and stream limits end to end: private Consoles with small
+//! limits on the real control plane, driven over raw TCP, TLS, HTTP/1 and HTTP/2.
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
+
+use kruntimes_tests::env::{ConsoleProcess, Fixtures, env, now_rfc3339, runtimed_line, unique};
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+type Tls = tokio_rustls::client::TlsStream<TcpStream>;
+
+/// A private Console with `args`; its temporary directory lives as long as it.
+fn console(args: &[&str]) -> (ConsoleProcess, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    (ConsoleProcess::start(dir.path(), &args), dir)
+}
+
+fn client_config(alpn: &[u8]) -> Arc<rustls::ClientConfig> {
+    use rustls::pki_types::pem::PemObject;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut roots = rustls::RootCertStore::empty();
+    let pem = std::fs::read(env().var("CONSOLE_CA")).unwrap();
+    for c in rustls::pki_types::CertificateDer::pem_slice_iter(&pem) {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let mut config = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![alpn.to_vec()];
+    Arc::new(config)
+}
+
+async fn tls_connect(port: u16, alpn: &[u8]) -> std::io::Result<Tls> {
+    let tcp = TcpStream::connect(("127.0.0.1", port)).await?;
+    tokio_rustls::TlsConnector::from(client_config(alpn))
+        .connect(
+            rustls::pki_types::ServerName::try_from("localhost").unwrap(),
+            tcp,
+        )
+        .await
+}
+
+/// Reads until the peer closes; `Some(bytes read)` when it did within `within`.
+async fn closed_within(stream: &mut (impl AsyncRead + Unpin), within: Duration) -> Option<Vec<u8>> {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
+            Err(_) => return None,
+            Ok(Ok(0)) | Ok(Err(_)) => return Some(got),
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+/// Margin over a deadline for the close to be seen (scheduling, a loaded machine).
+const MARGIN: Duration = Duration::from_secs(5);
+
+#[tokio::test]
+async fn silent_tcp_connections_are_closed_at_the_handshake_deadline() {
+    let (c, _dir) = console(&["--tls-handshake-timeout=1s", "--first-request-timeout=30s"]);
+    for port in [c.console_port, c.api_port] {
+        let mut conns = Vec::new();
+        for _ in 0..5 {
+            conns.push(TcpStream::connect(("127.0.0.1", port)).await.unwrap());
+        }
+        for (i, conn) in conns.iter_mut().enumerate() {
+            let got = closed_within(conn, Duration::from_secs(1) + MARGIN).await;
+            assert!(
+                got.is_some(),
+                "silent connection {i} to port {port} still open past the handshake deadline"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_connection_without_a_request_is_closed_at_the_first_request_deadline() {
+    let (c, _dir) = console(&[
+        "--first-request-timeout=1s",
+        "--connection-idle-timeout=60s",
+    ]);
+    for (port, alpn) in [
+        (c.console_port, &b"http/1.1"[..]),
+        (c.console_port, b"h2"),
+        (c.api_port, b"http/1.1"),
+    ] {
+        let mut tls = tls_connect(port, alpn).await.expect("handshake");
+        assert!(
+            closed_within(&mut tls, Duration::from_secs(1) + MARGIN)
+                .await
+                .is_some(),
+            "a TLS connection ({}) that sent no request is still open",
+            String::from_utf8_lossy(alpn)
+        );
+    }
+    // A slow header counts as no request.
+    let mut tls = tls_connect(c.console_port, b"http/1.1").await.unwrap();
+    tls.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n")
+        .await
+        .unwrap();
+    assert!(
+        closed_within(&mut tls, Duration::from_secs(1) + MARGIN)
+            .await
+            .is_some(),
+        "an incomplete first header kept the connection open"
+    );
+}
+
+#[tokio::test]
+async fn idle_keep_alive_connections_are_closed_at_the_idle_timeout() {
+    let (c, _dir) = console(&[
+        "--first-request-timeout=30s",
+        "--connection-idle-timeout=2s",
+    ]);
+    // HTTP/1.1: one request, then nothing.
+    let mut tls = tls_connect(c.console_port, b"http/1.1").await.unwrap();
+    tls.write_all(b"GET /live-check HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    let got = closed_within(&mut tls, Duration::from_secs(2) + MARGIN)
+        .await
+        .expect("an idle HTTP/1.1 keep-alive connection still open past the idle timeout");
+    let text = String::from_utf8_lossy(&got).to_ascii_lowercase();
+    assert!(text.starts_with("http/1.1 "), "no response: {text}");
+    assert!(
+        !text.contains("connection: close"),
+        "the server closed after the response, not for being idle: {text}"
+    );
+
+    // HTTP/2: one stream, then nothing.
+    for port in [c.console_port, c.api_port] {
+        let tls = tls_connect(port, b"h2").await.unwrap();
+        let (mut send, conn) = hyper::client::conn::http2::handshake(
+            hyper_util::rt::TokioExecutor::new(),
+            hyper_util::rt::TokioIo::new(tls),
+        )
+        .await
+        .unwrap();
+        let conn = tokio::spawn(conn);
+        let req = http::Request::get(format!("https://localhost:{port}/healthz"))
+            .body(http_body_util::Empty::<bytes::Bytes>::new())
+            .unwrap();
+        let resp = send.send_request(req).await.expect("a response");
+        let _ = http_body_util::BodyExt::collect(resp.into_body()).await;
+        let ended = tokio::time::timeout(Duration::from_secs(2) + MARGIN, conn).await;
+        assert!(
+            ended.is_ok(),
+            "an idle HTTP/2 connection to port {port} still open past the idle timeout"
+        );
+    }
+}
+
+fn refusals(c: &ConsoleProcess, listener: &str) -> f64 {
+    let url = format!("http://127.0.0.1:{}/metrics", c.admin_port);
+    let (_, body) = env().curl(&url, &[]);
+    let want = format!(
+        "kruntimes_console_connections_refused_total{{listener=\"{listener}\",reason=\"max_connections_per_peer\"}} "
+    );
+    body.lines()
+        .find_map(|l| l.strip_prefix(&want)?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[tokio::test]
+async fn connections_beyond_the_per_peer_cap_are_refused_and_counted() {
+    let (c, _dir) = console(&[
+        "--first-request-timeout=60s",
+        "--max-connections-per-peer=3",
+    ]);
+    assert_eq!(refusals(&c, "console"), 0.0);
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(
+            tls_connect(c.console_port, b"http/1.1")
+                .await
+                .expect("within the cap"),
+        );
+    }
+    // The fourth is accepted by the kernel and closed right away.
+    let refused = tls_connect(c.console_port, b"http/1.1").await;
+    assert!(
+        refused.is_err(),
+        "a fourth connection from one address got through"
+    );
+    assert_eq!(refusals(&c, "console"), 1.0);
+    // The aggregated listener has its own, higher per-peer cap (kube-apiserver is one peer).
+    let mut api = Vec::new();
+    for _ in 0..4 {
+        api.push(
+            tls_connect(c.api_port, b"http/1.1")
+                .await
+                .expect("aggregated listener"),
+        );
+    }
+    assert_eq!(refusals(&c, "apiserver"), 0.0);
+    // A place freed is a place to take.
+    drop(held.pop());
+    let mut again = None;
+    for _ in 0..50 {
+        if let Ok(t) = tls_connect(c.console_port, b"http/1.1").await {
+            again = Some(t);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(again.is_some(), "no connection accepted after one closed");
+}
+
+/// Reads the NDJSON lines of a follow on a private Console's aggregated listener.
+fn follow_direct(
+    port: u16,
+    token: &str,
+    path: &str,
+) -> (std::process::Child, mpsc::Receiver<String>) {
+    let mut child = std::process::Command::new("curl")
+        .args([
+            "-sS",
+            "-N",
+            "--http1.1",
+            "--cacert",
+            env().var("CONSOLE_CA"),
+        ])
+        .arg("-H")
+        .arg(format!("Authorization: Bearer {token}"))
+        .arg(format!("https://localhost:{port}{path}"))
+        .arg("--resolve")
+        .arg(format!("localhost:{port}:127.0.0.1"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("curl follow");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, rx)
+}
+
+fn next_message(rx: &mpsc::Receiver<String>) -> Option<String> {
+    let line = rx.recv_timeout(Duration::from_secs(15)).ok()?;
+    let v: Value =
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad NDJSON line ({e}): {line}"));
+    Some(v["message"].as_str().unwrap_or_default().to_owned())
+}
+
+#[tokio::test]
+async fn a_follow_outlives_the_idle_timeout() {
+    let (c, _dir) = console(&["--connection-idle-timeout=2s"]);
+    let ns = "team-a";
+    let fx = Fixtures::new(ns).await;
+    let pod = unique("pool");
+    let pod_uid = fx.create_pod(&pod, "bash").await;
+    let run = unique("follow");
+    let uid = fx
+        .create_run(&run, "bash", "task", serde_json::json!({}))
+        .await;
+    fx.assign(&run, &pod, &pod_uid, &now_rfc3339()).await;
+    fx.append_log(
+        &pod,
+        &[runtimed_line(&uid, &run, ns, &pod, "stdout", "first")],
+    );
+    let (mut child, rx) = follow_direct(
+        c.api_port,
+        env().token("viewer"),
+        &format!("/apis/logs.kruntimes.io/v1alpha1/namespaces/{ns}/runs/{run}/log?follow=true"),
+    );
+    assert_eq!(next_message(&rx).as_deref(), Some("first"));
+    let quiet = Instant::now();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(quiet.elapsed() > Duration::from_secs(4));
+    fx.append_log(
+        &pod,
+        &[runtimed_line(&uid, &run, ns, &pod, "stdout", "second")],
+    );
+    assert_eq!(
+        next_message(&rx).as_deref(),
+        Some("second"),
+        "the follow ended while quiet longer than the idle timeout"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    fx.delete_pod(&pod).await;
+}
+
+// ---- /v1: authentication and authorization before the body, body deadline, call caps.
+
+/// A private Console that can reach the test environment's Runtime gateways.
+fn v1_console(args: &[&str]) -> (ConsoleProcess, tempfile::TempDir) {
+    let e = env();
+    let mut all: Vec<String> = vec![
+        "--gateway-ca-file".into(),
+        e.pki("gateway-ca.crt").display().to_string(),
+        "--gateway-client-cert".into(),
+        e.pki("console.crt").display().to_string(),
+        "--gateway-client-key".into(),
+        e.pki("console.key").display().to_string(),
+    ];
+    all.extend(args.iter().map(|a| (*a).to_owned()));
+    let dir = tempfile::tempdir().unwrap();
+    (ConsoleProcess::start(dir.path(), &all), dir)
+}
+
+/// Sends a request head (and `body` bytes of its body) on a new HTTP/1.1
+/// connection, then withholds the rest; the answer head when one comes within `within`.
+async fn withheld(port: u16, head: &str, body: &[u8], within: Duration) -> (Tls, Option<String>) {
+    let mut tls = tls_connect(port, b"http/1.1").await.unwrap();
+    tls.write_all(head.as_bytes()).await.unwrap();
+    tls.write_all(body).await.unwrap();
+    tls.flush().await.unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + within;
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        match tokio::time::timeout_at(deadline, tls.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => got.extend_from_slice(&buf[..n]),
+            _ => break,
+        }
+    }
+    let text = String::from_utf8_lossy(&got).into_owned();
+    (tls, (!text.is_empty()).then_some(text))
+}
+
+fn invoke_path(ns: &str, name: &str, uid: &str) -> String {
+    format!("/v1/namespaces/{ns}/runs/{name}/{uid}/invoke")
+}
+
+fn ops_path(ns: &str, name: &str, uid: &str) -> String {
+    format!("/v1/namespaces/{ns}/runs/{name}/{uid}/operations:ws")
+}
+
+fn invoke_on(port: u16, path: &str, user: &str) -> kruntimes_tests::curl::Reply {
+    kruntimes_tests::curl::request(
+        "POST",
+        &format!("https://localhost:{port}{path}"),
+        &[
+            ("Authorization", &kruntimes_tests::curl::bearer(user)),
+            ("Content-Type", "application/json"),
+        ],
+        kruntimes_tests::curl::Body::Raw("{}"),
+    )
+}
+
+/// A Ready Run of `mode` on the shared gateway's runtime, once the private Console serves it.
+async fn ready_run(fx: &Fixtures, mode: &str) -> (String, String) {
+    let name = unique(&format!("{mode}-cap"));
+    let spec = if mode == "session" {
+        serde_json::json!({"mode": {"session": {"leaseSeconds": 60}}})
+    } else {
+        serde_json::json!({})
+    };
+    let uid = fx.create_run(&name, "bash", mode, spec).await;
+    fx.set_run_status(&name, serde_json::json!({"phase": "Ready"}))
+        .await;
+    (name, uid)
+}
+
+#[tokio::test]
+async fn v1_refuses_before_reading_the_body() {
+    let (c, _dir) = v1_console(&[]);
+    let path = invoke_path(
+        "team-a",
+        "no-such-run",
+        "6f1c2b9e-1111-4a2b-9c3d-000000000001",
+    );
+    // Announces 1 MiB, sends 1 KiB, withholds the rest: the answer comes anyway.
+    for (auth, code) in [
+        (String::new(), "401"),
+        (
+            format!("Authorization: Bearer {}\r\n", env().token("outsider")),
+            "403",
+        ),
+    ] {
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: localhost\r\n{auth}Content-Type: application/json\r\nContent-Length: 1048576\r\n\r\n"
+        );
+        let (_conn, answer) = withheld(
+            c.console_port,
+            &head,
+            &[b' '; 1024],
+            Duration::from_secs(20),
+        )
+        .await;
+        let answer = answer.expect("no answer while the body is withheld: the body is read first");
+        assert!(
+            answer.starts_with(&format!("HTTP/1.1 {code}")),
+            "expected {code}: {answer}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn v1_body_past_its_deadline_gets_408() {
+    let (c, _dir) = v1_console(&["--access-body-timeout=2s"]);
+    let fx = Fixtures::new("team-a").await;
+    let (name, uid) = ready_run(&fx, "function").await;
+    let path = invoke_path("team-a", &name, &uid);
+    let mut last = 0;
+    for _ in 0..60 {
+        last = invoke_on(c.console_port, &path, "operator").code;
+        if last == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(last, 200, "the private Console never served the Run");
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n",
+        env().token("operator")
+    );
+    let (_conn, answer) = withheld(
+        c.console_port,
+        &head,
+        b"{\"a\":",
+        Duration::from_secs(2) + MARGIN + MARGIN,
+    )
+    .await;
+    let answer = answer.expect("no answer to a body that stopped arriving");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+}
+
+type Ws = tokio_tungstenite::WebSocketStream<Tls>;
+
+/// Opens operations:ws on a private Console; on refusal, the status and Retry-After.
+async fn ws_open(port: u16, path: &str, user: &str) -> Result<Ws, (u16, Option<String>)> {
+    let tls = tls_connect(port, b"http/1.1").await.unwrap();
+    let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
+        format!("wss://localhost:{port}{path}"),
+    )
+    .unwrap();
+    req.headers_mut().insert(
+        "authorization",
+        kruntimes_tests::curl::bearer(user).parse().unwrap(),
+    );
+    match tokio_tungstenite::client_async(req, tls).await {
+        Ok((ws, _)) => Ok(ws),
+        Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => Err((
+            resp.status().as_u16(),
+            resp.headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
+        )),
+        Err(e) => panic!("websocket: {e}"),
+    }
+}
+
+#[tokio::test]
+async fn v1_calls_are_capped_per_caller_and_in_total() {
+    let (c, _dir) = v1_console(&[
+        "--access-max-concurrent-calls-per-caller=2",
+        "--access-max-concurrent-calls=3",
+    ]);
+    let fx = Fixtures::new("team-a").await;
+    let (fname, fuid) = ready_run(&fx, "function").await;
+    let (sname, suid) = ready_run(&fx, "session").await;
+    let invoke = invoke_path("team-a", &fname, &fuid);
+    let ops = ops_path("team-a", &sname, &suid);
+    let mut ready = false;
+    for _ in 0..60 {
+        if invoke_on(c.console_port, &invoke, "operator").code == 200
+            && ws_open(c.console_port, &ops, "operator").await.is_ok()
+        {
+            ready = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert!(ready, "the private Console never served both Runs");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let mut op1 = ws_open(c.console_port, &ops, "operator")
+        .await
+        .expect("first socket");
+    let _op2 = ws_open(c.console_port, &ops, "operator")
+        .await
+        .expect("second socket");
+    let Err((code, retry)) = ws_open(c.console_port, &ops, "operator").await else {
+        panic!("a third socket of one caller was opened");
+    };
+    assert_eq!(code, 429);
+    assert!(retry.is_some(), "429 without Retry-After");
+    let r = invoke_on(c.console_port, &invoke, "operator");
+    assert_eq!(r.code, 429, "{}", r.body);
+    assert!(r.header("retry-after").is_some());
+    assert!(
+        r.body.contains("--access-max-concurrent-calls-per-caller"),
+        "{}",
+        r.body
+    );
+
+    // Another caller still passes, up to the total.
+    let _adm = ws_open(c.console_port, &ops, "admin")
+        .await
+        .expect("another caller");
+    let r = invoke_on(c.console_port, &invoke, "admin");
+    assert_eq!(r.code, 429, "{}", r.body);
+    assert!(
+        r.body.contains("--access-max-concurrent-calls "),
+        "{}",
+        r.body
+    );
+
+    // A closed socket frees its place.
+    op1.close(None).await.unwrap();
+    drop(op1);
+    let mut code = 0;
+    for _ in 0..50 {
+        code = invoke_on(c.console_port, &invoke, "operator").code;
+        if code == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(code, 200, "the place of a closed socket was not freed");
+}
+
+// ---- Follows: per-caller caps on the aggregated API and on /api.
+
+/// A Run assigned to a Pod of its own, with one record.
+async fn followed_run(fx: &Fixtures) -> (String, String) {
+    let pod = unique("pool");
+    let pod_uid = fx.create_pod(&pod, "bash").await;
+    let run = unique("capped");
+    let uid = fx
+        .create_run(&run, "bash", "task", serde_json::json!({}))
+        .await;
+    fx.assign(&run, &pod, &pod_uid, &now_rfc3339()).await;
+    fx.append_log(
+        &pod,
+        &[runtimed_line(&uid, &run, &fx.ns, &pod, "stdout", "first")],
+    );
+    (run, pod)
+}
+
+/// One GET with curl on a private Console's port: (status, Retry-After, body).
+fn get_once(port: u16, path: &str, user: &str) -> (u16, Option<String>, String) {
+    let r = kruntimes_tests::curl::request(
+        "GET",
+        &format!("https://localhost:{port}{path}"),
+        &[("Authorization", &kruntimes_tests::curl::bearer(user))],
+        kruntimes_tests::curl::Body::None,
+    );
+    (r.code, r.header("retry-after").map(str::to_owned), r.body)
+}
+
+#[tokio::test]
+async fn follows_are_capped_per_caller_and_a_closed_one_frees_its_place() {
+    let (c, _dir) = console(&["--max-follows-per-caller=2"]);
+    let fx = Fixtures::new("team-a").await;
+    let (run, pod) = followed_run(&fx).await;
+    for (port, path) in [
+        (
+            c.api_port,
+            format!(
+                "/apis/logs.kruntimes.io/v1alpha1/namespaces/team-a/runs/{run}/log?follow=true"
+            ),
+        ),
+        (
+            c.console_port,
+            format!("/api/namespaces/team-a/runs/{run}/logs?follow=true"),
+        ),
+    ] {
+        let (mut first, rx1) = follow_direct(port, env().token("viewer"), &path);
+        assert_eq!(next_message(&rx1).as_deref(), Some("first"), "port {port}");
+        let (mut second, rx2) = follow_direct(port, env().token("viewer"), &path);
+        assert_eq!(next_message(&rx2).as_deref(), Some("first"), "port {port}");
+        let (code, retry, body) = get_once(port, &path, "viewer");
+        assert_eq!(
+            code, 429,
+            "a third follow of one caller on port {port}: {body}"
+        );
+        assert!(retry.is_some(), "429 without Retry-After");
+        assert!(body.contains("--max-follows-per-caller"), "{body}");
+        let _ = first.kill();
+        let _ = first.wait();
+        let mut reopened = None;
+        for _ in 0..50 {
+            let (mut again, rx) = follow_direct(port, env().token("viewer"), &path);
+            if next_message(&rx).as_deref() == Some("first") {
+                reopened = Some(again);
+                break;
+            }
+            let _ = again.kill();
+            let _ = again.wait();
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let mut again = reopened.expect("no follow accepted after one closed");
+        for ch in [&mut second, &mut again] {
+            let _ = ch.kill();
+            let _ = ch.wait();
+        }
+    }
+    fx.delete_pod(&pod).await;
+}
+
+// ---- Long-lived streams re-check access.
+
+/// A ServiceAccount allowed operations and logs on team-a's Runs, its
+/// RoleBinding's name, and a token for it.
+fn robot() -> (String, String, String) {
+    let e = env();
+    let sa = unique("robot");
+    let manifest = format!(
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: {sa}, namespace: team-a}}\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {{name: {sa}, namespace: team-a}}\n\
+         rules:\n- {{apiGroups: [kruntimes.io], resources: [runs/operations, runs/invoke], verbs: [create]}}\n\
+         - {{apiGroups: [logs.kruntimes.io], resources: [runs/log], verbs: [get]}}\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: {sa}, namespace: team-a}}\n\
+         roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: {sa}}}\n\
+         subjects: [{{kind: ServiceAccount, name: {sa}, namespace: team-a}}]\n"
+    );
+    let mut child = e
+        .kubectl_command(Some(e.token("admin")), &["apply", "-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(manifest.as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success(), "creating {sa}");
+    let out = e.kubectl(
+        Some(e.token("admin")),
+        &["-n", "team-a", "create", "token", &sa, "--duration=3600s"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let token = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    (sa.clone(), sa, token)
+}
+
+fn kubectl_admin(args: &[&str]) {
+    let out = env().kubectl(Some(env().token("admin")), args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+async fn ws_open_token(port: u16, path: &str, token: &str) -> Option<Ws> {
+    let tls = tls_connect(port, b"http/1.1").await.ok()?;
+    let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
+        format!("wss://localhost:{port}{path}"),
+    )
+    .unwrap();
+    req.headers_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    tokio_tungstenite::client_async(req, tls)
+        .await
+        .ok()
+        .map(|(ws, _)| ws)
+}
+
+/// Waits for the socket to end; returns the last text event and the close code.
+async fn revoked_socket(ws: &mut Ws, within: Duration) -> (Option<Value>, Option<u16>) {
+    use futures::StreamExt;
+    let mut last = None;
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        match tokio::time::timeout_at(deadline, ws.next()).await {
+            Err(_) => panic!("the socket is still open {within:?} after access was revoked"),
+            Ok(Some(Ok(tokio_tungstenite::tungstenite::Message::Text(t)))) => {
+                last = serde_json::from_str(t.as_str()).ok();
+            }
+            Ok(Some(Ok(tokio_tungstenite::tungstenite::Message::Close(c)))) => {
+                return (last, c.map(|c| u16::from(c.code)));
+            }
+            Ok(Some(Ok(_))) => {}
+            Ok(Some(Err(_)) | None) => return (last, None),
+        }
+    }
+}
+
+#[tokio::test]
+async fn open_streams_end_when_access_is_revoked() {
+    let (c, _dir) = v1_console(&[
+        "--authorization-cache-ttl=2s",
+        "--authentication-cache-ttl=2s",
+    ]);
+    let fx = Fixtures::new("team-a").await;
+    let (sname, suid) = ready_run(&fx, "session").await;
+    let ops = ops_path("team-a", &sname, &suid);
+    let (run, pod) = followed_run(&fx).await;
+    let log =
+        format!("/apis/logs.kruntimes.io/v1alpha1/namespaces/team-a/runs/{run}/log?follow=true");
+    // TTL 2 s each: a revocation is seen within two TTLs and a re-check period.
+    let within = Duration::from_secs(6) + MARGIN;
+
+    // Authorization revoked: the RoleBinding goes.
+    let (sa, binding, token) = robot();
+    let mut ws = None;
+    for _ in 0..60 {
+        ws = ws_open_token(c.console_port, &ops, &token).await;
+        if ws.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let mut ws = ws.expect("the ServiceAccount's socket");
+    let (mut follow, rx) = follow_direct(c.api_port, &token, &log);
+    assert_eq!(next_message(&rx).as_deref(), Some("first"));
+    kubectl_admin(&["-n", "team-a", "delete", "rolebinding", &binding]);
+    let (event, code) = revoked_socket(&mut ws, within).await;
+    let event = event.expect("a terminal event before the close");
+    assert_eq!(event["type"], "terminal", "{event}");
+    assert!(
+        event["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("revoked"),
+        "{event}"
+    );
+    assert_eq!(code, Some(1008));
+    let last = rx.recv_timeout(within).expect("a final Status line");
+    let status: Value = serde_json::from_str(&last).unwrap();
+    assert_eq!(status["kind"], "Status", "{last}");
+    assert_eq!(status["code"], 403, "{last}");
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("access was revoked")
+    );
+    assert!(
+        rx.recv_timeout(within).is_err(),
+        "the follow went on after its Status"
+    );
+    let _ = follow.kill();
+    let _ = follow.wait();
+
+    // Authentication revoked: the ServiceAccount goes.
+    let (sa2, _binding2, token2) = robot();
+    let mut ws = ws_open_token(c.console_port, &ops, &token2)
+        .await
+        .expect("the second ServiceAccount's socket");
+    let (mut follow, rx) = follow_direct(
+        c.console_port,
+        &token2,
+        &format!("/api/namespaces/team-a/runs/{run}/logs?follow=true"),
+    );
+    assert_eq!(next_message(&rx).as_deref(), Some("first"));
+    kubectl_admin(&["-n", "team-a", "delete", "serviceaccount", &sa2]);
+    let (event, code) = revoked_socket(&mut ws, within).await;
+    let event = event.expect("a terminal event before the close");
+    assert!(
+        event["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("no longer authenticates"),
+        "{event}"
+    );
+    assert_eq!(code, Some(1008));
+    let last = rx
+        .recv_timeout(within)
+        .expect("a final Status line on /api");
+    let status: Value = serde_json::from_str(&last).unwrap();
+    assert_eq!(status["code"], 401, "{last}");
+    let _ = follow.kill();
+    let _ = follow.wait();
+
+    for name in [&sa, &sa2] {
+        let _ = env().kubectl(
+            Some(env().token("admin")),
+            &[
+                "-n",
+                "team-a",
+                "delete",
+                "role,rolebinding,serviceaccount",
+                name,
+                "--ignore-not-found",
+            ],
+        );
+    }
+    fx.delete_pod(&pod).await;
+}
