@@ -166,14 +166,18 @@ impl Output {
                 false,
             );
         }
-        let stream = if n % 3 == 0 { "stderr" } else { "stdout" };
+        let stream = if n.is_multiple_of(3) {
+            "stderr"
+        } else {
+            "stdout"
+        };
         let invocation = format!("inv-{}", n / 4);
         let req = LineRequest {
             run_uid: run.uid.clone(),
             run_name: Some(run.name.clone()),
             stream: Some(stream.to_owned()),
             message: format!("line {n} of {}", run.name),
-            invocation_id: (n % 2 == 0).then_some(invocation),
+            invocation_id: n.is_multiple_of(2).then_some(invocation),
         };
         (self.line(&req), true)
     }
