@@ -38,8 +38,8 @@ image_base_build() {
 	# shellcheck disable=SC2046 # one word per package=version
 	(cd "$debs" && apt-get download -q $(echo "$pins" | awk '{printf "%s=%s ", $1, $2}')) >&2 || return 1
 
-	local root="$tmp/rootfs" p v s deb
-	while read -r p v s; do
+	local root="$tmp/rootfs" p s deb
+	while read -r p _ s; do
 		deb=$(ls "$debs/${p}_"*.deb)
 		if [[ $(sha256sum "$deb" | cut -d' ' -f1) != "$s" ]]; then
 			echo "image: $deb does not match the archive's SHA256 $s" >&2
