@@ -62,7 +62,10 @@ spec:
 YAML
 	local now start status podfields=""
 	now=$(date -u +%FT%TZ)
-	start=$(date -u -d '-3 minutes' +%FT%TZ)
+	# A second seed keeps the first start time: the seeded log lines (written
+	# once) stay after it, so tails still show them.
+	start=$(K -n "$ns" get run "$name" -o jsonpath='{.status.startTime}')
+	[[ -n $start ]] || start=$(date -u -d '-3 minutes' +%FT%TZ)
 	if [[ -n "$pod" ]]; then
 		local puid
 		puid=$(K -n "$ns" get pod "$pod" -o jsonpath='{.metadata.uid}')
