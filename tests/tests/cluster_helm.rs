@@ -760,7 +760,7 @@ spec:
         run: &run_a,
         messages: &tail_a,
         append: &format!(
-            r#"curl -sf --max-time 5 -o /dev/null -d "{{\"run_uid\":\"{uid_a}\",\"message\":\"$1\"}}" http://{pod_ip}:8080/lines"#
+            r#"curl -sSf --max-time 5 -o /dev/null -H "Content-Type: application/json" -d "{{\"run_uid\":\"{uid_a}\",\"message\":\"$1\"}}" http://{pod_ip}:8080/lines"#
         ),
     });
     let _ = forward.kill();
