@@ -26,6 +26,11 @@ cdemo_install() {
 		pki_ca "$D" gw-ca kruntimes-demo-gateway-ca
 		pki_cert "$D" gw-ca gw "/CN=$CDEMO_RUNTIME-gateway" serverAuth "DNS:$CDEMO_RUNTIME-gateway.$CDEMO_TEAM.svc"
 	fi
+	# A namespace still being deleted (an uninstalled release, a test's cleanup) takes nothing new.
+	if [[ $(K get namespace "$CDEMO_NS" -o jsonpath='{.status.phase}' 2>/dev/null) == Terminating ]]; then
+		log "waiting for namespace $CDEMO_NS to finish terminating"
+		K wait --for=delete "namespace/$CDEMO_NS" --timeout 180s >&2
+	fi
 	K create namespace "$CDEMO_NS" --dry-run=client -o yaml | K apply -f - >/dev/null
 	K -n "$CDEMO_NS" create secret generic gateway-ca --from-file=ca.crt="$D/gw-ca.crt" \
 		--dry-run=client -o yaml | K apply -f - >/dev/null
