@@ -40,7 +40,13 @@ YAML
 
 # demo_run ns name runtime mode phase pod [extra-status-json]
 demo_run() {
-	local ns=$1 name=$2 rt=$3 mode=$4 phase=$5 pod=${6:-} extra=${7:-}
+	demo_run_object "$1" "$2" "$3" "$4"
+	demo_run_status "$1" "$2" "$5" "${6:-}" "${7:-}"
+}
+
+# demo_run_object ns name runtime mode: the Run without its status.
+demo_run_object() {
+	local ns=$1 name=$2 rt=$3 mode=$4
 	local modespec="{$mode: {}}"
 	[[ $mode == session ]] && modespec="{session: {leaseSeconds: 300}}"
 	K apply -f - >/dev/null <<YAML
@@ -60,9 +66,18 @@ spec:
   - name: DEMO_SECRET_REF
     valueFrom: {secretKeyRef: {name: demo-credentials, key: password}}
 YAML
+}
+
+# demo_run_status ns name phase pod [extra-status-json]: its status, as the
+# controller would write it (the assigned Pod must exist).
+demo_run_status() {
+	local ns=$1 name=$2 phase=$3 pod=${4:-} extra=${5:-}
 	local now start status podfields=""
 	now=$(date -u +%FT%TZ)
-	start=$(date -u -d '-3 minutes' +%FT%TZ)
+	# A second seed keeps the first start time: the seeded log lines (written
+	# once) stay after it, so tails still show them.
+	start=$(K -n "$ns" get run "$name" -o jsonpath='{.status.startTime}')
+	[[ -n $start ]] || start=$(date -u -d '-3 minutes' +%FT%TZ)
 	if [[ -n "$pod" ]]; then
 		local puid
 		puid=$(K -n "$ns" get pod "$pod" -o jsonpath='{.metadata.uid}')

@@ -257,7 +257,7 @@ impl Drop for Cleanup<'_> {
             "-n",
             TEAM,
             "delete",
-            "pod,service,secret,runs.kruntimes.io",
+            "pod,service,secret,runs.kruntimes.io,runtimes.kruntimes.io",
             "-l",
             &format!("krt-test={rt}"),
             "--wait=false",
@@ -436,6 +436,15 @@ fn the_chart_installed_by_helm_runs_the_console_in_cluster() {
         format!("{rt}-b"),
         format!("{rt}-f"),
         format!("{rt}-s"),
+    );
+    // The Runtime the Runs name (the Console lists it in the Runs filter).
+    c.apply(
+        &json!({
+            "apiVersion": "kruntimes.io/v1alpha1", "kind": "Runtime",
+            "metadata": {"name": rt, "namespace": TEAM, "labels": {"krt-test": rt}},
+            "spec": {"replicas": 1, "image": img.runtimed, "port": 8080},
+        })
+        .to_string(),
     );
     let uid_a = new_run(&run_a, "task");
     let uid_b = new_run(&run_b, "task");
@@ -740,6 +749,20 @@ spec:
     );
     assert_eq!(code, 403, "a viewer never runs anything: {body}");
     operations_echo(&console_ca, port, &operator, &run_s, &uid_s);
+    // The browser suite's core flow in Chromium through the same port-forward.
+    let mut tail_a = want_a.clone();
+    tail_a.extend((0..5).map(|i| format!("a-live-{i}")));
+    browser_core_flow(&BrowserFlow {
+        ca: &console_ca,
+        port,
+        viewer: &viewer,
+        runtime: &rt,
+        run: &run_a,
+        messages: &tail_a,
+        append: &format!(
+            r#"curl -sSf --max-time 5 -o /dev/null -H "Content-Type: application/json" -d "{{\"run_uid\":\"{uid_a}\",\"message\":\"$1\"}}" http://{pod_ip}:8080/lines"#
+        ),
+    });
     let _ = forward.kill();
     let _ = forward.wait();
 
@@ -990,6 +1013,84 @@ fn chrono_now(offset: i64) -> String {
         .output()
         .expect("date");
     text(&out.stdout).trim().to_owned()
+}
+
+/// What the browser's core flow needs (console/web/e2e/cluster.mjs).
+struct BrowserFlow<'a> {
+    ca: &'a Path,
+    port: u16,
+    viewer: &'a str,
+    runtime: &'a str,
+    run: &'a str,
+    messages: &'a [String],
+    /// `sh -c` command making the runtimed Pod print one record for `run`; the message is `$1`.
+    append: &'a str,
+}
+
+/// `npm run e2e:cluster` in console/web: Chromium (CHROMIUM, default
+/// Debian's /usr/bin/chromium) opens `https://HOST:port` through the
+/// port-forward (the name mapped to 127.0.0.1, the certificate verified
+/// against the Console CA), logs in with the viewer token, finds the Run in
+/// the Runs of its runtime, reads its log tail, follows it while the Pod
+/// prints a new record, and logs out. Skipped only with E2E_SKIP_BROWSER=1.
+fn browser_core_flow(f: &BrowserFlow) {
+    if std::env::var("E2E_SKIP_BROWSER").as_deref() == Ok("1") {
+        eprintln!("E2E_SKIP_BROWSER=1: the browser core flow is NOT run");
+        return;
+    }
+    let web = repo_root().join("console/web");
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    assert!(
+        Path::new(&chromium).exists(),
+        "{chromium} is missing: install Debian's chromium (hack/lib/deps.sh deps_apt chromium), set CHROMIUM, or skip the browser flow with E2E_SKIP_BROWSER=1"
+    );
+    assert!(
+        web.join("node_modules/playwright-core").exists(),
+        "console/web/node_modules is missing: run `npm ci` in console/web (hack/lib/deps.sh deps_web)"
+    );
+    let shots = repo_root().join("target/ui-shots");
+    let out = Command::new("npm")
+        .args(["run", "--silent", "e2e:cluster"])
+        .current_dir(&web)
+        .env("CHROMIUM", &chromium)
+        .env("CONSOLE_URL", format!("https://{HOST}:{}", f.port))
+        .env("CONSOLE_CA", f.ca)
+        .env("E2E_HOST_RULES", format!("MAP {HOST} 127.0.0.1"))
+        .env("E2E_VIEWER_TOKEN", f.viewer)
+        .env("E2E_VIEWER_USER", "viewer")
+        .env("E2E_NAMESPACE", TEAM)
+        .env("E2E_RUNTIME", f.runtime)
+        .env("E2E_RUN", f.run)
+        .env("E2E_RUN_MESSAGES", json!(f.messages).to_string())
+        .env("E2E_APPEND_CMD", f.append)
+        .env("E2E_SHOTS", &shots)
+        .env_remove("E2E_ONLY")
+        .stdin(Stdio::null())
+        .output()
+        .expect("npm");
+    let report = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    let leaked = report.contains(f.viewer);
+    let report = report.replace(f.viewer, "<viewer token>");
+    eprintln!(
+        "browser core flow (npm run e2e:cluster), screenshots in {}:\n{report}",
+        shots.display()
+    );
+    assert!(!leaked, "the flow's output holds the viewer token");
+    assert!(
+        out.status.success(),
+        "the browser core flow failed: {}",
+        out.status
+    );
+    let last = text(&out.stdout)
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_owned();
+    let passed: u32 = last
+        .strip_suffix(" passed, 0 failed")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(passed >= 2, "the flow's closing line: {last:?}");
 }
 
 /// An `echo` operation over `operations:ws` through the port-forward.

@@ -22,11 +22,21 @@ function need(name) {
   return v;
 }
 
+// The variables a flow needs are read when it first uses them, so flows with
+// other needs (cluster.mjs) share this module.
 export const env = {
-  url: need('CONSOLE_URL').replace(/\/$/, ''),
-  viewer: need('TESTENV_TOKEN_VIEWER'),
-  operator: need('TESTENV_TOKEN_OPERATOR'),
-  logs: need('TESTENV_LOGS'),
+  get url() {
+    return need('CONSOLE_URL').replace(/\/$/, '');
+  },
+  get viewer() {
+    return need('TESTENV_TOKEN_VIEWER');
+  },
+  get operator() {
+    return need('TESTENV_TOKEN_OPERATOR');
+  },
+  get logs() {
+    return need('TESTENV_LOGS');
+  },
   ns: process.env.E2E_NAMESPACE ?? 'team-a',
   shots: process.env.E2E_SHOTS ?? join(here, '..', '..', '..', 'target', 'ui-shots'),
   chromium: process.env.CHROMIUM ?? '/usr/bin/chromium',
@@ -66,7 +76,7 @@ export async function eventually(what, fn, ms = 10_000) {
   }
 }
 
-const LAUNCH_ARGS = [
+export const LAUNCH_ARGS = [
   '--headless',
   '--no-sandbox',
   '--disable-gpu',
@@ -76,12 +86,15 @@ const LAUNCH_ARGS = [
   '--no-first-run',
 ];
 
-/** Runs every registered test (filtered by E2E_ONLY, a comma-separated list of substrings). */
-export async function runAll() {
+/**
+ * Runs every registered test (filtered by E2E_ONLY, a comma-separated list of
+ * substrings) in one Chromium started with LAUNCH_ARGS plus `args`.
+ */
+export async function runAll({ args = [] } = {}) {
   const only = process.env.E2E_ONLY ? process.env.E2E_ONLY.split(',') : null;
   const chosen = only ? tests.filter((t) => only.some((o) => t.name.includes(o))) : tests;
   mkdirSync(env.shots, { recursive: true });
-  const browser = await chromium.launch({ executablePath: env.chromium, args: LAUNCH_ARGS });
+  const browser = await chromium.launch({ executablePath: env.chromium, args: [...LAUNCH_ARGS, ...args] });
   let passed = 0;
   let failed = 0;
   try {
@@ -110,10 +123,11 @@ export async function runAll() {
 /**
  * A fresh browser context (own cookie jar). `style`/`theme` preset the stored
  * preferences before any page script runs. Page errors fail the test.
+ * `ignoreHTTPSErrors: false` leaves certificate checks to Chromium.
  */
-export async function newPage(browser, { style, theme, viewport = { width: 1360, height: 900 } } = {}) {
+export async function newPage(browser, { style, theme, viewport = { width: 1360, height: 900 }, ignoreHTTPSErrors = true } = {}) {
   const context = await browser.newContext({
-    ignoreHTTPSErrors: true,
+    ignoreHTTPSErrors,
     viewport,
     ...(theme ? { colorScheme: theme } : {}),
     reducedMotion: 'reduce',
@@ -141,9 +155,9 @@ export async function close(page) {
   assert(errors.length === 0, errors.join('\n'));
 }
 
-/** Logs in through the login form with `token` and waits for the account label. */
-export async function login(page, token, expectUser) {
-  await page.goto(`${env.url}/login`);
+/** Logs in through the login form of the Console at `url` with `token` and waits for the account label. */
+export async function login(page, token, expectUser, url = env.url) {
+  await page.goto(`${url}/login`);
   await page.getByLabel('Kubernetes bearer token').fill(token);
   await page.getByRole('button', { name: 'Connect' }).click();
   await page.locator('.account-label').filter({ hasText: expectUser }).waitFor();
