@@ -4,3 +4,4 @@ pub mod cluster;
 pub mod curl;
 pub mod env;
 pub mod sim;
+pub mod stream;

@@ -15,7 +15,6 @@
 //! served without a restart; `helm test`; `helm uninstall` removing
 //! everything. Skipped without a cluster (`CLUSTER_STATE`).
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,6 +25,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use kruntimes_tests::cluster::{Cluster, cluster, eventually};
 use kruntimes_tests::env::{repo_root, unique};
+use kruntimes_tests::stream::{self, WsTarget};
 use serde_json::{Value, json};
 
 const NS: &str = "kruntimes-system";
@@ -208,20 +208,6 @@ fn messages(log: &Value) -> Vec<String> {
         .iter()
         .map(|r| r["message"].as_str().unwrap_or_default().to_owned())
         .collect()
-}
-
-/// A line source that a background thread fills from a child's stdout.
-fn lines_of(child: &mut Child) -> mpsc::Receiver<String> {
-    let out = child.stdout.take().expect("piped stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
 }
 
 /// curl against the Console at `ip:port`, verified as `HOST`.
@@ -581,7 +567,7 @@ spec:
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let rx = lines_of(&mut follow);
+    let rx = stream::lines(&mut follow);
     rx.recv_timeout(Duration::from_secs(20))
         .expect("the follow's history");
     let add_line = |uid: &str, message: &str| {
@@ -646,7 +632,7 @@ spec:
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let fwd = lines_of(&mut forward);
+    let fwd = stream::lines(&mut forward);
     fwd.recv_timeout(Duration::from_secs(30))
         .expect("port-forward started");
     let origin = format!("Origin: https://{HOST}:{port}");
@@ -1096,39 +1082,22 @@ fn browser_core_flow(f: &BrowserFlow) {
 /// An `echo` operation over `operations:ws` through the port-forward.
 fn operations_echo(ca: &Path, port: u16, token: &str, run: &str, uid: &str) {
     use futures::{SinkExt, StreamExt};
-    use rustls::pki_types::pem::PemObject;
-    use tokio_tungstenite::tungstenite::{self, Message};
+    use tokio_tungstenite::tungstenite::Message;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     rt.block_on(async {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut roots = rustls::RootCertStore::empty();
-        let pem = std::fs::read(ca).unwrap();
-        for c in rustls::pki_types::CertificateDer::pem_slice_iter(&pem) {
-            roots.add(c.unwrap()).unwrap();
-        }
-        let mut config = rustls::ClientConfig::builder()
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
-        let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .unwrap();
-        let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
-            .connect(rustls::pki_types::ServerName::try_from(HOST).unwrap(), tcp)
-            .await
-            .unwrap();
-        let mut req = tungstenite::client::IntoClientRequest::into_client_request(format!(
-            "wss://{HOST}:{port}/v1/namespaces/{TEAM}/runs/{run}/{uid}/operations:ws"
-        ))
-        .unwrap();
-        req.headers_mut().insert(
-            "authorization",
-            http::HeaderValue::from_str(&format!("Bearer {token}")).unwrap(),
-        );
-        let (mut ws, _) = tokio_tungstenite::client_async(req, tls)
+        let addr = format!("127.0.0.1:{port}");
+        let target = WsTarget {
+            addr: &addr,
+            server_name: HOST,
+            ca,
+            client_cert: None,
+        };
+        let path = format!("/v1/namespaces/{TEAM}/runs/{run}/{uid}/operations:ws");
+        let auth = format!("Bearer {token}");
+        let mut ws = stream::ws_connect(&target, &path, &[("Authorization", &auth)])
             .await
             .expect("operations:ws upgrades");
         ws.send(Message::text(
@@ -1244,7 +1213,7 @@ impl Load {
                     .stderr(Stdio::null())
                     .spawn()
                     .unwrap();
-                let rx = lines_of(&mut child);
+                let rx = stream::lines(&mut child);
                 rx.recv_timeout(Duration::from_secs(20))
                     .expect("a follow's first record");
                 (child, rx)

@@ -1,12 +1,12 @@
 //! Connection and stream limits end to end: private Consoles with small
 //! limits on the real control plane, driven over raw TCP, TLS, HTTP/1 and HTTP/2.
 
-use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use kruntimes_tests::env::{ConsoleProcess, Fixtures, env, now_rfc3339, runtimed_line, unique};
+use kruntimes_tests::stream;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -236,15 +236,7 @@ fn follow_direct(
         .stderr(Stdio::null())
         .spawn()
         .expect("curl follow");
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let rx = stream::lines(&mut child);
     (child, rx)
 }
 

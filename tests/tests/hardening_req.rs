@@ -4,15 +4,15 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
 use futures::{SinkExt, StreamExt};
 use kruntimes_tests::curl::{self, Body, Reply, bearer};
 use kruntimes_tests::env::{ConsoleProcess, Fixtures, env, free_port, runtimed_line, unique};
+use kruntimes_tests::stream::{self, Ws, WsTarget};
 use serde_json::{Value, json};
-use tokio_tungstenite::tungstenite::{self, Message};
+use tokio_tungstenite::tungstenite::Message;
 
 fn console_url() -> String {
     env().var("CONSOLE_URL").to_owned()
@@ -286,9 +286,6 @@ fn cert_invoke(url: &str, cert: &Path, key: &Path, origin: Option<&str>) -> Repl
     }
 }
 
-type Ws =
-    tokio_tungstenite::WebSocketStream<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>;
-
 /// Opens operations:ws on `authority`, optionally with a client certificate.
 async fn ws_connect(
     authority: &str,
@@ -296,49 +293,14 @@ async fn ws_connect(
     headers: &[(&str, &str)],
     cert: Option<(&Path, &Path)>,
 ) -> Result<Ws, u16> {
-    use rustls::pki_types::pem::PemObject;
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut roots = rustls::RootCertStore::empty();
-    let pem = std::fs::read(env().var("CONSOLE_CA")).unwrap();
-    for c in rustls::pki_types::CertificateDer::pem_slice_iter(&pem) {
-        roots.add(c.unwrap()).unwrap();
-    }
-    let builder = rustls::ClientConfig::builder().with_root_certificates(roots);
-    let mut config = match cert {
-        Some((c, k)) => {
-            let chain: Vec<_> = rustls::pki_types::CertificateDer::pem_file_iter(c)
-                .unwrap()
-                .map(Result::unwrap)
-                .collect();
-            let key = rustls::pki_types::PrivateKeyDer::from_pem_file(k).unwrap();
-            builder.with_client_auth_cert(chain, key).unwrap()
-        }
-        None => builder.with_no_client_auth(),
+    let ca = std::path::PathBuf::from(env().var("CONSOLE_CA"));
+    let target = WsTarget {
+        addr: authority,
+        server_name: "localhost",
+        ca: &ca,
+        client_cert: cert,
     };
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    let tcp = tokio::net::TcpStream::connect(authority).await.unwrap();
-    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
-        .connect(
-            rustls::pki_types::ServerName::try_from("localhost").unwrap(),
-            tcp,
-        )
-        .await
-        .unwrap();
-    let mut req = tungstenite::client::IntoClientRequest::into_client_request(format!(
-        "wss://{authority}{path}"
-    ))
-    .unwrap();
-    for (k, v) in headers {
-        req.headers_mut().insert(
-            http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
-            http::HeaderValue::from_str(v).unwrap(),
-        );
-    }
-    match tokio_tungstenite::client_async(req, tls).await {
-        Ok((ws, _)) => Ok(ws),
-        Err(tungstenite::Error::Http(resp)) => Err(resp.status().as_u16()),
-        Err(e) => panic!("websocket: {e}"),
-    }
+    stream::ws_connect(&target, path, headers).await
 }
 
 /// Sends `echo` and reads to the terminal event; returns its exit code.

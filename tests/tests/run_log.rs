@@ -1,12 +1,12 @@
 //! The aggregated Run-log API end to end: kubectl → kube-apiserver →
 //! aggregated listener → pods/log → fake kubelet, with the real RBAC.
 
-use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::Duration;
 
 use kruntimes_tests::env::{Fixtures, env, now_rfc3339, runtimed_line, unique};
+use kruntimes_tests::stream;
 use serde_json::Value;
 
 const NS: &str = "team-a";
@@ -398,15 +398,7 @@ fn follow(token: &str, path: &str) -> (std::process::Child, mpsc::Receiver<Strin
         .stderr(Stdio::piped())
         .spawn()
         .expect("kubectl follow");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let rx = stream::lines(&mut child);
     (child, rx)
 }
 

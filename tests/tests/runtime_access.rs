@@ -2,14 +2,14 @@
 //! the fake Runtime gateway.
 
 use std::process::Command;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
 use kruntimes_tests::curl::{self, Body, Reply, bearer};
 use kruntimes_tests::env::{Fixtures, env, free_port, unique};
+use kruntimes_tests::stream::{self, Ws, WsTarget};
 use serde_json::{Value, json};
-use tokio_tungstenite::tungstenite::{self, Message};
+use tokio_tungstenite::tungstenite::Message;
 
 /// A POST through curl; `body_file` sends a file's bytes instead of `body`.
 fn post(
@@ -432,47 +432,16 @@ async fn authorization_is_cached_and_revocation_ends_access_within_the_ttl() {
     }
 }
 
-type Ws =
-    tokio_tungstenite::WebSocketStream<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>;
-
 /// Opens operations:ws on the Console; `Err(status)` when the upgrade is refused.
 async fn ws_connect(path: &str, headers: &[(&str, &str)]) -> Result<Ws, u16> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let url = env().var("CONSOLE_URL");
-    let authority = url.trim_start_matches("https://");
-    let mut roots = rustls::RootCertStore::empty();
-    let pem = std::fs::read(env().var("CONSOLE_CA")).unwrap();
-    for c in rustls::pki_types::CertificateDer::pem_slice_iter(&pem) {
-        roots.add(c.unwrap()).unwrap();
-    }
-    use rustls::pki_types::pem::PemObject;
-    let mut config = rustls::ClientConfig::builder()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    let tcp = tokio::net::TcpStream::connect(authority).await.unwrap();
-    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
-        .connect(
-            rustls::pki_types::ServerName::try_from("localhost").unwrap(),
-            tcp,
-        )
-        .await
-        .unwrap();
-    let mut req = tungstenite::client::IntoClientRequest::into_client_request(format!(
-        "wss://{authority}{path}"
-    ))
-    .unwrap();
-    for (k, v) in headers {
-        req.headers_mut().insert(
-            http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
-            http::HeaderValue::from_str(v).unwrap(),
-        );
-    }
-    match tokio_tungstenite::client_async(req, tls).await {
-        Ok((ws, _)) => Ok(ws),
-        Err(tungstenite::Error::Http(resp)) => Err(resp.status().as_u16()),
-        Err(e) => panic!("websocket: {e}"),
-    }
+    let ca = std::path::PathBuf::from(env().var("CONSOLE_CA"));
+    let target = WsTarget {
+        addr: env().var("CONSOLE_URL").trim_start_matches("https://"),
+        server_name: "localhost",
+        ca: &ca,
+        client_cert: None,
+    };
+    stream::ws_connect(&target, path, headers).await
 }
 
 async fn next_event(ws: &mut Ws) -> Value {

@@ -4,12 +4,12 @@
 //! the aggregated listener and on `/api`), and the process exits by itself
 //! within the shutdown delay and timeout.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use kruntimes_tests::env::{ConsoleProcess, Fixtures, env, now_rfc3339, runtimed_line, unique};
+use kruntimes_tests::stream;
 use serde_json::Value;
 
 const NS: &str = "team-a";
@@ -24,15 +24,7 @@ fn follow(url: &str, token: &str, ca: &std::path::Path) -> (Child, mpsc::Receive
         .stderr(Stdio::null())
         .spawn()
         .expect("curl");
-    let out = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let rx = stream::lines(&mut child);
     (child, rx)
 }
 
