@@ -53,16 +53,7 @@ pub struct CheckArgs {
 
 /// Runs the checks, retrying each until it passes or the timeout ends.
 pub async fn run(args: CheckArgs) -> anyhow::Result<()> {
-    let config = match &args.kubeconfig {
-        Some(path) => {
-            let kubeconfig = kube::config::Kubeconfig::read_from(path)
-                .with_context(|| format!("--kubeconfig {}: cannot be read", path.display()))?;
-            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?
-        }
-        None => kube::Config::infer()
-            .await
-            .context("no --kubeconfig given and no in-cluster configuration found")?,
-    };
+    let config = crate::service_account_config(args.kubeconfig.as_deref()).await?;
     let client = kube::Client::try_from(config)?;
     let deadline = tokio::time::Instant::now() + args.timeout.0;
     let mut last = String::new();

@@ -31,9 +31,12 @@ use tokio::net::TcpListener;
 
 pub use args::Args;
 
-/// Builds the server's own Kubernetes configuration (its ServiceAccount identity).
-async fn service_account_config(args: &Args) -> anyhow::Result<kube::Config> {
-    let config = match &args.kubeconfig {
+/// Builds the server's own Kubernetes configuration (its ServiceAccount
+/// identity): `kubeconfig`, or the in-cluster configuration without it.
+pub(crate) async fn service_account_config(
+    kubeconfig: Option<&std::path::Path>,
+) -> anyhow::Result<kube::Config> {
+    let config = match kubeconfig {
         Some(path) => {
             let kubeconfig = kube::config::Kubeconfig::read_from(path)
                 .with_context(|| format!("--kubeconfig {}: cannot be read", path.display()))?;
@@ -90,7 +93,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     args.validate()?;
     let metrics = Metrics::default();
     let lifecycle = Lifecycle::default();
-    let sa_config = service_account_config(&args).await?;
+    let sa_config = service_account_config(args.kubeconfig.as_deref()).await?;
     let sa = kube::Client::try_from(sa_config.clone()).context("building the Kubernetes client")?;
     let tokens = TokenReviewer::new(
         sa.clone(),

@@ -29,6 +29,17 @@ pub enum Revoked {
     Forbidden { user: String, action: String },
 }
 
+impl Revoked {
+    /// The final `Status` of a follow that ends for this reason: 403 when
+    /// the action is no longer allowed, 401 otherwise.
+    pub fn to_api_error(&self) -> crate::status::ApiError {
+        match self {
+            Self::Forbidden { .. } => crate::status::ApiError::forbidden(self.to_string()),
+            _ => crate::status::ApiError::unauthorized(self.to_string()),
+        }
+    }
+}
+
 impl Recheck {
     /// Resolves when `caller` loses the right to `attrs`; pending while it
     /// keeps it. A review that cannot be made (the cluster unreachable) keeps

@@ -216,10 +216,7 @@ pub async fn serve(
             }
             why = revoked => {
                 tracing::info!(reason = %why, namespace = %ns, run = %name, "ending a follow whose access ended");
-                let status = match why {
-                    crate::auth::Revoked::Forbidden { .. } => ApiError::forbidden(why.to_string()),
-                    _ => ApiError::unauthorized(why.to_string()),
-                };
+                let status = why.to_api_error();
                 let _ = tx.send(status_line(&status)).await;
             }
             () = lifecycle.stopping() => {

@@ -187,10 +187,7 @@ async fn logs_inner(
                     },
                     why = &mut revoked => {
                         tracing::info!(reason = %why, "ending a log follow whose access ended");
-                        let status = match why {
-                            kruntimes_apiserver::auth::Revoked::Forbidden { .. } => ApiError::forbidden(why.to_string()),
-                            _ => ApiError::unauthorized(why.to_string()),
-                        };
+                        let status = why.to_api_error();
                         let _ = tx.send(Ok(final_line(&status, at_line_start))).await;
                         return;
                     }
