@@ -333,12 +333,34 @@ pub fn now_rfc3339() -> String {
         .to_string()
 }
 
-/// A free loopback port.
+/// Where [`free_port`] looks: below Linux's ephemeral range (32768 and up
+/// by default), so an outgoing connection of any process cannot take a port
+/// between the moment it is chosen and the moment a server binds it; and
+/// below the NodePort range (30000-32767), which kube-proxy on `hack/cluster`
+/// answers on every local address.
+const PORT_RANGE: std::ops::Range<u32> = 20000..30000;
+
+/// A free loopback port, never the same twice in one process.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    let width = PORT_RANGE.end - PORT_RANGE.start;
+    // Each test process starts elsewhere in the range, so processes running
+    // side by side rarely walk over the same ports.
+    let _ = NEXT.compare_exchange(
+        u32::MAX,
+        std::process::id().wrapping_mul(7919) % width,
+        Ordering::SeqCst,
+        Ordering::SeqCst,
+    );
+    for _ in 0..width {
+        let port = PORT_RANGE.start + NEXT.fetch_add(1, Ordering::SeqCst) % width;
+        let port = u16::try_from(port).expect("port range");
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in {PORT_RANGE:?}")
 }
 
 /// A Console process of its own (for tests that need other flags or files).
@@ -391,6 +413,23 @@ impl ConsoleProcess {
     /// Starts `kruntimes-console` with the environment's identity and `args`
     /// appended; waits until it is ready.
     pub fn start(dir: &Path, args: &[String]) -> Self {
+        // A port can still be taken between choosing and binding it (by a
+        // server of another test process); the Console then exits with
+        // "cannot bind" and is started again on other ports.
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match Self::try_start(dir, args) {
+                Ok(p) => return p,
+                Err(log) if attempt < 3 && log.contains("cannot bind") => {
+                    eprintln!("kruntimes-console could not bind; starting again on other ports");
+                }
+                Err(log) => panic!("kruntimes-console did not become ready: {log}"),
+            }
+        }
+    }
+
+    fn try_start(dir: &Path, args: &[String]) -> Result<Self, String> {
         let e = env();
         let (api_port, console_port, admin_port) = (free_port(), free_port(), free_port());
         let log = dir.join("console.log");
@@ -435,18 +474,19 @@ impl ConsoleProcess {
             log,
         };
         if args.iter().any(|a| a == "--no-wait") {
-            return p;
+            return Ok(p);
         }
+        let mut p = p;
         for _ in 0..150 {
             let (code, _) = e.curl(&format!("http://127.0.0.1:{admin_port}/ready"), &[]);
             if code == 200 {
-                return p;
+                return Ok(p);
+            }
+            if let Ok(Some(_)) = p.child.try_wait() {
+                break;
             }
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
-        panic!(
-            "kruntimes-console did not become ready: {}",
-            std::fs::read_to_string(&p.log).unwrap_or_default()
-        );
+        Err(std::fs::read_to_string(&p.log).unwrap_or_default())
     }
 }
