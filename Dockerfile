@@ -27,6 +27,7 @@ WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 # Build settings: mimalloc's lazily committed arenas (see the file).
 COPY .cargo/ .cargo/
+COPY core/ core/
 COPY apiserver/ apiserver/
 COPY console/ console/
 COPY tests/ tests/

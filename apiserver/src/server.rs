@@ -9,12 +9,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use http::StatusCode;
 
-use crate::auth::{AuthError, Authenticator, RequestHeaderSource};
 use crate::discovery;
 use crate::logs::handler::{LogApi, get_run_log};
-use crate::observe::{Observer, observe};
-use crate::serve::PeerCertificates;
-use crate::status::ApiError;
+use kruntimes_core::auth::{AuthError, Authenticator, RequestHeaderSource};
+use kruntimes_core::observe::{Observer, observe};
+use kruntimes_core::serve::PeerCertificates;
+use kruntimes_core::status::ApiError;
 
 /// Maps an authentication failure to a `Status`.
 pub fn auth_error(e: &AuthError) -> ApiError {

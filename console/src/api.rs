@@ -15,7 +15,7 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::get;
 use k8s_openapi::api::core::v1::Namespace;
-use kruntimes_apiserver::logs::params::{is_dns1123_label, is_dns1123_subdomain};
+use kruntimes_core::names::{is_dns1123_label, is_dns1123_subdomain};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use kube::{Api, Client};
 use serde_json::json;

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::Parser;
-use kruntimes_apiserver::serve::ConnLimits;
+use kruntimes_core::serve::ConnLimits;
 
 /// A duration flag: `10s`, `500ms`, `2m`.
 #[derive(Clone, Copy, Debug)]

@@ -6,7 +6,7 @@ use http::HeaderValue;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use kruntimes_apiserver::auth::BearerToken;
+use kruntimes_core::auth::BearerToken;
 use kube::client::ConfigExt;
 use tower::ServiceBuilder;
 use tower_http::set_header::SetRequestHeaderLayer;

@@ -8,11 +8,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use http::{HeaderMap, HeaderValue, Method, header};
-use kruntimes_apiserver::auth::{AccessReview, Authenticator, BearerToken};
-use kruntimes_apiserver::lifecycle::Lifecycle;
-use kruntimes_apiserver::metrics::Metrics;
-use kruntimes_apiserver::observe::{Observer, observe};
-use kruntimes_apiserver::serve::PeerCertificates;
+use kruntimes_core::auth::{AccessReview, Authenticator, BearerToken};
+use kruntimes_core::lifecycle::Lifecycle;
+use kruntimes_core::metrics::Metrics;
+use kruntimes_core::observe::{Observer, observe};
+use kruntimes_core::serve::PeerCertificates;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -35,9 +35,9 @@ pub struct ConsoleState {
     /// Long-lived answers (follows) end when the process stops.
     pub lifecycle: Lifecycle,
     /// Open `/api` log follows, in total and per caller.
-    pub follows: Arc<kruntimes_apiserver::limit::Caps>,
+    pub follows: Arc<kruntimes_core::limit::Caps>,
     /// Re-checks an open follow's access.
-    pub recheck: kruntimes_apiserver::auth::Recheck,
+    pub recheck: kruntimes_core::auth::Recheck,
 }
 
 /// The resolved credentials of a request (absent: none given).

@@ -4,8 +4,8 @@
 //! authentication layer.
 
 use http::HeaderMap;
-use kruntimes_apiserver::auth::{AuthError, Authenticator, BearerToken, Caller, bearer_token};
-use kruntimes_apiserver::serve::PeerCertificates;
+use kruntimes_core::auth::{AuthError, Authenticator, BearerToken, Caller, bearer_token};
+use kruntimes_core::serve::PeerCertificates;
 
 use crate::error::ConsoleError;
 use crate::session::SessionSealer;

@@ -21,12 +21,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use kruntimes_apiserver::auth::{AccessReview, Authenticator, RequestHeaderSource, TokenReviewer};
-use kruntimes_apiserver::lifecycle::{Lifecycle, Phase};
 use kruntimes_apiserver::logs::handler::LogApi;
-use kruntimes_apiserver::metrics::Metrics;
-use kruntimes_apiserver::serve::serve_tls;
-use kruntimes_apiserver::tls::{ClientRoots, DynamicClientVerifier, ReloadingCert, server_config};
+use kruntimes_core::auth::{AccessReview, Authenticator, RequestHeaderSource, TokenReviewer};
+use kruntimes_core::lifecycle::{Lifecycle, Phase};
+use kruntimes_core::metrics::Metrics;
+use kruntimes_core::serve::serve_tls;
+use kruntimes_core::tls::{ClientRoots, DynamicClientVerifier, ReloadingCert, server_config};
 use tokio::net::TcpListener;
 
 pub use args::Args;
@@ -62,8 +62,8 @@ fn watch_client_ca(
     let load = |path: &std::path::Path| -> anyhow::Result<_> {
         let pem = std::fs::read(path)
             .with_context(|| format!("--client-ca-file {}: cannot be read", path.display()))?;
-        let roots = kruntimes_apiserver::tls::root_store(&pem, &path.display().to_string())?;
-        Ok(kruntimes_apiserver::tls::client_verifier(roots)?)
+        let roots = kruntimes_core::tls::root_store(&pem, &path.display().to_string())?;
+        Ok(kruntimes_core::tls::client_verifier(roots)?)
     };
     verifier.set_client_ca(Some(load(&path)?));
     let mut last = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
@@ -107,7 +107,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     );
 
     // Long-lived streams re-check access at least once per cache TTL.
-    let recheck = kruntimes_apiserver::auth::Recheck {
+    let recheck = kruntimes_core::auth::Recheck {
         tokens: tokens.clone(),
         access: access.clone(),
         interval: std::cmp::min(
@@ -129,7 +129,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let api_tls = Arc::new(server_config(api_cert, api_verifier.clone(), true)?);
     let api_authn = Authenticator::new(api_verifier, Some(request_header.clone()), tokens.clone());
     let follow_caps = || {
-        kruntimes_apiserver::limit::Caps::new(
+        kruntimes_core::limit::Caps::new(
             "open log follows",
             args.max_follows,
             "--max-follows",
@@ -212,7 +212,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                 connect_timeout: args.access_connect_timeout.into(),
                 body_timeout: args.access_body_timeout.into(),
             },
-            kruntimes_apiserver::limit::Caps::new(
+            kruntimes_core::limit::Caps::new(
                 "concurrent /v1 calls",
                 args.access_max_concurrent_calls,
                 "--access-max-concurrent-calls",

@@ -10,7 +10,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use kruntimes_apiserver::observe::Access;
+use kruntimes_core::observe::Access;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::MakeWriter;
 
@@ -154,7 +154,7 @@ fn access_json(a: &Access<'_>, out: &mut Vec<u8>) {
     let _ = serde_json::to_writer(&mut *out, a.path);
     let _ = writeln!(
         out,
-        ",\"code\":{},\"ms\":{},\"target\":\"kruntimes_apiserver::observe\"}}",
+        ",\"code\":{},\"ms\":{},\"target\":\"kruntimes_core::observe\"}}",
         a.code, a.ms
     );
 }
@@ -197,7 +197,7 @@ pub fn init(format: &str) -> LogGuard {
             .flatten_event(true)
             .with_current_span(false)
             .init();
-        kruntimes_apiserver::observe::set_access_log(write_access);
+        kruntimes_core::observe::set_access_log(write_access);
     }
     LogGuard { shared, thread }
 }

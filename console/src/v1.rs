@@ -21,11 +21,11 @@ use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use http_body_util::BodyExt;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
-use kruntimes_apiserver::auth::access::Decision;
-use kruntimes_apiserver::auth::{AccessReview, Caller as Identity, Recheck, ResourceAttributes};
-use kruntimes_apiserver::lifecycle::Lifecycle;
-use kruntimes_apiserver::limit::{CapReached, Caps, Slot};
-use kruntimes_apiserver::logs::params::{is_dns1123_label, is_dns1123_subdomain};
+use kruntimes_core::auth::access::Decision;
+use kruntimes_core::auth::{AccessReview, Caller as Identity, Recheck, ResourceAttributes};
+use kruntimes_core::lifecycle::Lifecycle;
+use kruntimes_core::limit::{CapReached, Caps, Slot};
+use kruntimes_core::names::{is_dns1123_label, is_dns1123_subdomain};
 use rustls::ClientConfig;
 
 use self::gateway::{GatewayResolver, GatewayTarget};
@@ -677,7 +677,7 @@ mod tests {
             extra: [("scopes.example/x".to_string(), vec!["s".to_string()])]
                 .into_iter()
                 .collect(),
-            method: kruntimes_apiserver::auth::AuthMethod::BearerToken,
+            method: kruntimes_core::auth::AuthMethod::BearerToken,
             token: None,
             expires_at: None,
         };

@@ -17,16 +17,17 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 use super::filter::{LogRecord, RunFilter};
-use super::params::{LogQuery, is_dns1123_label, is_dns1123_subdomain};
+use super::params::LogQuery;
 use super::reader::LogSource;
 use super::tail::Cut;
-use crate::auth::access::Decision;
-use crate::auth::{AccessReview, Caller, Recheck, ResourceAttributes};
-use crate::lifecycle::Lifecycle;
-use crate::limit::{Caps, Slot};
-use crate::metrics::Metrics;
 use crate::run::Run;
-use crate::status::{ApiError, from_kube};
+use kruntimes_core::auth::access::Decision;
+use kruntimes_core::auth::{AccessReview, Caller, Recheck, ResourceAttributes};
+use kruntimes_core::lifecycle::Lifecycle;
+use kruntimes_core::limit::{Caps, Slot};
+use kruntimes_core::metrics::Metrics;
+use kruntimes_core::names::{is_dns1123_label, is_dns1123_subdomain};
+use kruntimes_core::status::{ApiError, from_kube};
 
 pub const GROUP: &str = "logs.kruntimes.io";
 pub const VERSION: &str = "v1alpha1";
@@ -194,10 +195,7 @@ pub async fn serve(
             Some((slot, caller)) => (Some(slot), Some(caller)),
             None => (None, None),
         };
-        metrics.follow_streams.inc();
-        let _open = scopeguard(|| {
-            metrics.follow_streams.dec();
-        });
+        let _open = metrics.follow_opened();
         let recheck = api.recheck.clone();
         let attrs = log_attributes(&ns, &name);
         let revoked = async {
@@ -217,10 +215,10 @@ pub async fn serve(
             why = revoked => {
                 tracing::info!(reason = %why, namespace = %ns, run = %name, "ending a follow whose access ended");
                 let status = why.to_api_error();
-                let _ = tx.send(status_line(&status)).await;
+                let _ = tx.send(status.status_line()).await;
             }
             () = lifecycle.stopping() => {
-                let _ = tx.send(status_line(&shutting_down())).await;
+                let _ = tx.send(ApiError::shutting_down().status_line()).await;
             }
         }
     });
@@ -236,21 +234,6 @@ pub async fn serve(
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     h.insert("x-accel-buffering", HeaderValue::from_static("no"));
     Ok(resp)
-}
-
-/// The final NDJSON line of a follow that the server ends.
-pub fn status_line(e: &ApiError) -> Bytes {
-    let mut line = serde_json::to_vec(&e.to_status()).unwrap_or_default();
-    line.push(b'\n');
-    Bytes::from(line)
-}
-
-/// Why a follow ends when the process stops: the caller reconnects (with
-/// `sinceCursor` to continue without a gap) and reaches another replica.
-pub fn shutting_down() -> ApiError {
-    ApiError::unavailable(
-        "the server is shutting down; reconnect (with sinceCursor to continue after the last record)",
-    )
 }
 
 fn source_for(api: &LogApi, pods: Api<Pod>, run: &Run, pod: &str, query: &LogQuery) -> LogSource {
@@ -365,16 +348,4 @@ async fn wait_for_assignment(runs: &Api<Run>, run: &Run, tx: &mpsc::Sender<Bytes
             Err(error) => tracing::debug!(%error, "watching run for its assignment; retrying"),
         }
     }
-}
-
-struct Guard<F: FnMut()>(F);
-
-impl<F: FnMut()> Drop for Guard<F> {
-    fn drop(&mut self) {
-        (self.0)();
-    }
-}
-
-fn scopeguard<F: FnMut()>(f: F) -> Guard<F> {
-    Guard(f)
 }

@@ -16,8 +16,8 @@ use super::filter::{LogRecord, RunFilter};
 use super::lines::{Line, LineReader};
 use super::tail::{Cut, TailWindow};
 use super::{MAX_LINE_BYTES, RUNTIMED_CONTAINER};
-use crate::metrics::Metrics;
-use crate::status::{ApiError, from_kube};
+use kruntimes_core::metrics::Metrics;
+use kruntimes_core::status::{ApiError, from_kube};
 
 /// First tail window, in Pod log lines, before growing.
 pub const MIN_WINDOW: i64 = 1024;
@@ -74,7 +74,7 @@ impl LogSource {
         follow: bool,
     ) -> Result<LineReader<impl futures::io::AsyncBufRead + Unpin + use<>>, ApiError> {
         // The handler checked the name; this is the last line before a URL.
-        if !super::params::is_dns1123_subdomain(&self.pod) {
+        if !kruntimes_core::names::is_dns1123_subdomain(&self.pod) {
             return Err(ApiError::conflict(format!(
                 "pod name {:?} is not a DNS-1123 subdomain; no log was read",
                 self.pod

@@ -9,9 +9,8 @@ use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
 use http_body_util::BodyExt;
-use kruntimes_apiserver::logs::handler::{shutting_down, status_line};
-use kruntimes_apiserver::metrics::Metrics;
-use kruntimes_apiserver::status::ApiError;
+use kruntimes_core::query;
+use kruntimes_core::status::ApiError;
 
 use super::{check_name, check_namespace, user_client};
 use crate::console::{Caller, ConsoleState};
@@ -29,29 +28,26 @@ pub fn parse(raw: Option<&str>) -> Result<LogsQuery, ConsoleError> {
         tail: 100,
         follow: false,
     };
-    for pair in raw.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        match k {
+    let pairs = query::pairs(raw).map_err(|e| ConsoleError::bad_request(e.to_string()))?;
+    for (k, v) in pairs {
+        match k.as_str() {
             "tail" => {
-                q.tail = v
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|n| (1..=500).contains(n))
-                    .ok_or_else(|| {
-                        ConsoleError::bad_request(format!(
-                            "tail must be an integer from 1 to 500, got {v:?}"
-                        ))
-                    })?;
+                q.tail = query::bounded(&v, 500).map(|n| n as u32).ok_or_else(|| {
+                    ConsoleError::bad_request(format!(
+                        "tail must be an integer from 1 to 500, got {v:?}"
+                    ))
+                })?;
             }
+            // A bare `follow=` is `false`.
             "follow" => {
-                q.follow = match v {
-                    "true" | "1" => true,
-                    "false" | "0" | "" => false,
-                    _ => {
-                        return Err(ConsoleError::bad_request(format!(
+                q.follow = if v.is_empty() {
+                    false
+                } else {
+                    query::boolean(&v).ok_or_else(|| {
+                        ConsoleError::bad_request(format!(
                             "follow must be true or false, got {v:?}"
-                        )));
-                    }
+                        ))
+                    })?
                 }
             }
             other => {
@@ -62,15 +58,6 @@ pub fn parse(raw: Option<&str>) -> Result<LogsQuery, ConsoleError> {
         }
     }
     Ok(q)
-}
-
-/// Decrements the open-follow gauge when the stream is dropped (the browser left).
-struct FollowGuard(Metrics);
-
-impl Drop for FollowGuard {
-    fn drop(&mut self) {
-        self.0.follow_streams.dec();
-    }
 }
 
 pub async fn logs(
@@ -136,12 +123,11 @@ async fn logs_inner(
         .cloned()
         .unwrap_or(HeaderValue::from_static("application/json"));
     let mut out = if q.follow {
-        state.metrics.follow_streams.inc();
-        let guard = FollowGuard(state.metrics.clone());
+        let guard = state.metrics.follow_opened();
         let identity = caller.0.as_ref().map(|c| c.caller.clone());
         let (tx, rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(16);
         let recheck = state.recheck.clone();
-        let attrs = kruntimes_apiserver::auth::ResourceAttributes {
+        let attrs = kruntimes_core::auth::ResourceAttributes {
             verb: "get",
             group: "logs.kruntimes.io",
             resource: "runs",
@@ -193,7 +179,7 @@ async fn logs_inner(
                     }
                     // The browser reconnects to another replica.
                     () = &mut stopping => {
-                        let _ = tx.send(Ok(final_line(&shutting_down(), at_line_start))).await;
+                        let _ = tx.send(Ok(final_line(&ApiError::shutting_down(), at_line_start))).await;
                         return;
                     }
                     () = tx.closed() => return,
@@ -215,7 +201,7 @@ async fn logs_inner(
 
 /// The final `Status` line of a relayed follow, on a line of its own.
 fn final_line(status: &ApiError, at_line_start: bool) -> bytes::Bytes {
-    let line = status_line(status);
+    let line = status.status_line();
     if at_line_start {
         line
     } else {
@@ -266,7 +252,21 @@ mod tests {
                 follow: true
             }
         );
-        for bad in ["tail=0", "tail=501", "tail=x", "follow=maybe", "x=1"] {
+        assert_eq!(
+            parse(Some("t%61il=7")).unwrap().tail,
+            7,
+            "names are decoded"
+        );
+        for bad in [
+            "tail=0",
+            "tail=501",
+            "tail=x",
+            "tail=+5",
+            "follow=maybe",
+            "x=1",
+            "tail=1&tail=2",
+            "tail=%zz",
+        ] {
             assert!(parse(Some(bad)).is_err(), "{bad}");
         }
     }

@@ -19,7 +19,8 @@ use super::{
 };
 use crate::console::{Caller, ConsoleState};
 use crate::error::{AccessRequest, ConsoleError, from_kube};
-use kruntimes_apiserver::logs::params::is_dns1123_subdomain;
+use kruntimes_core::names::is_dns1123_subdomain;
+use kruntimes_core::query;
 
 pub const PHASES: [&str; 8] = [
     "Pending",
@@ -53,20 +54,14 @@ pub struct RunQuery {
     pub cont: Option<String>,
 }
 
-fn decode(s: &str) -> Result<String, ConsoleError> {
-    kruntimes_apiserver::logs::params::decode(s)
-        .map_err(|e| ConsoleError::bad_request(e.to_string()))
-}
-
 /// Parses the query string strictly.
 pub fn parse_query(raw: Option<&str>) -> Result<RunQuery, ConsoleError> {
     let mut q = RunQuery {
         limit: DEFAULT_LIMIT,
         ..Default::default()
     };
-    for pair in raw.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        let (k, v) = (decode(k)?, decode(v)?);
+    let pairs = query::pairs(raw).map_err(|e| ConsoleError::bad_request(e.to_string()))?;
+    for (k, v) in pairs {
         let nonempty = |v: &str| (!v.is_empty()).then(|| v.to_owned());
         match k.as_str() {
             "phase" => {
@@ -110,10 +105,8 @@ pub fn parse_query(raw: Option<&str>) -> Result<RunQuery, ConsoleError> {
                 }
             }
             "limit" => {
-                q.limit = v
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|n| (1..=MAX_LIMIT).contains(n))
+                q.limit = query::bounded(&v, MAX_LIMIT as usize)
+                    .map(|n| n as u32)
                     .ok_or_else(|| {
                         ConsoleError::bad_request(format!(
                             "limit must be an integer from 1 to {MAX_LIMIT}, got {v:?}"
@@ -786,6 +779,9 @@ mod tests {
             "createdAfter=yesterday",
             "runtime=Bad_Name",
             "foo=1",
+            "limit=1&limit=2",
+            "runtime=a&runtime=b",
+            "phase=%zz",
         ] {
             let e = parse_query(Some(bad)).unwrap_err();
             assert_eq!(e.code, http::StatusCode::BAD_REQUEST, "{bad}");

@@ -157,7 +157,7 @@ async fn pods_section(client: &kube::Client, ns: &str, runtime: &str) -> Value {
                 for o in &page.items {
                     let phase = str_at(&o.data, &["status", "phase"]).unwrap_or("Pending");
                     let Some(pod) = str_at(&o.data, &["status", "assignedPod"])
-                        .filter(|p| kruntimes_apiserver::logs::params::is_dns1123_subdomain(p))
+                        .filter(|p| kruntimes_core::names::is_dns1123_subdomain(p))
                     else {
                         continue;
                     };

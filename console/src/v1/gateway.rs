@@ -102,7 +102,7 @@ pub fn client_tls(
     if let Some(ca) = ca {
         let pem = std::fs::read(ca)
             .map_err(|e| anyhow::anyhow!("--gateway-ca-file {}: {e}", ca.display()))?;
-        for c in kruntimes_apiserver::tls::parse_certs(&pem) {
+        for c in kruntimes_core::tls::parse_certs(&pem) {
             roots.add(c)?;
         }
         if roots.is_empty() {
@@ -115,10 +115,8 @@ pub fn client_tls(
         .with_root_certificates(roots);
     let mut config = match (cert, key) {
         (Some(cert), Some(key)) => {
-            let ck = kruntimes_apiserver::tls::load_certified_key(
-                &cert.to_path_buf(),
-                &key.to_path_buf(),
-            )?;
+            let ck =
+                kruntimes_core::tls::load_certified_key(&cert.to_path_buf(), &key.to_path_buf())?;
             builder.with_client_auth_cert(ck.cert.clone(), load_key(key)?)?
         }
         (None, None) => builder.with_no_client_auth(),

@@ -13,10 +13,10 @@ use tokio_tungstenite::tungstenite::{self, protocol::WebSocketConfig};
 use super::runs::Mode;
 use super::{V1State, identity_headers};
 use crate::error::ConsoleError;
-use kruntimes_apiserver::auth::Caller as Identity;
-use kruntimes_apiserver::auth::Revoked;
-use kruntimes_apiserver::lifecycle::Lifecycle;
-use kruntimes_apiserver::limit::Slot;
+use kruntimes_core::auth::Caller as Identity;
+use kruntimes_core::auth::Revoked;
+use kruntimes_core::lifecycle::Lifecycle;
+use kruntimes_core::limit::Slot;
 
 type Upstream =
     tokio_tungstenite::WebSocketStream<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>;

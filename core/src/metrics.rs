@@ -7,6 +7,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::guard::OnDrop;
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
     pub listener: &'static str,
@@ -72,6 +74,16 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// Counts a follow stream as open until the returned guard is dropped,
+    /// however the stream ends.
+    pub fn follow_opened(&self) -> OnDrop<impl FnOnce() + use<>> {
+        self.follow_streams.inc();
+        let open = self.follow_streams.clone();
+        OnDrop::new(move || {
+            open.dec();
+        })
+    }
+
     /// Registers every metric under the `kruntimes_console` prefix.
     pub fn register(&self, registry: &mut Registry) {
         let r = registry.sub_registry_with_prefix("kruntimes_console");

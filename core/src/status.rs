@@ -127,6 +127,21 @@ impl ApiError {
         }
         status
     }
+
+    /// The `Status` as the final NDJSON line of a follow that the server ends.
+    pub fn status_line(&self) -> bytes::Bytes {
+        let mut line = serde_json::to_vec(&self.to_status()).unwrap_or_default();
+        line.push(b'\n');
+        bytes::Bytes::from(line)
+    }
+
+    /// Why a follow ends when the process stops: the caller reconnects (with
+    /// `sinceCursor` to continue without a gap) and reaches another replica.
+    pub fn shutting_down() -> Self {
+        Self::unavailable(
+            "the server is shutting down; reconnect (with sinceCursor to continue after the last record)",
+        )
+    }
 }
 
 impl IntoResponse for ApiError {

@@ -1,0 +1,19 @@
+//! What both listeners of kruntimes-console share: authentication and
+//! authorization (`auth`), TLS (`tls`), the accept loop (`serve`), the
+//! request observer (`observe`), metrics, the process lifecycle, limits,
+//! Kubernetes `Status` errors and strict request parsing (`query`, `names`).
+//! The Run-log API (`kruntimes-apiserver`) and the Console
+//! (`kruntimes-console`) are built on it and never on each other's insides.
+#![forbid(unsafe_code)]
+
+pub mod auth;
+pub mod guard;
+pub mod lifecycle;
+pub mod limit;
+pub mod metrics;
+pub mod names;
+pub mod observe;
+pub mod query;
+pub mod serve;
+pub mod status;
+pub mod tls;
