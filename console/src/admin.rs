@@ -5,9 +5,9 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use http::{HeaderValue, StatusCode, header};
-use kruntimes_core::auth::RequestHeaderSource;
 use kruntimes_core::lifecycle::{Lifecycle, Phase};
 use kruntimes_core::metrics::Metrics;
+use kruntimes_core::ready::Readiness;
 use kruntimes_core::serve::{ConnLimits, serve_plain};
 use prometheus_client::registry::Registry;
 use std::sync::Arc;
@@ -16,7 +16,7 @@ use tokio::net::TcpListener;
 #[derive(Clone)]
 struct AdminState {
     registry: Arc<Registry>,
-    request_header: RequestHeaderSource,
+    readiness: Readiness,
     lifecycle: Lifecycle,
 }
 
@@ -35,13 +35,15 @@ async fn metrics(State(s): State<AdminState>) -> Response {
 
 async fn ready(State(s): State<AdminState>) -> Response {
     if s.lifecycle.phase() != Phase::Serving {
-        (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response()
-    } else if s.request_header.is_loaded() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response();
+    }
+    let pending = s.readiness.pending();
+    if pending.is_empty() {
         (StatusCode::OK, "ready\n").into_response()
     } else {
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            "authentication configuration not loaded\n",
+            format!("not ready: waiting for {}\n", pending.join(", ")),
         )
             .into_response()
     }
@@ -51,7 +53,7 @@ async fn ready(State(s): State<AdminState>) -> Response {
 pub async fn serve(
     listener: TcpListener,
     metrics_set: Metrics,
-    request_header: RequestHeaderSource,
+    readiness: Readiness,
     lifecycle: Lifecycle,
     limits: ConnLimits,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
@@ -60,7 +62,7 @@ pub async fn serve(
     metrics_set.register(&mut registry);
     let state = AdminState {
         registry: Arc::new(registry),
-        request_header,
+        readiness,
         lifecycle,
     };
     let app = Router::new()

@@ -53,7 +53,7 @@ pub struct CheckArgs {
 
 /// Runs the checks, retrying each until it passes or the timeout ends.
 pub async fn run(args: CheckArgs) -> anyhow::Result<()> {
-    let config = crate::service_account_config(args.kubeconfig.as_deref()).await?;
+    let config = crate::root::service_account_config(args.kubeconfig.as_deref()).await?;
     let client = kube::Client::try_from(config)?;
     let deadline = tokio::time::Instant::now() + args.timeout.0;
     let mut last = String::new();

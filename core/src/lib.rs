@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod names;
 pub mod observe;
 pub mod query;
+pub mod ready;
 pub mod serve;
 pub mod status;
 pub mod tls;

@@ -396,6 +396,22 @@ impl ConsoleProcess {
         None
     }
 
+    /// Waits until the process listens (`/live` answers: every listener is
+    /// bound), without waiting for readiness.
+    pub fn wait_live(&self) {
+        for _ in 0..150 {
+            let (code, _) = env().curl(&format!("http://127.0.0.1:{}/live", self.admin_port), &[]);
+            if code == 200 {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!(
+            "kruntimes-console did not start listening: {}",
+            std::fs::read_to_string(&self.log).unwrap_or_default()
+        );
+    }
+
     /// The sum of metric `name`'s series on this Console's `/metrics`
     /// (None when it has none).
     pub fn metric(&self, name: &str) -> Option<f64> {

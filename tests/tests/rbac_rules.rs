@@ -47,12 +47,14 @@ impl Probe {
     }
 
     fn ready(&self) -> u16 {
-        env()
-            .curl(
-                &format!("http://127.0.0.1:{}/ready", self.console.admin_port),
-                &[],
-            )
-            .0
+        self.ready_answer().0
+    }
+
+    fn ready_answer(&self) -> (u16, String) {
+        env().curl(
+            &format!("http://127.0.0.1:{}/ready", self.console.admin_port),
+            &[],
+        )
     }
 
     /// The probe for the feature a rule serves: (description, status when working).
@@ -266,8 +268,19 @@ async fn every_rule_serves_a_feature_that_breaks_without_it() {
                 .collect(),
         );
         apply(&reduced);
-        // A Console started now holds no state from before the change.
-        p.console = fresh_console(dir.path(), true);
+        // A Console started now holds no state from before the change. It
+        // may never become ready (the /v1 Run cache needs runs list/watch).
+        p.console = fresh_console(dir.path(), false);
+        p.console.wait_live();
+        if resources.iter().any(|r| r == "runs") {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            let (code, body) = p.ready_answer();
+            if code != 503 || !body.contains("the /v1 Run cache") {
+                failures.push(format!(
+                    "without the rule for {resources:?}, /ready answered {code} {body:?}, not 503 waiting for the /v1 Run cache"
+                ));
+            }
+        }
         for res in &resources {
             let broken = until(&p, res, |c| c != 200).await;
             if broken == 200 {
