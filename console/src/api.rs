@@ -10,10 +10,8 @@ pub mod workflowruns;
 use std::sync::Arc;
 
 use axum::Extension;
-use axum::Router;
 use axum::extract::State;
 use axum::response::{IntoResponse, Json, Response};
-use axum::routing::get;
 use k8s_openapi::api::core::v1::Namespace;
 use kruntimes_core::names::{is_dns1123_label, is_dns1123_subdomain};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
@@ -22,24 +20,6 @@ use serde_json::json;
 
 use crate::console::{Caller, ConsoleState};
 use crate::error::{AccessRequest, ConsoleError, from_kube};
-
-pub fn routes() -> Router<Arc<ConsoleState>> {
-    Router::new()
-        .route("/api/namespaces", get(namespaces))
-        .route("/api/namespaces/{ns}/runs", get(runs::list))
-        .route("/api/namespaces/{ns}/runs/{name}", get(runs::detail))
-        .route("/api/namespaces/{ns}/runs/{name}/logs", get(logs::logs))
-        .route("/api/namespaces/{ns}/runtimes", get(runtimes::list))
-        .route(
-            "/api/namespaces/{ns}/runtimes/{name}",
-            get(runtimes::detail),
-        )
-        .route("/api/namespaces/{ns}/workflowruns", get(workflowruns::list))
-        .route(
-            "/api/namespaces/{ns}/workflowruns/{name}",
-            get(workflowruns::detail),
-        )
-}
 
 /// Who reads for this request.
 pub enum Reader {
@@ -120,7 +100,7 @@ pub fn kube_error(err: kube::Error, what: &str, access: AccessRequest) -> Consol
     }
 }
 
-async fn namespaces(
+pub async fn namespaces(
     State(state): State<Arc<ConsoleState>>,
     Extension(caller): Extension<Caller>,
 ) -> Response {

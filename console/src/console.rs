@@ -2,16 +2,14 @@
 
 use std::sync::Arc;
 
-use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::middleware::{self, Next};
+use axum::extract::{Request, State};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use http::{HeaderMap, HeaderValue, Method, header};
 use kruntimes_core::auth::{AccessReview, Authenticator, BearerToken};
 use kruntimes_core::lifecycle::Lifecycle;
 use kruntimes_core::metrics::Metrics;
-use kruntimes_core::observe::{Observer, observe};
 use kruntimes_core::serve::PeerCertificates;
 use serde::Deserialize;
 use serde_json::json;
@@ -61,7 +59,7 @@ fn same_origin(headers: &HeaderMap, uri: &http::Uri) -> bool {
 /// Resolves credentials once per request and enforces the Origin rule on
 /// state changes and upgrades authenticated by the cookie or a client
 /// certificate.
-async fn credentials(
+pub async fn credentials(
     State(state): State<Arc<ConsoleState>>,
     mut req: Request,
     next: Next,
@@ -110,31 +108,15 @@ async fn credentials(
     next.run(req).await
 }
 
-fn route_name(p: &str) -> &'static str {
-    match p {
-        "/api/session" => "session",
-        "/api/namespaces" => "namespaces",
-        "/api/namespaces/{ns}/runs" => "runs",
-        "/api/namespaces/{ns}/runs/{name}" => "run",
-        "/api/namespaces/{ns}/runs/{name}/logs" => "run-logs",
-        "/api/namespaces/{ns}/runtimes" => "runtimes",
-        "/api/namespaces/{ns}/runtimes/{name}" => "runtime",
-        "/api/namespaces/{ns}/workflowruns" => "workflowruns",
-        "/api/namespaces/{ns}/workflowruns/{name}" => "workflowrun",
-        p if p.starts_with("/v1/") => "v1",
-        _ => "other",
-    }
-}
-
 #[derive(Deserialize)]
 struct Login {
     token: String,
 }
 
 /// Largest login body (a 16 KiB token plus JSON).
-const MAX_LOGIN_BODY: usize = 20 << 10;
+pub const MAX_LOGIN_BODY: usize = 20 << 10;
 
-async fn session_get(
+pub async fn session_get(
     State(state): State<Arc<ConsoleState>>,
     axum::Extension(Caller(creds)): axum::Extension<Caller>,
 ) -> Response {
@@ -144,7 +126,7 @@ async fn session_get(
     }
 }
 
-async fn session_post(
+pub async fn session_post(
     State(state): State<Arc<ConsoleState>>,
     uri: http::Uri,
     headers: HeaderMap,
@@ -195,7 +177,7 @@ async fn login(
     Ok(resp)
 }
 
-async fn session_delete(State(state): State<Arc<ConsoleState>>) -> Response {
+pub async fn session_delete(State(state): State<Arc<ConsoleState>>) -> Response {
     let mut resp =
         Json(json!({"authenticated": false, "publicRead": state.public_read})).into_response();
     for c in SessionSealer::clear_cookies() {
@@ -204,35 +186,4 @@ async fn session_delete(State(state): State<Arc<ConsoleState>>) -> Response {
         }
     }
     resp
-}
-
-/// The Console listener's router.
-pub fn router(state: Arc<ConsoleState>, v1: Router, max_header_bytes: usize) -> Router {
-    let metrics = state.metrics.clone();
-    let api = Router::new()
-        .route(
-            "/api/session",
-            get(session_get).post(session_post).delete(session_delete),
-        )
-        .merge(crate::api::routes())
-        .with_state(state.clone())
-        .merge(v1)
-        .layer(middleware::from_fn_with_state(state.clone(), credentials))
-        .layer(DefaultBodyLimit::max(MAX_LOGIN_BODY));
-    Router::new()
-        .merge(api)
-        .fallback(crate::web::serve)
-        .layer(middleware::from_fn_with_state(
-            max_header_bytes,
-            crate::headers::guard,
-        ))
-        .layer(middleware::from_fn_with_state(
-            std::sync::Arc::new(Observer {
-                metrics,
-                listener: "console",
-                route_name,
-                unmatched: "static",
-            }),
-            observe,
-        ))
 }

@@ -14,6 +14,7 @@ pub mod error;
 pub mod headers;
 pub mod logging;
 pub mod root;
+pub mod router;
 pub mod session;
 pub mod v1;
 pub mod web;

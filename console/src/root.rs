@@ -19,7 +19,7 @@ use kruntimes_core::tls::{ClientRoots, DynamicClientVerifier, ReloadingCert, ser
 use tokio::net::TcpListener;
 
 use crate::args::Args;
-use crate::{admin, clients, console, session, v1};
+use crate::{admin, clients, console, router, session, v1};
 
 /// Builds the server's own Kubernetes configuration (its ServiceAccount
 /// identity): `kubeconfig`, or the in-cluster configuration without it.
@@ -246,7 +246,7 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
         .with_lifecycle(lifecycle.clone()),
     );
     let console_router =
-        console::router(console_state, v1::router(v1_state), args.max_header_bytes);
+        router::router(console_state, v1::router(v1_state), args.max_header_bytes);
     Ok(Built {
         api_router,
         api_tls,

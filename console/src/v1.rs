@@ -25,6 +25,7 @@ use kruntimes_core::auth::access::Decision;
 use kruntimes_core::auth::{AccessReview, Caller as Identity, Recheck, ResourceAttributes};
 use kruntimes_core::lifecycle::Lifecycle;
 use kruntimes_core::limit::{CapReached, Caps, Slot};
+use kruntimes_core::routes::{self, Route};
 use kruntimes_core::names::{is_dns1123_label, is_dns1123_subdomain};
 use rustls::ClientConfig;
 
@@ -114,14 +115,22 @@ impl V1State {
     }
 }
 
+/// The `/v1` routes; every one is counted as `v1`.
+pub static ROUTES: &[Route<Arc<V1State>>] = &[
+    Route {
+        path: "/v1/namespaces/{ns}/runs/{name}/{uid}/invoke",
+        name: "v1",
+        methods: || post(invoke),
+    },
+    Route {
+        path: "/v1/namespaces/{ns}/runs/{name}/{uid}/operations:ws",
+        name: "v1",
+        methods: || get(operations),
+    },
+];
+
 pub fn router(state: Arc<V1State>) -> Router {
-    Router::new()
-        .route("/v1/namespaces/{ns}/runs/{name}/{uid}/invoke", post(invoke))
-        .route(
-            "/v1/namespaces/{ns}/runs/{name}/{uid}/operations:ws",
-            get(operations),
-        )
-        .with_state(state)
+    routes::register(ROUTES, Router::new()).with_state(state)
 }
 
 fn check_path(ns: &str, name: &str, uid: &str) -> Result<(), ConsoleError> {

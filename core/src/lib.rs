@@ -15,6 +15,7 @@ pub mod names;
 pub mod observe;
 pub mod query;
 pub mod ready;
+pub mod routes;
 pub mod serve;
 pub mod status;
 pub mod tls;

@@ -1,0 +1,102 @@
+//! The Console listener's router: it only composes. Every route is written
+//! once, in a table that registers it and names it for the metrics.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::middleware;
+use axum::routing::get;
+use kruntimes_core::observe::{Observer, observe};
+use kruntimes_core::routes::{self, Route};
+
+use crate::api::{logs, namespaces, runs, runtimes, workflowruns};
+use crate::console::{
+    ConsoleState, MAX_LOGIN_BODY, credentials, session_delete, session_get, session_post,
+};
+
+/// The `/api` routes.
+pub static API_ROUTES: &[Route<Arc<ConsoleState>>] = &[
+    Route {
+        path: "/api/session",
+        name: "session",
+        methods: || get(session_get).post(session_post).delete(session_delete),
+    },
+    Route {
+        path: "/api/namespaces",
+        name: "namespaces",
+        methods: || get(namespaces),
+    },
+    Route {
+        path: "/api/namespaces/{ns}/runs",
+        name: "runs",
+        methods: || get(runs::list),
+    },
+    Route {
+        path: "/api/namespaces/{ns}/runs/{name}",
+        name: "run",
+        methods: || get(runs::detail),
+    },
+    Route {
+        path: "/api/namespaces/{ns}/runs/{name}/logs",
+        name: "run-logs",
+        methods: || get(logs::logs),
+    },
+    Route {
+        path: "/api/namespaces/{ns}/runtimes",
+        name: "runtimes",
+        methods: || get(runtimes::list),
+    },
+    Route {
+        path: "/api/namespaces/{ns}/runtimes/{name}",
+        name: "runtime",
+        methods: || get(runtimes::detail),
+    },
+    Route {
+        path: "/api/namespaces/{ns}/workflowruns",
+        name: "workflowruns",
+        methods: || get(workflowruns::list),
+    },
+    Route {
+        path: "/api/namespaces/{ns}/workflowruns/{name}",
+        name: "workflowrun",
+        methods: || get(workflowruns::detail),
+    },
+];
+
+/// The metrics name of a matched route template (never the path itself).
+fn route_name(path: &str) -> &'static str {
+    routes::name_of(API_ROUTES, path)
+        .or_else(|| routes::name_of(crate::v1::ROUTES, path))
+        .unwrap_or("other")
+}
+
+/// The Console listener's router: `/api` and `/v1` behind the credentials
+/// layer, the embedded UI for everything else.
+pub fn router(state: Arc<ConsoleState>, v1: Router, max_header_bytes: usize) -> Router {
+    let metrics = state.metrics.clone();
+    let api = routes::register(API_ROUTES, Router::new())
+        .with_state(state.clone())
+        .merge(v1)
+        .layer(middleware::from_fn_with_state(state, credentials))
+        .layer(DefaultBodyLimit::max(MAX_LOGIN_BODY));
+    Router::new()
+        .merge(api)
+        .fallback(crate::web::serve)
+        .layer(middleware::from_fn_with_state(
+            max_header_bytes,
+            crate::headers::guard,
+        ))
+        .layer(middleware::from_fn_with_state(
+            Arc::new(Observer {
+                metrics,
+                listener: "console",
+                route_name,
+                unmatched: "static",
+            }),
+            observe,
+        ))
+}
+
+#[cfg(test)]
+mod tests;

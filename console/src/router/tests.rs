@@ -1,0 +1,368 @@
+//! The Console listener's HTTP rules, tested on the router itself: no
+//! sockets, no cluster. Kubernetes is an in-process stand-in that answers
+//! TokenReviews and the few reads these rules need.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use bytes::Bytes;
+use http::{Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full};
+use kruntimes_core::auth::{AccessReview, Authenticator, Recheck, TokenReviewer};
+use kruntimes_core::lifecycle::Lifecycle;
+use kruntimes_core::limit::Caps;
+use kruntimes_core::metrics::Metrics;
+use kruntimes_core::serve::PeerCertificates;
+use kruntimes_core::tls::{ClientRoots, DynamicClientVerifier, client_verifier, root_store};
+use rustls_pki_types::CertificateDer;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+use tower::util::BoxCloneSyncService;
+
+use crate::clients::UserClients;
+use crate::console::ConsoleState;
+use crate::session::SessionSealer;
+
+const HOST: &str = "console.test";
+const ORIGIN: &str = "https://console.test";
+const MAX_HEADER_BYTES: usize = 16 << 10;
+
+/// The stand-in kube-apiserver: `alice-token` and `bob-token` are valid;
+/// the ServiceAccount (no Authorization header) may list Runs; a user may
+/// read nothing (403, as RBAC answers).
+async fn kube(req: Request<kube::client::Body>) -> Result<Response<Full<Bytes>>, Infallible> {
+    let path = req.uri().path().to_owned();
+    let user_token = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim_start_matches("Bearer ").to_owned());
+    let body = req.into_body().collect().await.map(|b| b.to_bytes());
+    let (code, answer) = if path == "/apis/authentication.k8s.io/v1/tokenreviews" {
+        let review: Value = body
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        let user = match review["spec"]["token"].as_str() {
+            Some("alice-token") => Some("alice"),
+            Some("bob-token") => Some("bob"),
+            _ => None,
+        };
+        let status = match user {
+            Some(u) => json!({"authenticated": true, "user": {"username": u, "groups": ["devs"]}}),
+            None => json!({"authenticated": false}),
+        };
+        (
+            201,
+            json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "status": status}),
+        )
+    } else if let Some(user) = user_token {
+        let who = if user == "alice-token" { "alice" } else { "bob" };
+        (
+            403,
+            json!({
+                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "reason": "Forbidden", "code": 403,
+                "message": format!("runs.kruntimes.io is forbidden: User \"{who}\" cannot get resource \"runs\" in API group \"kruntimes.io\" in the namespace \"team-a\""),
+            }),
+        )
+    } else if path == "/apis/kruntimes.io/v1alpha1/namespaces/team-a/runs" {
+        (
+            200,
+            json!({"apiVersion": "kruntimes.io/v1alpha1", "kind": "RunList", "metadata": {}, "items": []}),
+        )
+    } else {
+        (
+            404,
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "NotFound", "code": 404, "message": "not found"}),
+        )
+    };
+    let mut resp = Response::new(Full::new(Bytes::from(answer.to_string())));
+    *resp.status_mut() = StatusCode::from_u16(code).unwrap();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    Ok(resp)
+}
+
+fn kube_client() -> kube::Client {
+    kube::Client::new(tower::service_fn(kube), "default")
+}
+
+fn user_clients() -> UserClients {
+    let upstream = tower::service_fn(kube)
+        .map_response(|resp| {
+            resp.map(|b| {
+                b.map_err(|never| match never {})
+                    .boxed_unsync()
+            })
+        })
+        .map_err(tower::BoxError::from);
+    let config = kube::Config::new("http://kube.test".parse().unwrap());
+    UserClients::with_upstream(config, BoxCloneSyncService::new(upstream))
+}
+
+/// A test CA and a client certificate from it (CN `carol`).
+struct ClientPki {
+    ca_pem: String,
+    client: CertificateDer<'static>,
+}
+
+fn client_pki() -> ClientPki {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+        KeyPair,
+    };
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name.push(DnType::CommonName, "client ca");
+    let ca_key = KeyPair::generate().unwrap();
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+    let mut leaf = CertificateParams::new(Vec::<String>::new()).unwrap();
+    leaf.distinguished_name.push(DnType::CommonName, "carol");
+    leaf.extended_key_usages
+        .push(ExtendedKeyUsagePurpose::ClientAuth);
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf_cert = leaf.signed_by(&leaf_key, &issuer).unwrap();
+    ClientPki {
+        ca_pem: ca_cert.pem(),
+        client: leaf_cert.der().clone(),
+    }
+}
+
+fn state(public_read: bool, client_ca_pem: Option<&str>) -> Arc<ConsoleState> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let metrics = Metrics::default();
+    let sa = kube_client();
+    let tokens = TokenReviewer::new(sa.clone(), Duration::from_secs(10), metrics.clone());
+    let access = AccessReview::new(sa.clone(), Duration::from_secs(10), metrics.clone());
+    let verifier = Arc::new(DynamicClientVerifier::new(ClientRoots::default()));
+    if let Some(pem) = client_ca_pem {
+        let roots = root_store(pem.as_bytes(), "test client CA").unwrap();
+        verifier.set_client_ca(Some(client_verifier(roots).unwrap()));
+    }
+    Arc::new(ConsoleState {
+        authn: Authenticator::new(verifier, None, tokens.clone()),
+        access: access.clone(),
+        sealer: Arc::new(SessionSealer::ephemeral(3600).unwrap()),
+        users: user_clients(),
+        service_account: sa,
+        public_read,
+        metrics,
+        lifecycle: Lifecycle::default(),
+        follows: Caps::new("open log follows", 8, "--max-follows", 4, "--max-follows-per-caller"),
+        recheck: Recheck {
+            tokens,
+            access,
+            interval: Duration::from_secs(10),
+        },
+    })
+}
+
+fn app(state: Arc<ConsoleState>) -> axum::Router {
+    super::router(state, axum::Router::new(), MAX_HEADER_BYTES)
+}
+
+fn request(method: &str, path: &str) -> http::request::Builder {
+    Request::builder()
+        .method(method)
+        .uri(path)
+        .header(header::HOST, HOST)
+}
+
+/// The status, the headers and the body as JSON (Null when it is not JSON).
+async fn send(app: &axum::Router, req: Request<Body>) -> (StatusCode, http::HeaderMap, Value) {
+    let resp = app.clone().oneshot(req).await.unwrap();
+    let (parts, body) = resp.into_parts();
+    let bytes = body.collect().await.unwrap().to_bytes();
+    let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    (parts.status, parts.headers, json)
+}
+
+/// Logs in as `token` and returns the `Cookie` header the browser would send.
+async fn login(app: &axum::Router, token: &str) -> String {
+    let req = request("POST", "/api/session")
+        .header(header::ORIGIN, ORIGIN)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(json!({"token": token}).to_string()))
+        .unwrap();
+    let (code, headers, body) = send(app, req).await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    headers
+        .get_all(header::SET_COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .filter(|c| !c.contains("Max-Age=0"))
+        .filter_map(|c| c.split(';').next())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn assert_error(code: StatusCode, body: &Value, want: StatusCode, message_has: &str) {
+    assert_eq!(code, want, "{body}");
+    assert_eq!(body["error"]["code"], want.as_u16(), "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(message_has),
+        "message {message:?} should mention {message_has:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_cookie_state_change_needs_the_console_origin() {
+    let app = app(state(false, None));
+    let cookie = login(&app, "alice-token").await;
+    assert!(cookie.contains('='), "no session cookie: {cookie:?}");
+    for origin in [Some("https://evil.example"), None] {
+        let mut req = request("DELETE", "/api/session").header(header::COOKIE, &cookie);
+        if let Some(o) = origin {
+            req = req.header(header::ORIGIN, o);
+        }
+        let (code, _, body) = send(&app, req.body(Body::empty()).unwrap()).await;
+        assert_error(code, &body, StatusCode::FORBIDDEN, "cross-origin");
+    }
+    // A read needs no Origin; the same change from the Console's origin passes.
+    let req = request("GET", "/api/session").header(header::COOKIE, &cookie);
+    let (code, _, body) = send(&app, req.body(Body::empty()).unwrap()).await;
+    assert_eq!((code, &body["username"]), (StatusCode::OK, &json!("alice")));
+    let req = request("DELETE", "/api/session")
+        .header(header::COOKIE, &cookie)
+        .header(header::ORIGIN, ORIGIN);
+    let (code, _, body) = send(&app, req.body(Body::empty()).unwrap()).await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+}
+
+#[tokio::test]
+async fn a_certificate_state_change_needs_the_console_origin_when_a_browser_sends_one() {
+    let pki = client_pki();
+    let app = app(state(false, Some(&pki.ca_pem)));
+    let with_cert = |method: &str, origin: Option<&str>| {
+        let mut req = request(method, "/api/session");
+        if let Some(o) = origin {
+            req = req.header(header::ORIGIN, o);
+        }
+        let mut req = req.body(Body::empty()).unwrap();
+        req.extensions_mut()
+            .insert(PeerCertificates(Arc::new(vec![pki.client.clone()])));
+        req
+    };
+    let (code, _, body) = send(&app, with_cert("GET", Some("https://evil.example"))).await;
+    assert_eq!((code, &body["username"]), (StatusCode::OK, &json!("carol")), "{body}");
+    let (code, _, body) = send(&app, with_cert("DELETE", Some("https://evil.example"))).await;
+    assert_error(code, &body, StatusCode::FORBIDDEN, "client certificate");
+    // A CLI sends no Origin; its certificate is enough.
+    let (code, _, body) = send(&app, with_cert("DELETE", None)).await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    let (code, _, body) = send(&app, with_cert("DELETE", Some(ORIGIN))).await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+}
+
+#[tokio::test]
+async fn an_oversized_header_block_is_431_as_json() {
+    let app = app(state(false, None));
+    let req = request("GET", "/api/namespaces")
+        .header("x-padding", "a".repeat(MAX_HEADER_BYTES))
+        .body(Body::empty())
+        .unwrap();
+    let (code, _, body) = send(&app, req).await;
+    assert_error(
+        code,
+        &body,
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+        "request headers total",
+    );
+}
+
+#[tokio::test]
+async fn an_oversized_login_body_is_413_as_json() {
+    let app = app(state(false, None));
+    let token = "a".repeat(64 << 10);
+    let req = request("POST", "/api/session")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(json!({ "token": token }).to_string()))
+        .unwrap();
+    let (code, _, body) = send(&app, req).await;
+    assert_error(code, &body, StatusCode::PAYLOAD_TOO_LARGE, "KiB");
+}
+
+#[tokio::test]
+async fn without_credentials_lists_need_public_read() {
+    let off = app(state(false, None));
+    let req = request("GET", "/api/namespaces/team-a/runs")
+        .body(Body::empty())
+        .unwrap();
+    let (code, _, body) = send(&off, req).await;
+    assert_error(code, &body, StatusCode::UNAUTHORIZED, "log in");
+
+    let on = app(state(true, None));
+    let req = request("GET", "/api/namespaces/team-a/runs")
+        .body(Body::empty())
+        .unwrap();
+    let (code, _, body) = send(&on, req).await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    assert_eq!(body["items"], json!([]), "{body}");
+    // Details are never public.
+    let req = request("GET", "/api/namespaces/team-a/runs/r1")
+        .body(Body::empty())
+        .unwrap();
+    let (code, _, body) = send(&on, req).await;
+    assert_error(code, &body, StatusCode::UNAUTHORIZED, "log in");
+}
+
+#[tokio::test]
+async fn a_kubernetes_403_is_passed_through_with_its_message() {
+    let app = app(state(false, None));
+    let req = request("GET", "/api/namespaces/team-a/runs/r1")
+        .header(header::AUTHORIZATION, "Bearer bob-token")
+        .body(Body::empty())
+        .unwrap();
+    let (code, _, body) = send(&app, req).await;
+    assert_error(code, &body, StatusCode::FORBIDDEN, "User \"bob\" cannot get");
+    assert_eq!(body["error"]["reason"], "Forbidden", "{body}");
+    let text = body.to_string();
+    assert!(!text.contains("bob-token"), "the token leaked: {text}");
+}
+
+#[tokio::test]
+async fn an_invalid_bearer_token_is_401() {
+    let app = app(state(true, None));
+    let req = request("GET", "/api/namespaces/team-a/runs")
+        .header(header::AUTHORIZATION, "Bearer wrong-token")
+        .body(Body::empty())
+        .unwrap();
+    let (code, _, body) = send(&app, req).await;
+    assert_eq!(code, StatusCode::UNAUTHORIZED, "{body}");
+    assert!(!body.to_string().contains("wrong-token"), "{body}");
+}
+
+#[tokio::test]
+async fn unknown_api_routes_are_404_as_json_and_the_ui_serves_the_rest() {
+    let app = app(state(false, None));
+    for path in ["/api/nope", "/api", "/v1/nope"] {
+        let req = request("GET", path).body(Body::empty()).unwrap();
+        let (code, _, body) = send(&app, req).await;
+        assert_error(code, &body, StatusCode::NOT_FOUND, "no such endpoint");
+    }
+    let req = request("GET", "/runs/team-a/r1")
+        .body(Body::empty())
+        .unwrap();
+    let resp = app.clone().oneshot(req).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let ct = resp.headers()[header::CONTENT_TYPE].to_str().unwrap().to_owned();
+    assert!(ct.starts_with("text/html"), "{ct}");
+}
+
+#[tokio::test]
+async fn a_wrong_method_on_an_api_route_is_405() {
+    let app = app(state(false, None));
+    let req = request("DELETE", "/api/namespaces")
+        .header(header::AUTHORIZATION, "Bearer alice-token")
+        .body(Body::empty())
+        .unwrap();
+    let (code, _, _) = send(&app, req).await;
+    assert_eq!(code, StatusCode::METHOD_NOT_ALLOWED);
+}
