@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
+use axum::Json;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use http::{HeaderMap, HeaderValue, Method, header};
 use kruntimes_core::auth::{AccessReview, Authenticator, BearerToken};
 use kruntimes_core::lifecycle::Lifecycle;

@@ -245,8 +245,7 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
         )
         .with_lifecycle(lifecycle.clone()),
     );
-    let console_router =
-        router::router(console_state, v1::router(v1_state), args.max_header_bytes);
+    let console_router = router::router(console_state, v1::router(v1_state), args.max_header_bytes);
     Ok(Built {
         api_router,
         api_tls,

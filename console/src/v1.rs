@@ -25,8 +25,8 @@ use kruntimes_core::auth::access::Decision;
 use kruntimes_core::auth::{AccessReview, Caller as Identity, Recheck, ResourceAttributes};
 use kruntimes_core::lifecycle::Lifecycle;
 use kruntimes_core::limit::{CapReached, Caps, Slot};
-use kruntimes_core::routes::{self, Route};
 use kruntimes_core::names::{is_dns1123_label, is_dns1123_subdomain};
+use kruntimes_core::routes::{self, Route};
 use rustls::ClientConfig;
 
 use self::gateway::{GatewayResolver, GatewayTarget};

@@ -59,7 +59,11 @@ async fn kube(req: Request<kube::client::Body>) -> Result<Response<Full<Bytes>>,
             json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "status": status}),
         )
     } else if let Some(user) = user_token {
-        let who = if user == "alice-token" { "alice" } else { "bob" };
+        let who = if user == "alice-token" {
+            "alice"
+        } else {
+            "bob"
+        };
         (
             403,
             json!({
@@ -94,12 +98,7 @@ fn kube_client() -> kube::Client {
 
 fn user_clients() -> UserClients {
     let upstream = tower::service_fn(kube)
-        .map_response(|resp| {
-            resp.map(|b| {
-                b.map_err(|never| match never {})
-                    .boxed_unsync()
-            })
-        })
+        .map_response(|resp| resp.map(|b| b.map_err(|never| match never {}).boxed_unsync()))
         .map_err(tower::BoxError::from);
     let config = kube::Config::new("http://kube.test".parse().unwrap());
     UserClients::with_upstream(config, BoxCloneSyncService::new(upstream))
@@ -113,8 +112,7 @@ struct ClientPki {
 
 fn client_pki() -> ClientPki {
     use rcgen::{
-        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
-        KeyPair,
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     };
     let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -154,7 +152,13 @@ fn state(public_read: bool, client_ca_pem: Option<&str>) -> Arc<ConsoleState> {
         public_read,
         metrics,
         lifecycle: Lifecycle::default(),
-        follows: Caps::new("open log follows", 8, "--max-follows", 4, "--max-follows-per-caller"),
+        follows: Caps::new(
+            "open log follows",
+            8,
+            "--max-follows",
+            4,
+            "--max-follows-per-caller",
+        ),
         recheck: Recheck {
             tokens,
             access,
@@ -251,7 +255,11 @@ async fn a_certificate_state_change_needs_the_console_origin_when_a_browser_send
         req
     };
     let (code, _, body) = send(&app, with_cert("GET", Some("https://evil.example"))).await;
-    assert_eq!((code, &body["username"]), (StatusCode::OK, &json!("carol")), "{body}");
+    assert_eq!(
+        (code, &body["username"]),
+        (StatusCode::OK, &json!("carol")),
+        "{body}"
+    );
     let (code, _, body) = send(&app, with_cert("DELETE", Some("https://evil.example"))).await;
     assert_error(code, &body, StatusCode::FORBIDDEN, "client certificate");
     // A CLI sends no Origin; its certificate is enough.
@@ -321,7 +329,12 @@ async fn a_kubernetes_403_is_passed_through_with_its_message() {
         .body(Body::empty())
         .unwrap();
     let (code, _, body) = send(&app, req).await;
-    assert_error(code, &body, StatusCode::FORBIDDEN, "User \"bob\" cannot get");
+    assert_error(
+        code,
+        &body,
+        StatusCode::FORBIDDEN,
+        "User \"bob\" cannot get",
+    );
     assert_eq!(body["error"]["reason"], "Forbidden", "{body}");
     let text = body.to_string();
     assert!(!text.contains("bob-token"), "the token leaked: {text}");
@@ -352,7 +365,10 @@ async fn unknown_api_routes_are_404_as_json_and_the_ui_serves_the_rest() {
         .unwrap();
     let resp = app.clone().oneshot(req).await.unwrap();
     assert_eq!(resp.status(), StatusCode::OK);
-    let ct = resp.headers()[header::CONTENT_TYPE].to_str().unwrap().to_owned();
+    let ct = resp.headers()[header::CONTENT_TYPE]
+        .to_str()
+        .unwrap()
+        .to_owned();
     assert!(ct.starts_with("text/html"), "{ct}");
 }
 

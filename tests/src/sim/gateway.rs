@@ -1,10 +1,9 @@
-//! The fake Runtime gateway's state and its TLS side: `/v1` invoke and `operations:ws`, with a
+//! The fake Runtime gateway's TLS side: `/v1` invoke and `operations:ws`, with a
 //! record of every request seen and scripted failure modes driven by the control API.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -16,190 +15,16 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use bytes::Bytes;
 use rustls::ServerConfig;
-use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::sim::gateway_ops;
+pub use crate::sim::gateway_state::{
+    Gateway, INVOCATION_ID, MAX_BODY, Mode, ModeConfig, REQUEST_LOG_SIZE, RecordedRequest, Stats,
+    bump, new_id,
+};
 use crate::sim::serve::{PeerInfo, serve_tls};
-
-/// How many requests the log keeps.
-pub const REQUEST_LOG_SIZE: usize = 200;
-/// Largest request body the gateway reads.
-pub const MAX_BODY: usize = 8 * 1024 * 1024;
-/// Header carrying the invocation ID.
-pub const INVOCATION_ID: &str = "x-kruntime-invocation-id";
-
-/// How the gateway answers `/v1` requests.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub enum Mode {
-    #[serde(rename = "normal")]
-    Normal,
-    /// 429 with `Retry-After: 1`.
-    #[serde(rename = "429")]
-    TooManyRequests,
-    /// 500.
-    #[serde(rename = "500")]
-    ServerError,
-    /// Answers after a delay.
-    #[serde(rename = "slow")]
-    Slow,
-}
-
-/// The mode and, for `slow`, the delay.
-#[derive(Clone, Copy, Debug, Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ModeConfig {
-    pub mode: Mode,
-    #[serde(default = "default_delay_ms")]
-    pub delay_ms: u64,
-}
-
-fn default_delay_ms() -> u64 {
-    2000
-}
-
-/// One request seen on the TLS side.
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RecordedRequest {
-    pub time: String,
-    pub method: String,
-    /// Path and query.
-    pub path: String,
-    /// The `Host` header, or the request target's authority (HTTP/2).
-    pub authority: Option<String>,
-    /// `HTTP/1.1` or `HTTP/2.0`.
-    pub version: String,
-    /// Every header in order, as `[name, value]` (values decoded lossily).
-    pub headers: Vec<(String, String)>,
-    pub body_length: u64,
-    /// Common Name of the client certificate.
-    #[serde(rename = "clientCN")]
-    pub client_cn: Option<String>,
-    pub remote_addr: Option<String>,
-}
-
-/// Counters reported by `GET /stats`.
-#[derive(Debug, Default)]
-pub struct Stats {
-    pub requests: AtomicU64,
-    pub invokes: AtomicU64,
-    pub ws_open: AtomicU64,
-    pub ws_total: AtomicU64,
-    pub operations: AtomicU64,
-    pub heartbeats: AtomicU64,
-    pub cancels: AtomicU64,
-    /// The client went away while an operation or a slow answer was in progress.
-    pub upstream_disconnects: AtomicU64,
-}
-
-impl Stats {
-    pub fn snapshot(&self) -> Value {
-        let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
-        json!({
-            "requests": get(&self.requests),
-            "invokes": get(&self.invokes),
-            "wsOpen": get(&self.ws_open),
-            "wsTotal": get(&self.ws_total),
-            "operations": get(&self.operations),
-            "heartbeats": get(&self.heartbeats),
-            "cancels": get(&self.cancels),
-            "upstreamDisconnects": get(&self.upstream_disconnects),
-        })
-    }
-
-    fn reset(&self) {
-        for counter in [
-            &self.requests,
-            &self.invokes,
-            &self.ws_total,
-            &self.operations,
-            &self.heartbeats,
-            &self.cancels,
-            &self.upstream_disconnects,
-        ] {
-            counter.store(0, Ordering::Relaxed);
-        }
-    }
-}
-
-/// Adds one to a counter.
-pub fn bump(counter: &AtomicU64) {
-    counter.fetch_add(1, Ordering::Relaxed);
-}
-
-/// Shared gateway state.
-#[derive(Debug)]
-pub struct Gateway {
-    pub stats: Stats,
-    requests: Mutex<VecDeque<RecordedRequest>>,
-    mode: Mutex<ModeConfig>,
-    /// Cancelled when the TLS side goes down; WebSocket sessions end with it.
-    connections: Mutex<CancellationToken>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-impl Default for Gateway {
-    fn default() -> Self {
-        Self {
-            stats: Stats::default(),
-            requests: Mutex::new(VecDeque::with_capacity(REQUEST_LOG_SIZE)),
-            mode: Mutex::new(ModeConfig {
-                mode: Mode::Normal,
-                delay_ms: default_delay_ms(),
-            }),
-            connections: Mutex::new(CancellationToken::new()),
-        }
-    }
-}
-
-impl Gateway {
-    pub fn requests(&self) -> Vec<RecordedRequest> {
-        lock(&self.requests).iter().cloned().collect()
-    }
-
-    pub fn clear_requests(&self) {
-        lock(&self.requests).clear();
-    }
-
-    fn record(&self, request: RecordedRequest) {
-        let mut log = lock(&self.requests);
-        if log.len() == REQUEST_LOG_SIZE {
-            log.pop_front();
-        }
-        log.push_back(request);
-    }
-
-    pub fn mode(&self) -> ModeConfig {
-        *lock(&self.mode)
-    }
-
-    pub fn set_mode(&self, mode: ModeConfig) {
-        *lock(&self.mode) = mode;
-    }
-
-    /// Clears the request log and counters (not the open-socket gauge) and returns to normal.
-    pub fn reset(&self) {
-        self.clear_requests();
-        self.stats.reset();
-        self.set_mode(ModeConfig {
-            mode: Mode::Normal,
-            delay_ms: default_delay_ms(),
-        });
-    }
-
-    /// The token that ends connections of the current TLS listener.
-    pub fn connection_token(&self) -> CancellationToken {
-        lock(&self.connections).clone()
-    }
-}
 
 /// The TLS listener, which the control API can close and reopen on the same address.
 pub struct TlsSide {
@@ -262,7 +87,7 @@ impl TlsSide {
         }
         let listener = tokio::net::TcpListener::bind(self.addr).await?;
         let token = CancellationToken::new();
-        *lock(&self.gateway.connections) = token.clone();
+        self.gateway.set_connection_token(token.clone());
         let task = tokio::spawn(serve_tls(
             listener,
             Arc::clone(&self.tls),
@@ -425,12 +250,6 @@ fn extras(headers: &HeaderMap) -> BTreeMap<String, Vec<String>> {
         }
     }
     map
-}
-
-/// A fresh random ID with a prefix.
-pub fn new_id(prefix: &str) -> String {
-    let n: u64 = rand::random();
-    format!("{prefix}-{n:016x}")
 }
 
 async fn invoke(

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::sim::gateway::{Gateway, bump, new_id};
+use crate::sim::gateway_state::{Gateway, bump, new_id};
 
 /// Interval between progress events of `sleep`.
 pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(200);

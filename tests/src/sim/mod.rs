@@ -6,6 +6,7 @@ pub mod cri;
 pub mod gateway;
 pub mod gateway_control;
 pub mod gateway_ops;
+pub mod gateway_state;
 pub mod kubelet;
 pub mod logdecode;
 pub mod logfilter;
