@@ -28,7 +28,7 @@ else
 	done
 fi
 veths=$(ls /sys/class/net/krtbr0/brif 2>/dev/null || true)
-if [[ -n "$veths" ]]; then ok "the bridge has veths to check: $(echo $veths)"; else fail "no veth on the bridge krtbr0"; fi
+if [[ -n "$veths" ]]; then ok "the bridge has veths to check: ${veths//$'\n'/ }"; else fail "no veth on the bridge krtbr0"; fi
 
 saved=$(cat "$CLUSTER_STATE/sysctl.saved" 2>/dev/null || true)
 if [[ -n "$saved" ]]; then ok "kernel settings recorded before up"; else fail "no $CLUSTER_STATE/sysctl.saved"; fi

@@ -42,7 +42,7 @@ impl From<DurationArg> for std::time::Duration {
 #[derive(Clone, Debug, Parser)]
 #[command(
     name = "kruntimes-console",
-    version,
+    version = env!("KRUNTIMES_CONSOLE_VERSION"),
     about,
     long_about = None,
     after_help = "`kruntimes-console check --help`: check an installation from inside the cluster (the chart's helm test)."
