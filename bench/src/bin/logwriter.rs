@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
-use kruntimes_apiserver::observe::Access;
+use kruntimes_core::observe::Access;
 use kruntimes_bench::{procfs, stats};
 use kruntimes_console::logging;
 use serde_json::{Value, json};
