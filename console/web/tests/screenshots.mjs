@@ -55,7 +55,7 @@ async function mockApi(page) {
         { error: { code: 403, reason: 'Forbidden', message: 'runs.kruntimes.io is forbidden: User "viewer" cannot list resource "runs" in API group "kruntimes.io" in the namespace "team-b"' } },
         403,
       );
-    if ((m = /^\/api\/namespaces\/([^/]+)\/runs$/.exec(p))) {
+    if (/^\/api\/namespaces\/[^/]+\/runs$/.test(p)) {
       const phase = url.searchParams.get('phase');
       const items = phase ? fx.runList.items.filter((r) => r.phase === phase) : fx.runList.items;
       return json(route, { ...fx.runList, items });

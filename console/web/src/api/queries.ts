@@ -22,7 +22,6 @@ export const queryKeys = {
   runtime: (ns: string, name: string) => ['runtime', ns, name] as const,
   workflowRuns: (ns: string) => ['workflowruns', ns] as const,
   workflowRun: (ns: string, name: string) => ['workflowrun', ns, name] as const,
-  runLog: (ns: string, name: string, tail: number) => ['runlog', ns, name, tail] as const,
 };
 
 type Live = { live?: boolean };
@@ -77,14 +76,5 @@ export function useWorkflowRun(ns: string, name: string, opts: Live = {}) {
     queryKey: queryKeys.workflowRun(ns, name),
     queryFn: () => api.getWorkflowRun(ns, name),
     ...liveOptions(opts.live),
-  });
-}
-
-export function useRunLogTail(ns: string, name: string, tail: number, enabled: boolean) {
-  return useQuery({
-    queryKey: queryKeys.runLog(ns, name, tail),
-    queryFn: () => api.getRunLogTail(ns, name, tail),
-    enabled,
-    staleTime: Infinity,
   });
 }

@@ -1,4 +1,4 @@
-import { useEffect, useId, useState, type FormEvent } from 'react';
+import { useId, useState, type FormEvent } from 'react';
 import { useLocation, useNavigate } from 'react-router';
 import { useNamespaces } from '../api/queries';
 import { isNamespaceName, sectionOf } from '../lib/namespace';
@@ -17,7 +17,12 @@ export function NamespaceSelect({ current, routeNs }: { current: string; routeNs
   const listId = useId();
   const hintId = useId();
 
-  useEffect(() => setValue(current), [current]);
+  // A new current namespace replaces what was typed (adjusted while rendering, not in an effect).
+  const [shown, setShown] = useState(current);
+  if (shown !== current) {
+    setShown(current);
+    setValue(current);
+  }
 
   const go = (ns: string) => {
     const v = ns.trim();

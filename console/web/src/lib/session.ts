@@ -121,14 +121,22 @@ export function decodeOutput(e: { data: string; encoding?: 'base64' }): string {
   }
   try {
     const text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-    // Tabs, newlines and carriage returns are text; other control characters are not.
-    if (!/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(text)) return text;
+    if (!hasControlCharacter(text)) return text;
   } catch {
     // not UTF-8: fall through to the hex preview
   }
   const shown = Array.from(bytes.subarray(0, HEX_PREVIEW), (b) => b.toString(16).padStart(2, '0')).join(' ');
   const more = bytes.length > HEX_PREVIEW ? ' …' : '';
   return `[binary output, ${bytes.length} byte${bytes.length === 1 ? '' : 's'}: ${shown}${more}]\n`;
+}
+
+/** Tabs, newlines and carriage returns are text; other control characters (C0 and DEL) are not. */
+function hasControlCharacter(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if ((c < 0x20 && c !== 0x09 && c !== 0x0a && c !== 0x0d) || c === 0x7f) return true;
+  }
+  return false;
 }
 
 /** Heartbeat period for a lease: a third of it, between 1 s and 30 s. */

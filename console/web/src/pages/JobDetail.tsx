@@ -3,7 +3,7 @@ import { Link, useParams, useSearchParams } from 'react-router';
 import { useWorkflowRun } from '../api/queries';
 import { useDag } from '../components/DagView';
 import { ChevronIcon } from '../components/Icons';
-import { LogViewer } from '../components/LogViewer';
+import { RunLogView } from '../components/RunLogView';
 import { KeyValues, PageHeader, Panel } from '../components/Page';
 import { PhaseBadge, StatusGlyph } from '../components/Status';
 import { ErrorState, Loading } from '../components/States';
@@ -72,7 +72,7 @@ function Step({ ns, step, open, onToggle }: { ns: string; step: StepView; open: 
               <p className="small">
                 Run <Link to={`/namespaces/${ns}/runs/${st.runName}`}>{st.runName}</Link>
               </p>
-              <LogViewer ns={ns} run={st.runName} active={!isTerminal(st.phase)} anchorPrefix={`S${step.index + 1}L`} height={320} />
+              <RunLogView ns={ns} run={st.runName} active={!isTerminal(st.phase)} anchorPrefix={`S${step.index + 1}L`} height={320} />
             </>
           ) : (
             <p className="muted small">This step has no Run yet, so there is no log.</p>

@@ -2,7 +2,7 @@ import { useState } from 'react';
 import { Link, useParams } from 'react-router';
 import { useRun } from '../api/queries';
 import type { Condition, RunDetail, Section } from '../api/types';
-import { LogViewer } from '../components/LogViewer';
+import { RunLogView } from '../components/RunLogView';
 import { KeyValues, PageHeader, Panel, TableWrap } from '../components/Page';
 import { SessionPanel } from '../components/SessionPanel';
 import { ConditionBadge, PhaseBadge, StatusGlyph } from '../components/Status';
@@ -141,7 +141,7 @@ export function RunDetailPage() {
       )}
 
       <Panel title="Logs" id="logs">
-        <LogViewer ns={ns} run={name} active={active} />
+        <RunLogView ns={ns} run={name} active={active} />
       </Panel>
 
       <div className="grid-2">

@@ -1,4 +1,4 @@
-import { useEffect, useId, useMemo, useState, type FormEvent } from 'react';
+import { useId, useMemo, useState, type FormEvent } from 'react';
 import { Link, useParams, useSearchParams } from 'react-router';
 import { useRuns, useRuntimes } from '../api/queries';
 import { RUN_PHASES, type RunListQuery } from '../api/types';
@@ -25,7 +25,12 @@ export function RunsPage() {
   const cont = pages[pages.length - 1];
 
   const filterKey = `${ns}|${phase}|${runtime}|${labelSelector}|${assignedPod}|${limit}`;
-  useEffect(() => setPages([]), [filterKey]);
+  // New filters start again at the first page (adjusted while rendering, not in an effect).
+  const [pagedKey, setPagedKey] = useState(filterKey);
+  if (pagedKey !== filterKey) {
+    setPagedKey(filterKey);
+    setPages([]);
+  }
 
   const q: RunListQuery = useMemo(
     () => ({
@@ -43,7 +48,11 @@ export function RunsPage() {
   const runtimes = useRuntimes(ns, { live: false });
 
   const [draftSelector, setDraftSelector] = useState(labelSelector);
-  useEffect(() => setDraftSelector(labelSelector), [labelSelector]);
+  const [draftFor, setDraftFor] = useState(labelSelector);
+  if (draftFor !== labelSelector) {
+    setDraftFor(labelSelector);
+    setDraftSelector(labelSelector);
+  }
 
   const setParam = (key: string, value: string) => {
     const next = new URLSearchParams(params);

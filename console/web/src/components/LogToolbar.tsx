@@ -1,0 +1,105 @@
+/** The log viewer's controls: tail size, follow, wrap, timestamps, search with a match count, download. */
+import { useId, type KeyboardEvent } from 'react';
+import { MAX_TAIL } from '../lib/logs';
+import { DownloadIcon, SearchIcon } from './Icons';
+
+export interface LogToolbarProps {
+  /** The tail input as typed (applied with Load or Enter). */
+  tailDraft: string;
+  onTailDraft: (value: string) => void;
+  onApplyTail: () => void;
+  follow: boolean;
+  onFollow: (follow: boolean) => void;
+  wrap: boolean;
+  onWrap: (wrap: boolean) => void;
+  timestamps: boolean;
+  onTimestamps: (timestamps: boolean) => void;
+  query: string;
+  onQuery: (query: string) => void;
+  /** Number of matches of the search and the 0-based current one (-1: none chosen yet). */
+  matchCount: number;
+  currentMatch: number;
+  onStepMatch: (direction: 1 | -1) => void;
+  /** Download is offered when there are lines. */
+  canDownload: boolean;
+  onDownload: () => void;
+}
+
+export function LogToolbar(p: LogToolbarProps) {
+  const id = useId();
+  const onSearchKey = (e: KeyboardEvent<HTMLInputElement>) => {
+    if (e.key === 'Enter') {
+      e.preventDefault();
+      p.onStepMatch(e.shiftKey ? -1 : 1);
+    } else if (e.key === 'Escape') {
+      p.onQuery('');
+    }
+  };
+  return (
+    <div className="log-toolbar" role="toolbar" aria-label="Log controls">
+      <div className="log-tools">
+        <label htmlFor={`${id}-tail`} className="small">
+          Tail
+        </label>
+        <input
+          id={`${id}-tail`}
+          className="input num-input"
+          type="number"
+          min={1}
+          max={MAX_TAIL}
+          value={p.tailDraft}
+          onChange={(e) => p.onTailDraft(e.target.value)}
+          onKeyDown={(e) => e.key === 'Enter' && p.onApplyTail()}
+          aria-describedby={`${id}-tail-hint`}
+        />
+        <span id={`${id}-tail-hint`} className="visually-hidden">
+          Number of most recent records, 1 to {MAX_TAIL}
+        </span>
+        <button type="button" className="button small" onClick={p.onApplyTail}>
+          Load
+        </button>
+        <label className="check switch">
+          <input type="checkbox" checked={p.follow} onChange={(e) => p.onFollow(e.target.checked)} />
+          Follow
+        </label>
+        <label className="check">
+          <input type="checkbox" checked={p.wrap} onChange={(e) => p.onWrap(e.target.checked)} />
+          Wrap
+        </label>
+        <label className="check">
+          <input type="checkbox" checked={p.timestamps} onChange={(e) => p.onTimestamps(e.target.checked)} />
+          Timestamps
+        </label>
+      </div>
+      <div className="log-tools">
+        <div className="search">
+          <SearchIcon />
+          <label htmlFor={`${id}-q`} className="visually-hidden">
+            Search the log
+          </label>
+          <input
+            id={`${id}-q`}
+            className="input"
+            type="search"
+            placeholder="Search"
+            value={p.query}
+            onChange={(e) => p.onQuery(e.target.value)}
+            onKeyDown={onSearchKey}
+          />
+          <span className="match-count small" aria-live="polite">
+            {p.query ? (p.matchCount ? `${p.currentMatch >= 0 ? p.currentMatch + 1 : 0} / ${p.matchCount}` : 'No matches') : ''}
+          </span>
+          <button type="button" className="button small icon-only" aria-label="Previous match" disabled={!p.matchCount} onClick={() => p.onStepMatch(-1)}>
+            ↑
+          </button>
+          <button type="button" className="button small icon-only" aria-label="Next match" disabled={!p.matchCount} onClick={() => p.onStepMatch(1)}>
+            ↓
+          </button>
+        </div>
+        <button type="button" className="button small" onClick={p.onDownload} disabled={!p.canDownload}>
+          <DownloadIcon /> Download
+        </button>
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,118 @@
+/**
+ * A Run's log on a page: useRunLogStream reads it, LogToolbar holds the
+ * controls, LogViewer renders it. Bounded tail, live follow with a visible
+ * paused state, wrap and timestamp toggles, search with a match count, line
+ * deep links, download of what is shown.
+ */
+import { useDeferredValue, useMemo, useReducer, useState } from 'react';
+import { useRunLogStream } from '../api/logStream';
+import { INITIAL_FOLLOW, clampTail, followReducer, logText, searchLines, stepMatch } from '../lib/logs';
+import { LogToolbar } from './LogToolbar';
+import { LogViewer } from './LogViewer';
+
+export interface RunLogViewProps {
+  ns: string;
+  run: string;
+  /** The Run is not terminal: follow may reconnect after a dropped stream. */
+  active: boolean;
+  defaultTail?: number;
+  /** Prefix of line anchors (`L` → `#L12`); distinct per viewer on one page. */
+  anchorPrefix?: string;
+  /** Height of the scroll area in CSS pixels. */
+  height?: number;
+}
+
+export function RunLogView({ ns, run, active, defaultTail = 100, anchorPrefix = 'L', height = 420 }: RunLogViewProps) {
+  const [tail, setTail] = useState(clampTail(defaultTail));
+  const [tailDraft, setTailDraft] = useState(String(clampTail(defaultTail)));
+  const [follow, dispatch] = useReducer(followReducer, INITIAL_FOLLOW);
+  const [wrap, setWrap] = useState(false);
+  const [timestamps, setTimestamps] = useState(false);
+  const [query, setQuery] = useState('');
+  const deferredQuery = useDeferredValue(query);
+  // The chosen match belongs to the query it was chosen for; a new query starts at none.
+  const [pick, setPick] = useState({ query: '', index: -1 });
+  const [jump, setJump] = useState<{ line: number } | null>(null);
+
+  const log = useRunLogStream(ns, run, {
+    tail,
+    follow: follow.follow,
+    active,
+    onAppend: (count) => dispatch({ type: 'appended', count }),
+  });
+  const { records } = log;
+  const lines = records.lines;
+
+  const result = useMemo(
+    () => (deferredQuery ? searchLines(records.lines.map((r) => r.message), deferredQuery) : null),
+    [deferredQuery, records],
+  );
+  const matchLines = useMemo(() => new Set(result?.lines ?? []), [result]);
+  const matchCount = result?.matches.length ?? 0;
+  const current = pick.query === deferredQuery ? pick.index : -1;
+
+  const goToMatch = (dir: 1 | -1) => {
+    if (!result || matchCount === 0) return;
+    const next = stepMatch(matchCount, current, dir);
+    setPick({ query: deferredQuery, index: next });
+    const m = result.matches[next];
+    if (m) {
+      dispatch({ type: 'scrolled', atBottom: false });
+      setJump({ line: m.line });
+    }
+  };
+
+  const download = () => {
+    const blob = new Blob([logText(lines, timestamps)], { type: 'text/plain;charset=utf-8' });
+    const url = URL.createObjectURL(blob);
+    const a = document.createElement('a');
+    a.href = url;
+    a.download = `${ns}_${run}.log`;
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    window.setTimeout(() => URL.revokeObjectURL(url), 1000);
+  };
+
+  const applyTail = () => {
+    const n = clampTail(Number(tailDraft));
+    setTailDraft(String(n));
+    if (n === tail) log.reload();
+    else setTail(n);
+  };
+
+  return (
+    <LogViewer
+      run={run}
+      log={log}
+      toolbar={
+        <LogToolbar
+          tailDraft={tailDraft}
+          onTailDraft={setTailDraft}
+          onApplyTail={applyTail}
+          follow={follow.follow}
+          onFollow={(on) => dispatch({ type: 'toggle', follow: on })}
+          wrap={wrap}
+          onWrap={setWrap}
+          timestamps={timestamps}
+          onTimestamps={setTimestamps}
+          query={query}
+          onQuery={setQuery}
+          matchCount={matchCount}
+          currentMatch={current}
+          onStepMatch={goToMatch}
+          canDownload={lines.length > 0}
+          onDownload={download}
+        />
+      }
+      follow={follow}
+      onFollowEvent={dispatch}
+      wrap={wrap}
+      timestamps={timestamps}
+      search={{ query: deferredQuery, lines: matchLines, current: current >= 0 ? result?.matches[current] : undefined }}
+      jump={jump}
+      anchorPrefix={anchorPrefix}
+      height={height}
+    />
+  );
+}
