@@ -5,23 +5,25 @@ pub mod logs;
 pub mod objects;
 pub mod runs;
 pub mod runtimes;
+pub mod types;
 pub mod workflowruns;
 
 use std::sync::Arc;
 
 use axum::Extension;
 use axum::Router;
-use axum::extract::State;
-use axum::response::{IntoResponse, Json, Response};
+use axum::extract::{FromRequestParts, Path, State};
+use axum::response::Json;
 use axum::routing::get;
 use k8s_openapi::api::core::v1::Namespace;
 use kruntimes_apiserver::logs::params::{is_dns1123_label, is_dns1123_subdomain};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use kube::{Api, Client};
-use serde_json::json;
+use serde::de::DeserializeOwned;
 
 use crate::console::{Caller, ConsoleState};
-use crate::error::{AccessRequest, ConsoleError, from_kube};
+use crate::error::{AccessRequest, ConsoleError};
+use types::{ListResponse, NamespaceItem, NamespaceList};
 
 pub fn routes() -> Router<Arc<ConsoleState>> {
     Router::new()
@@ -110,37 +112,37 @@ pub fn kruntimes_api(client: Client, ns: &str, kind: &str, plural: &str) -> Api<
     Api::namespaced_with(client, ns, &ar)
 }
 
-/// Maps a Kubernetes error, naming the access that was denied.
-pub fn kube_error(err: kube::Error, what: &str, access: AccessRequest) -> ConsoleError {
-    let e = from_kube(err, what);
-    if e.code == http::StatusCode::FORBIDDEN {
-        e.with_access(access)
-    } else {
-        e
+/// The path parameters of an `/api` route; a path axum cannot extract is
+/// refused with a [`ConsoleError`] like every other bad request.
+pub struct ApiPath<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for ApiPath<T>
+where
+    T: DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ConsoleError;
+
+    async fn from_request_parts(
+        parts: &mut http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        let Path(t) = Path::<T>::from_request_parts(parts, state).await?;
+        Ok(ApiPath(t))
     }
 }
 
 async fn namespaces(
     State(state): State<Arc<ConsoleState>>,
     Extension(caller): Extension<Caller>,
-) -> Response {
-    match namespaces_inner(&state, &caller).await {
-        Ok(v) => Json(v).into_response(),
-        Err(e) => e.into_response(),
-    }
-}
-
-async fn namespaces_inner(
-    state: &ConsoleState,
-    caller: &Caller,
-) -> Result<serde_json::Value, ConsoleError> {
-    let reader = list_reader(state, caller)?;
+) -> Result<Json<NamespaceList>, ConsoleError> {
+    let reader = list_reader(&state, &caller)?;
     let api: Api<Namespace> = Api::all(reader.client().clone());
     let list = api
         .list(&ListParams::default().limit(500))
         .await
         .map_err(|e| {
-            kube_error(
+            ConsoleError::from_kube(
                 e,
                 "listing namespaces",
                 AccessRequest {
@@ -153,20 +155,13 @@ async fn namespaces_inner(
                 },
             )
         })?;
-    let items: Vec<_> = list
+    let items = list
         .items
         .iter()
-        .map(|n| {
-            let mut item = json!({"name": n.metadata.name.clone().unwrap_or_default()});
-            if let Some(phase) = n.status.as_ref().and_then(|s| s.phase.clone()) {
-                item["phase"] = json!(phase);
-            }
-            item
+        .map(|n| NamespaceItem {
+            name: n.metadata.name.clone().unwrap_or_default(),
+            phase: n.status.as_ref().and_then(|s| s.phase.clone()),
         })
         .collect();
-    let mut out = json!({"items": items});
-    if reader.is_public() {
-        out["summary"] = json!(true);
-    }
-    Ok(out)
+    Ok(Json(ListResponse::new(items, reader.is_public())))
 }

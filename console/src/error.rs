@@ -5,13 +5,19 @@ use axum::Json;
 use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use serde::Serialize;
-use serde_json::json;
 
-/// An access check, named in forbidden answers so the UI can show `kubectl auth can-i`.
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+use crate::api::types::{ApiErrorBody, ApiErrorInfo};
+
+/// One Kubernetes authorization question: may the caller `verb` this resource?
+/// Named in forbidden answers so the UI can show `kubectl auth can-i`.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq, ts_rs::TS)]
+#[ts(optional_fields)]
 pub struct AccessRequest {
+    /// `get`, `list`, `watch`, `create`.
     pub verb: String,
+    /// API group; `""` for the core group.
     pub group: String,
+    /// Plural resource name, e.g. `runs`, `pods`, `events`.
     pub resource: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subresource: Option<String>,
@@ -98,13 +104,43 @@ impl ConsoleError {
     }
 
     /// The JSON body.
-    pub fn body(&self) -> serde_json::Value {
-        let mut inner =
-            json!({"code": self.code.as_u16(), "reason": self.reason, "message": self.message});
-        if let Some(a) = &self.access {
-            inner["access"] = serde_json::to_value(a.as_ref()).unwrap_or_default();
+    pub fn body(&self) -> ApiErrorBody {
+        ApiErrorBody {
+            error: ApiErrorInfo {
+                code: self.code.as_u16(),
+                reason: self.reason.clone(),
+                message: self.message.clone(),
+                access: self.access.as_deref().cloned(),
+            },
         }
-        json!({ "error": inner })
+    }
+
+    /// A Kubernetes API failure, passed through faithfully (401/403/404/409…);
+    /// the cluster unreachable is 503. `what` says what was being done; a
+    /// refusal names `access`, the check that failed.
+    pub fn from_kube(err: kube::Error, what: &str, access: AccessRequest) -> Self {
+        match err {
+            kube::Error::Api(status) => {
+                let code = StatusCode::from_u16(status.code).unwrap_or(StatusCode::BAD_GATEWAY);
+                let reason = if status.reason.is_empty() {
+                    code.canonical_reason().unwrap_or("Error").replace(' ', "")
+                } else {
+                    status.reason.clone()
+                };
+                let mut e = ConsoleError::new(code, &reason, status.message.clone());
+                if code.is_server_error() {
+                    e.retry_after = Some(1);
+                }
+                if code == StatusCode::FORBIDDEN {
+                    e = e.with_access(access);
+                }
+                e
+            }
+            other => {
+                tracing::warn!(error = %other, what, "Kubernetes API call failed");
+                ConsoleError::unavailable(format!("{what}: the Kubernetes API is unreachable"))
+            }
+        }
     }
 }
 
@@ -145,26 +181,11 @@ impl IntoResponse for ConsoleError {
     }
 }
 
-/// A Kubernetes API failure, passed through faithfully (401/403/404/409…);
-/// the cluster unreachable is 503. `what` says what was being read.
-pub fn from_kube(err: kube::Error, what: &str) -> ConsoleError {
-    match err {
-        kube::Error::Api(status) => {
-            let code = StatusCode::from_u16(status.code).unwrap_or(StatusCode::BAD_GATEWAY);
-            let reason = if status.reason.is_empty() {
-                code.canonical_reason().unwrap_or("Error").replace(' ', "")
-            } else {
-                status.reason.clone()
-            };
-            let mut e = ConsoleError::new(code, &reason, status.message.clone());
-            if code.is_server_error() {
-                e.retry_after = Some(1);
-            }
-            e
-        }
-        other => {
-            tracing::warn!(error = %other, what, "Kubernetes API call failed");
-            ConsoleError::unavailable(format!("{what}: the Kubernetes API is unreachable"))
-        }
+/// A path segment axum could not extract answers like every other refusal.
+impl From<axum::extract::rejection::PathRejection> for ConsoleError {
+    fn from(r: axum::extract::rejection::PathRejection) -> Self {
+        let code = r.status();
+        let reason = code.canonical_reason().unwrap_or("Error").replace(' ', "");
+        ConsoleError::new(code, &reason, r.body_text())
     }
 }
