@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use axum::Extension;
 use axum::Router;
-use axum::extract::{FromRequestParts, Path, State};
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Path, State};
 use axum::response::Json;
 use axum::routing::get;
 use k8s_openapi::api::core::v1::Namespace;
@@ -132,6 +133,18 @@ where
     }
 }
 
+/// A request body, read within the router's `DefaultBodyLimit`; one over it
+/// is refused with a [`ConsoleError`] (413, the JSON error body).
+pub struct ApiBody(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for ApiBody {
+    type Rejection = ConsoleError;
+
+    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, Self::Rejection> {
+        Ok(ApiBody(Bytes::from_request(req, state).await?))
+    }
+}
+
 async fn namespaces(
     State(state): State<Arc<ConsoleState>>,
     Extension(caller): Extension<Caller>,
@@ -164,4 +177,41 @@ async fn namespaces(
         })
         .collect();
     Ok(Json(ListResponse::new(items, reader.is_public())))
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::extract::DefaultBodyLimit;
+    use axum::routing::post;
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    use super::*;
+
+    async fn echo(ApiBody(b): ApiBody) -> Bytes {
+        b
+    }
+
+    #[tokio::test]
+    async fn a_body_over_the_limit_is_a_json_413() {
+        let app = Router::new()
+            .route("/", post(echo))
+            .layer(DefaultBodyLimit::max(16));
+        let req = |body: &'static str| {
+            http::Request::post("/")
+                .body(axum::body::Body::from(body))
+                .unwrap()
+        };
+        let ok = app.clone().oneshot(req("small")).await.unwrap();
+        assert_eq!(ok.status(), http::StatusCode::OK);
+        let resp = app
+            .oneshot(req("a body well over sixteen bytes"))
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), http::StatusCode::PAYLOAD_TOO_LARGE);
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        let v: serde_json::Value = serde_json::from_slice(&body).expect("a JSON error body");
+        assert_eq!(v["error"]["code"], 413);
+        assert_eq!(v["error"]["reason"], "RequestEntityTooLarge");
+    }
 }

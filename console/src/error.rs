@@ -181,6 +181,21 @@ impl IntoResponse for ConsoleError {
     }
 }
 
+/// A body over the Console's limit (or one that broke off) is refused like
+/// every other request, not with axum's plain-text answer.
+impl From<axum::extract::rejection::BytesRejection> for ConsoleError {
+    fn from(r: axum::extract::rejection::BytesRejection) -> Self {
+        let code = r.status();
+        if code == StatusCode::PAYLOAD_TOO_LARGE {
+            return ConsoleError::too_large(
+                "the request body is larger than this endpoint accepts",
+            );
+        }
+        let reason = code.canonical_reason().unwrap_or("Error").replace(' ', "");
+        ConsoleError::new(code, &reason, r.body_text())
+    }
+}
+
 /// A path segment axum could not extract answers like every other refusal.
 impl From<axum::extract::rejection::PathRejection> for ConsoleError {
     fn from(r: axum::extract::rejection::PathRejection) -> Self {

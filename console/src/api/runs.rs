@@ -755,10 +755,7 @@ mod tests {
 
     /// An in-process Kubernetes API that serves endless pages of Runs none
     /// of which match, counting the list calls.
-    fn endless_runs() -> (
-        Api<Run>,
-        std::sync::Arc<std::sync::atomic::AtomicUsize>,
-    ) {
+    fn endless_runs() -> (Api<Run>, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
         use std::sync::atomic::{AtomicUsize, Ordering};
         let calls = std::sync::Arc::new(AtomicUsize::new(0));
         let seen = calls.clone();

@@ -7,10 +7,10 @@ use axum::Extension;
 use axum::extract::State;
 use axum::response::Json;
 use k8s_openapi::api::core::v1::Pod;
-use kube::Api;
-use kube::api::{DynamicObject, ListParams};
 use kruntimes_apiserver::logs::params::is_dns1123_subdomain;
 use kruntimes_apiserver::run::Run;
+use kube::Api;
+use kube::api::{DynamicObject, ListParams};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -20,7 +20,9 @@ use super::types::{
     AssignedRun, Condition, Items, ListResponse, RuntimeCapacity, RuntimeDetail, RuntimeList,
     RuntimeListItem, RuntimePod, RuntimeSpecView, RuntimeStatusView, Section,
 };
-use super::{ApiPath, Reader, check_name, check_namespace, kruntimes_api, list_reader, user_client};
+use super::{
+    ApiPath, Reader, check_name, check_namespace, kruntimes_api, list_reader, user_client,
+};
 use crate::console::{Caller, ConsoleState};
 use crate::error::{AccessRequest, ConsoleError};
 
@@ -90,7 +92,11 @@ pub async fn list(
             )
         })?;
     let summary = matches!(reader, Reader::Public(_));
-    let items = list.items.iter().map(|o| runtime_item(o, summary)).collect();
+    let items = list
+        .items
+        .iter()
+        .map(|o| runtime_item(o, summary))
+        .collect();
     Ok(Json(ListResponse::new(items, summary)))
 }
 
@@ -183,7 +189,11 @@ async fn active_runs(
                 uid: o.metadata.uid.clone(),
                 phase: o.phase().to_owned(),
                 mode: o.spec.mode.as_ref().and_then(|m| m.name()),
-                creation_timestamp: o.metadata.creation_timestamp.as_ref().map(|t| t.0.to_string()),
+                creation_timestamp: o
+                    .metadata
+                    .creation_timestamp
+                    .as_ref()
+                    .map(|t| t.0.to_string()),
             });
         }
         match page.cont {
@@ -194,7 +204,11 @@ async fn active_runs(
     Ok(by_pod)
 }
 
-async fn pods_section(client: &kube::Client, ns: &str, runtime: &str) -> Section<Items<RuntimePod>> {
+async fn pods_section(
+    client: &kube::Client,
+    ns: &str,
+    runtime: &str,
+) -> Section<Items<RuntimePod>> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let list = match pods
         .list(

@@ -137,7 +137,9 @@ pub enum Section<T> {
         #[serde(skip_serializing_if = "Option::is_none")]
         access: Option<AccessRequest>,
     },
-    Absent { message: String },
+    Absent {
+        message: String,
+    },
     #[ts(optional_fields)]
     Error {
         message: String,
@@ -775,7 +777,11 @@ pub fn typescript() -> String {
          export type LogStreamLine = LogRecord | ApiErrorBody;\n",
     );
     decl::<RuntimeListItem>(&mut out);
-    alias::<RuntimeList>(&mut out, "RuntimeList", "`GET /api/namespaces/{ns}/runtimes`.");
+    alias::<RuntimeList>(
+        &mut out,
+        "RuntimeList",
+        "`GET /api/namespaces/{ns}/runtimes`.",
+    );
     decl::<AssignedRun>(&mut out);
     decl::<RuntimePod>(&mut out);
     decl::<RuntimeCapacity>(&mut out);

@@ -15,7 +15,9 @@ use super::types::{
     JobCounts, JobSpec, JobStatus, ListResponse, StepStatus, WorkflowRunDetail, WorkflowRunList,
     WorkflowRunListItem, WorkflowRunSpecView, WorkflowRunStatusView,
 };
-use super::{ApiPath, Reader, check_name, check_namespace, kruntimes_api, list_reader, user_client};
+use super::{
+    ApiPath, Reader, check_name, check_namespace, kruntimes_api, list_reader, user_client,
+};
 use crate::console::{Caller, ConsoleState};
 use crate::error::{AccessRequest, ConsoleError};
 
