@@ -797,6 +797,45 @@ mod tests {
         assert_eq!(calls.load(Ordering::SeqCst), SCAN_PAGES);
     }
 
+    /// The row keeps the field names and values the UI reads, and a summary
+    /// only what public read shows; nothing from the spec but runtime and mode.
+    #[test]
+    fn a_run_row_has_the_fields_of_the_table() {
+        use serde_json::json;
+        let run: Run = serde_json::from_value(json!({
+            "apiVersion": "kruntimes.io/v1alpha1", "kind": "Run",
+            "metadata": {"name": "r1", "namespace": "ns", "uid": "u1",
+                         "creationTimestamp": "2026-01-02T15:04:05Z", "labels": {"app": "web"}},
+            "spec": {"runtime": "bash", "mode": {"task": {"command": ["true"]}},
+                     "env": [{"name": "SECRET", "value": "x"}]},
+            "status": {"phase": "Failed", "assignedPod": "bash-0", "attempt": 2,
+                       "startTime": "2026-01-02T15:04:06Z",
+                       "conditions": [
+                           {"type": "Scheduled", "status": "True", "lastTransitionTime": "2026-01-02T15:04:06Z"},
+                           {"type": "Failed", "status": "True", "reason": "NonZeroExit",
+                            "message": "exit 1", "lastTransitionTime": "2026-01-02T15:05:00Z"}]},
+        }))
+        .unwrap();
+        assert_eq!(
+            serde_json::to_value(run_item(&run, false)).unwrap(),
+            json!({
+                "metadata": {"name": "r1", "namespace": "ns", "uid": "u1",
+                             "creationTimestamp": "2026-01-02T15:04:05Z", "labels": {"app": "web"}},
+                "phase": "Failed", "runtime": "bash", "mode": "task", "assignedPod": "bash-0",
+                "attempt": 2, "startTime": "2026-01-02T15:04:06Z",
+                "lastTransition": {"type": "Failed", "status": "True", "reason": "NonZeroExit",
+                                   "message": "exit 1", "time": "2026-01-02T15:05:00Z"},
+            })
+        );
+        assert_eq!(
+            serde_json::to_value(run_item(&run, true)).unwrap(),
+            json!({
+                "metadata": {"name": "r1", "namespace": "ns", "creationTimestamp": "2026-01-02T15:04:05Z"},
+                "phase": "Failed", "runtime": "bash", "mode": "task",
+            })
+        );
+    }
+
     #[test]
     fn scan_tokens_round_trip() {
         let t = ScanToken {
