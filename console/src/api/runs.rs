@@ -521,21 +521,6 @@ pub async fn detail(
     }))
 }
 
-/// A section the caller may not read, or could not.
-fn section_error<T>(e: kube::Error, what: &str, access: AccessRequest) -> Section<T> {
-    let e = ConsoleError::from_kube(e, what, access);
-    match e.access {
-        Some(access) => Section::Forbidden {
-            message: e.message,
-            access: Some(*access),
-        },
-        None => Section::Error {
-            message: e.message,
-            code: Some(e.code.as_u16()),
-        },
-    }
-}
-
 /// An entry of `status.artifactRefs`, its location (`{s3: {bucket, key}}`,
 /// `{filesystem: {...}}`) written as one string.
 fn artifact_ref(r: &Value) -> ArtifactRef {
@@ -629,11 +614,11 @@ async fn pod_section(
         Ok(None) => Section::Absent {
             message: format!("pod {pod:?} no longer exists"),
         },
-        Err(e) => section_error(
+        Err(e) => Section::failed(ConsoleError::from_kube(
             e,
             "reading the pod",
             AccessRequest::new("get", "", "pods", ns, Some(pod)),
-        ),
+        )),
     }
 }
 
@@ -680,11 +665,11 @@ async fn events_section(
         {
             Ok(list) => items.extend(list.items.iter().map(event_info)),
             Err(e) => {
-                return section_error(
+                return Section::failed(ConsoleError::from_kube(
                     e,
                     "listing events",
                     AccessRequest::new("list", "", "events", ns, None),
-                );
+                ));
             }
         }
     }

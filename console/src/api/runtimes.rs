@@ -135,20 +135,6 @@ pub async fn detail(
     }))
 }
 
-/// A section the caller may not read, or could not.
-fn section_error<T>(e: ConsoleError) -> Section<T> {
-    match e.access {
-        Some(access) => Section::Forbidden {
-            message: e.message,
-            access: Some(*access),
-        },
-        None => Section::Error {
-            message: e.message,
-            code: Some(e.code.as_u16()),
-        },
-    }
-}
-
 /// The active Runs of this Runtime, by the Pod they are assigned to.
 async fn active_runs(
     client: &kube::Client,
@@ -220,7 +206,7 @@ async fn pods_section(
     {
         Ok(l) => l,
         Err(e) => {
-            return section_error(ConsoleError::from_kube(
+            return Section::failed(ConsoleError::from_kube(
                 e,
                 "listing pods",
                 AccessRequest::new("list", "", "pods", ns, None),
@@ -230,7 +216,7 @@ async fn pods_section(
     // Runs that cannot be listed for another reason leave the Pods without them.
     let mut by_pod = match active_runs(client, ns, runtime).await {
         Ok(r) => r,
-        Err(e) if e.access.is_some() => return section_error(e),
+        Err(e) if e.access.is_some() => return Section::failed(e),
         Err(_) => BTreeMap::new(),
     };
     let items = list

@@ -148,6 +148,23 @@ pub enum Section<T> {
     },
 }
 
+impl<T> Section<T> {
+    /// The section of a read that failed: `forbidden` when the refusal names
+    /// the access it needed, `error` otherwise.
+    pub fn failed(e: crate::error::ConsoleError) -> Self {
+        match e.access {
+            Some(access) => Section::Forbidden {
+                message: e.message,
+                access: Some(*access),
+            },
+            None => Section::Error {
+                message: e.message,
+                code: Some(e.code.as_u16()),
+            },
+        }
+    }
+}
+
 /// `GET /api/session` (and `POST`, `DELETE`). `GET` without a valid cookie
 /// answers 200 with `{authenticated:false}` (not 401). The token itself is never returned.
 #[derive(Debug, Serialize, TS)]
