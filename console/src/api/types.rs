@@ -723,8 +723,78 @@ fn decl<T: TS>(out: &mut String) {
         out.push_str(&docs);
     }
     out.push_str("export ");
-    out.push_str(&T::decl());
+    out.push_str(&one_field_a_line(&T::decl()));
     out.push('\n');
+}
+
+/// Splits `s` at the commas outside brackets, quotes and comments; `None`
+/// when a bracket closes one opened before `s` (`a } & T | { b`).
+fn top_level_fields(s: &str) -> Option<Vec<&str>> {
+    let (mut depth, mut quote, mut comment) = (0i32, None, false);
+    let (mut start, mut fields) = (0, Vec::new());
+    let b = s.as_bytes();
+    for (i, &c) in b.iter().enumerate() {
+        if comment {
+            comment = !(c == b'/' && i > 0 && b[i - 1] == b'*');
+            continue;
+        }
+        if let Some(q) = quote {
+            if c == q {
+                quote = None;
+            }
+            continue;
+        }
+        match c {
+            b'/' if b.get(i + 1) == Some(&b'*') => comment = true,
+            b'\'' | b'"' => quote = Some(c),
+            b'{' | b'<' | b'(' | b'[' => depth += 1,
+            b'}' | b'>' | b')' | b']' => {
+                depth -= 1;
+                if depth < 0 {
+                    return None;
+                }
+            }
+            b',' if depth == 0 => {
+                fields.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    fields.push(&s[start..]);
+    Some(
+        fields
+            .into_iter()
+            .map(str::trim)
+            .filter(|f| !f.is_empty())
+            .collect(),
+    )
+}
+
+/// An object type (`type X = { a: A, b: B, };`) written one field a line;
+/// anything else as ts-rs wrote it.
+fn one_field_a_line(decl: &str) -> String {
+    let Some((head, body)) = decl.split_once(" = { ") else {
+        return decl.to_owned();
+    };
+    let Some(body) = body.strip_suffix(" };") else {
+        return decl.to_owned();
+    };
+    let Some(fields) = top_level_fields(body) else {
+        return decl.to_owned();
+    };
+    let mut out = format!("{head} = {{\n");
+    for f in fields {
+        for line in f.lines() {
+            out.push_str("  ");
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out.pop();
+        out.push_str(";\n");
+    }
+    out.push_str("};");
+    out
 }
 
 fn alias<T: TS>(out: &mut String, name: &str, docs: &str) {
@@ -831,6 +901,17 @@ mod tests {
     use super::*;
 
     const COMMITTED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/web/src/api/types.ts");
+
+    #[test]
+    fn object_types_are_written_one_field_a_line() {
+        assert_eq!(
+            one_field_a_line("type A = { a: Record<string, B>, b?: 'x, y' | 'z', };"),
+            "type A = {\n  a: Record<string, B>;\n  b?: 'x, y' | 'z';\n};"
+        );
+        let union =
+            "type S<T> = { \"state\": \"ok\" } & T | { \"state\": \"absent\", message: string, };";
+        assert_eq!(one_field_a_line(union), union);
+    }
 
     /// The committed TypeScript matches the Rust types; with
     /// `KRUNTIMES_WRITE_TS=1` it is rewritten instead.

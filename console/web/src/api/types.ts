@@ -15,70 +15,81 @@
  * through with their code, reason and message; the cluster being unreachable
  * is 503 `ServiceUnavailable`.
  */
-export type ApiErrorBody = { error: ApiErrorInfo, };
+export type ApiErrorBody = {
+  error: ApiErrorInfo;
+};
 
-export type ApiErrorInfo = { 
-/**
- * HTTP status code, repeated in the body.
- */
-code: number, 
-/**
- * Kubernetes `StatusReason` style word: `Unauthorized`, `Forbidden`,
- * `NotFound`, `BadRequest`, `Conflict`, `ServiceUnavailable`, `Timeout`,
- * `InternalError`, `RequestEntityTooLarge`.
- */
-reason: string, 
-/**
- * Human-readable explanation; shown to the user verbatim. Never contains a token.
- */
-message: string, 
-/**
- * The access check that failed, when the server knows it. The UI also
- * knows what it asked for, so this is only a refinement.
- */
-access?: AccessRequest, };
+export type ApiErrorInfo = {
+  /**
+   * HTTP status code, repeated in the body.
+   */
+  code: number;
+  /**
+   * Kubernetes `StatusReason` style word: `Unauthorized`, `Forbidden`,
+   * `NotFound`, `BadRequest`, `Conflict`, `ServiceUnavailable`, `Timeout`,
+   * `InternalError`, `RequestEntityTooLarge`.
+   */
+  reason: string;
+  /**
+   * Human-readable explanation; shown to the user verbatim. Never contains a token.
+   */
+  message: string;
+  /**
+   * The access check that failed, when the server knows it. The UI also
+   * knows what it asked for, so this is only a refinement.
+   */
+  access?: AccessRequest;
+};
 
 /**
  * One Kubernetes authorization question: may the caller `verb` this resource?
  * Named in forbidden answers so the UI can show `kubectl auth can-i`.
  */
-export type AccessRequest = { 
-/**
- * `get`, `list`, `watch`, `create`.
- */
-verb: string, 
-/**
- * API group; `""` for the core group.
- */
-group: string, 
-/**
- * Plural resource name, e.g. `runs`, `pods`, `events`.
- */
-resource: string, subresource?: string, namespace?: string, name?: string, };
+export type AccessRequest = {
+  /**
+   * `get`, `list`, `watch`, `create`.
+   */
+  verb: string;
+  /**
+   * API group; `""` for the core group.
+   */
+  group: string;
+  /**
+   * Plural resource name, e.g. `runs`, `pods`, `events`.
+   */
+  resource: string;
+  subresource?: string;
+  namespace?: string;
+  name?: string;
+};
 
 /**
  * `POST /api/session` request body. The token is validated with TokenReview.
  */
-export type SessionLogin = { token: string, };
+export type SessionLogin = {
+  token: string;
+};
 
 /**
  * `GET /api/session` (and `POST`, `DELETE`). `GET` without a valid cookie
  * answers 200 with `{authenticated:false}` (not 401). The token itself is never returned.
  */
-export type SessionInfo = { authenticated: boolean, 
-/**
- * Kubernetes username from TokenReview, e.g. `system:serviceaccount:team-a:viewer`.
- */
-username?: string, 
-/**
- * Kubernetes groups from TokenReview, when the server chooses to show them.
- */
-groups?: Array<string>, 
-/**
- * Whether list endpoints answer summaries without credentials
- * (`console.publicRead`). Lets the UI offer browsing before login.
- */
-publicRead?: boolean, };
+export type SessionInfo = {
+  authenticated: boolean;
+  /**
+   * Kubernetes username from TokenReview, e.g. `system:serviceaccount:team-a:viewer`.
+   */
+  username?: string;
+  /**
+   * Kubernetes groups from TokenReview, when the server chooses to show them.
+   */
+  groups?: Array<string>;
+  /**
+   * Whether list endpoints answer summaries without credentials
+   * (`console.publicRead`). Lets the UI offer browsing before login.
+   */
+  publicRead?: boolean;
+};
 
 /**
  * A list answer. `continue` is the Kubernetes continue token for the next page
@@ -86,29 +97,47 @@ publicRead?: boolean, };
  * public-read summary without the caller's credential: items then carry only
  * the summary fields (documented per item type) and details need a login.
  */
-export type ListResponse<T> = { items: Array<T>, continue?: string, summary?: boolean, 
-/**
- * Kubernetes `remainingItemCount` when the API server reported it.
- */
-remainingItemCount?: number, };
+export type ListResponse<T> = {
+  items: Array<T>;
+  continue?: string;
+  summary?: boolean;
+  /**
+   * Kubernetes `remainingItemCount` when the API server reported it.
+   */
+  remainingItemCount?: number;
+};
 
 /**
  * The subset of Kubernetes `ObjectMeta` the UI shows.
  */
-export type ObjectMeta = { name: string, namespace: string, 
-/**
- * Absent in public-read summaries.
- */
-uid?: string, creationTimestamp?: string, labels?: Record<string, string>, 
-/**
- * Only non-sensitive annotations; the server drops `kubectl.kubernetes.io/last-applied-configuration`.
- */
-annotations?: Record<string, string>, generation?: number, resourceVersion?: string, };
+export type ObjectMeta = {
+  name: string;
+  namespace: string;
+  /**
+   * Absent in public-read summaries.
+   */
+  uid?: string;
+  creationTimestamp?: string;
+  labels?: Record<string, string>;
+  /**
+   * Only non-sensitive annotations; the server drops `kubectl.kubernetes.io/last-applied-configuration`.
+   */
+  annotations?: Record<string, string>;
+  generation?: number;
+  resourceVersion?: string;
+};
 
 /**
  * A Kubernetes condition (`metav1.Condition`).
  */
-export type Condition = { type: string, status: 'True' | 'False' | 'Unknown', reason?: string, message?: string, lastTransitionTime?: string, observedGeneration?: number, };
+export type Condition = {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason?: string;
+  message?: string;
+  lastTransitionTime?: string;
+  observedGeneration?: number;
+};
 
 /**
  * A part of a detail answer that needs its own permission. The page renders
@@ -125,13 +154,17 @@ export type Section<T> = { "state": "ok" } & T | { "state": "forbidden", message
 /**
  * The `ok` part of a list section.
  */
-export type Items<T> = { items: Array<T>, };
+export type Items<T> = {
+  items: Array<T>;
+};
 
-export type NamespaceItem = { name: string, 
-/**
- * `Active` or `Terminating`.
- */
-phase?: string, };
+export type NamespaceItem = {
+  name: string;
+  /**
+   * `Active` or `Terminating`.
+   */
+  phase?: string;
+};
 
 /** `GET /api/namespaces`. A 403 means the UI falls back to free-text namespace entry. */
 export type NamespaceList = ListResponse<NamespaceItem>;
@@ -155,29 +188,49 @@ export type RunModeName = "task" | "function" | "session";
 /**
  * `spec.mode`: exactly one of the modes is set.
  */
-export type RunMode = { task?: Record<string, unknown>, function?: Record<string, unknown>, session?: SessionMode, };
+export type RunMode = {
+  task?: Record<string, unknown>;
+  function?: Record<string, unknown>;
+  session?: SessionMode;
+};
 
-export type SessionMode = { 
-/**
- * When set, the browser sends `heartbeat` frames while an operations socket is open.
- */
-leaseSeconds?: number, };
+export type SessionMode = {
+  /**
+   * When set, the browser sends `heartbeat` frames while an operations socket is open.
+   */
+  leaseSeconds?: number;
+};
 
 /**
  * The condition with the latest `lastTransitionTime`.
  */
-export type LastTransition = { type: string, status?: Condition['status'], reason?: string, message?: string, time?: string, };
+export type LastTransition = {
+  type: string;
+  status?: Condition['status'];
+  reason?: string;
+  message?: string;
+  time?: string;
+};
 
 /**
  * One row of the Run table. In a public-read summary (`summary: true`) only
  * `metadata.name`, `metadata.namespace`, `metadata.creationTimestamp`,
  * `phase`, `runtime` and `mode` are present.
  */
-export type RunListItem = { metadata: ObjectMeta, phase?: RunPhase, runtime: string, mode?: RunModeName, assignedPod?: string, 
-/**
- * `status.attempt` (1-based).
- */
-attempt?: number, lastTransition?: LastTransition, startTime?: string, completionTime?: string, };
+export type RunListItem = {
+  metadata: ObjectMeta;
+  phase?: RunPhase;
+  runtime: string;
+  mode?: RunModeName;
+  assignedPod?: string;
+  /**
+   * `status.attempt` (1-based).
+   */
+  attempt?: number;
+  lastTransition?: LastTransition;
+  startTime?: string;
+  completionTime?: string;
+};
 
 /** `GET /api/namespaces/{ns}/runs`. */
 export type RunList = ListResponse<RunListItem>;
@@ -185,91 +238,137 @@ export type RunList = ListResponse<RunListItem>;
 /**
  * One entry of `status.artifactRefs`. The UI shows it as metadata only; no download.
  */
-export type ArtifactRef = { name: string, driver?: string, type?: string, 
-/**
- * `s3://bucket/key`, `pvc://claim/path` or `file:///path`.
- */
-location?: string, sizeBytes?: number, digest?: string, contentType?: string, createdAt?: string, };
+export type ArtifactRef = {
+  name: string;
+  driver?: string;
+  type?: string;
+  /**
+   * `s3://bucket/key`, `pvc://claim/path` or `file:///path`.
+   */
+  location?: string;
+  sizeBytes?: number;
+  digest?: string;
+  contentType?: string;
+  createdAt?: string;
+};
 
 /**
  * Run `spec`, without `env` (never returned).
  */
-export type RunSpec = { runtime: string, mode: RunMode, 
-/**
- * Duration string as written in the spec, e.g. `10m`.
- */
-timeout?: string, 
-/**
- * `spec.retryPolicy` as the CRD declares it; shown as key/value pairs.
- */
-retryPolicy?: Record<string, unknown>, };
+export type RunSpec = {
+  runtime: string;
+  mode: RunMode;
+  /**
+   * Duration string as written in the spec, e.g. `10m`.
+   */
+  timeout?: string;
+  /**
+   * `spec.retryPolicy` as the CRD declares it; shown as key/value pairs.
+   */
+  retryPolicy?: Record<string, unknown>;
+};
 
 /**
  * Where a Ready function or session Run answers (`caBundle` is omitted).
  */
-export type Endpoint = { protocol?: string, url?: string, };
+export type Endpoint = {
+  protocol?: string;
+  url?: string;
+};
 
-export type RunStatus = { phase?: RunPhase, assignedPod?: string, assignedPodUID?: string, endpoint?: Endpoint, message?: string, startTime?: string, completionTime?: string, 
-/**
- * At most 64 keys. Values are strings; the server truncates each to 4 KiB.
- */
-outputs?: Record<string, string>, artifactRefs?: Array<ArtifactRef>, attempt?: number, conditions?: Array<Condition>, };
+export type RunStatus = {
+  phase?: RunPhase;
+  assignedPod?: string;
+  assignedPodUID?: string;
+  endpoint?: Endpoint;
+  message?: string;
+  startTime?: string;
+  completionTime?: string;
+  /**
+   * At most 64 keys. Values are strings; the server truncates each to 4 KiB.
+   */
+  outputs?: Record<string, string>;
+  artifactRefs?: Array<ArtifactRef>;
+  attempt?: number;
+  conditions?: Array<Condition>;
+};
 
 /**
  * A Pod as seen by the caller (the Pod section of a Run, the Pods of a Runtime).
  */
-export type PodInfo = { name: string, namespace: string, uid: string, 
-/**
- * `Pending`, `Running`, `Succeeded`, `Failed`, `Unknown`.
- */
-phase: string, node?: string, podIP?: string, startTime?: string, 
-/**
- * Pod condition `Ready` is True.
- */
-ready: boolean, 
-/**
- * Pod condition `kruntimes.io/RuntimedReady`, when present.
- */
-runtimedReady?: Condition, 
-/**
- * Sum of container restart counts.
- */
-restarts: number, 
-/**
- * The Pod's UID no longer matches `status.assignedPodUID` (Pod was replaced).
- */
-replaced?: boolean, labels?: Record<string, string>, };
+export type PodInfo = {
+  name: string;
+  namespace: string;
+  uid: string;
+  /**
+   * `Pending`, `Running`, `Succeeded`, `Failed`, `Unknown`.
+   */
+  phase: string;
+  node?: string;
+  podIP?: string;
+  startTime?: string;
+  /**
+   * Pod condition `Ready` is True.
+   */
+  ready: boolean;
+  /**
+   * Pod condition `kruntimes.io/RuntimedReady`, when present.
+   */
+  runtimedReady?: Condition;
+  /**
+   * Sum of container restart counts.
+   */
+  restarts: number;
+  /**
+   * The Pod's UID no longer matches `status.assignedPodUID` (Pod was replaced).
+   */
+  replaced?: boolean;
+  labels?: Record<string, string>;
+};
 
 /**
  * A Kubernetes Event related to the Run or its Pod.
  */
-export type EventInfo = { 
-/**
- * `Normal` or `Warning`.
- */
-type: string, reason: string, message: string, 
-/**
- * `Kind/name` of the involved object, e.g. `Run/build-42`, `Pod/py-0`.
- */
-involvedObject: string, count?: number, firstTime?: string, lastTime?: string, source?: string, };
+export type EventInfo = {
+  /**
+   * `Normal` or `Warning`.
+   */
+  type: string;
+  reason: string;
+  message: string;
+  /**
+   * `Kind/name` of the involved object, e.g. `Run/build-42`, `Pod/py-0`.
+   */
+  involvedObject: string;
+  count?: number;
+  firstTime?: string;
+  lastTime?: string;
+  source?: string;
+};
 
 /**
  * The `ok` part of a Run's Pod section.
  */
-export type PodSection = { pod: PodInfo, };
+export type PodSection = {
+  pod: PodInfo;
+};
 
 /**
  * `GET /api/namespaces/{ns}/runs/{name}`.
  */
-export type RunDetail = { metadata: ObjectMeta, spec: RunSpec, status: RunStatus, 
-/**
- * Needs `get pods` in the namespace. `absent` when no Pod is assigned or it is gone.
- */
-pod: Section<PodSection>, 
-/**
- * Needs `list events` in the namespace. Items oldest first.
- */
-events: Section<Items<EventInfo>>, };
+export type RunDetail = {
+  metadata: ObjectMeta;
+  spec: RunSpec;
+  status: RunStatus;
+  /**
+   * Needs `get pods` in the namespace. `absent` when no Pod is assigned or it is gone.
+   */
+  pod: Section<PodSection>;
+  /**
+   * Needs `list events` in the namespace. Items oldest first.
+   */
+  events: Section<Items<EventInfo>>;
+};
 
 /**
  * Which bound cut a result short.
@@ -279,42 +378,54 @@ export type Cut = "tailLines" | "limitBytes" | "searchWindow";
 /**
  * One record of a Run's log, as the API returns it.
  */
-export type LogRecord = { 
-/**
- * `stdout` or `stderr` as runtimed reported it.
- */
-stream: 'stdout' | 'stderr', message: string, 
-/**
- * The Runtime Pod that wrote the record.
- */
-pod: string, invocationID?: string, 
-/**
- * When the kubelet received the line (RFC 3339), when known.
- */
-time?: string, 
-/**
- * Set when the line was longer than the server keeps and its message was dropped.
- */
-truncated?: boolean, };
+export type LogRecord = {
+  /**
+   * `stdout` or `stderr` as runtimed reported it.
+   */
+  stream: 'stdout' | 'stderr';
+  message: string;
+  /**
+   * The Runtime Pod that wrote the record.
+   */
+  pod: string;
+  invocationID?: string;
+  /**
+   * When the kubelet received the line (RFC 3339), when known.
+   */
+  time?: string;
+  /**
+   * Set when the line was longer than the server keeps and its message was dropped.
+   */
+  truncated?: boolean;
+};
 
-export type RunLogMeta = { name: string, namespace: string, uid: string, };
+export type RunLogMeta = {
+  name: string;
+  namespace: string;
+  uid: string;
+};
 
 /**
  * The plain (non-follow) answer.
  */
-export type RunLog = { kind: string, apiVersion: string, metadata: RunLogMeta, 
-/**
- * The Runtime Pod read.
- */
-pod: string, records: Array<LogRecord>, 
-/**
- * Whether a bound cut the result short.
- */
-truncated: boolean, 
-/**
- * Which bound, when `truncated`.
- */
-truncatedBy?: Cut, };
+export type RunLog = {
+  kind: string;
+  apiVersion: string;
+  metadata: RunLogMeta;
+  /**
+   * The Runtime Pod read.
+   */
+  pod: string;
+  records: Array<LogRecord>;
+  /**
+   * Whether a bound cut the result short.
+   */
+  truncated: boolean;
+  /**
+   * Which bound, when `truncated`.
+   */
+  truncatedBy?: Cut;
+};
 
 /** A line of `GET …/logs?follow=true`: a record, or one final error. */
 export type LogStreamLine = LogRecord | ApiErrorBody;
@@ -324,11 +435,15 @@ export type LogStreamLine = LogRecord | ApiErrorBody;
  * `metadata.namespace`, `metadata.creationTimestamp`, `replicas` and
  * `readyReplicas` are present.
  */
-export type RuntimeListItem = { metadata: ObjectMeta, replicas: number, readyReplicas: number, 
-/**
- * Condition `Ready` of the Runtime, when it has one.
- */
-ready?: Condition, };
+export type RuntimeListItem = {
+  metadata: ObjectMeta;
+  replicas: number;
+  readyReplicas: number;
+  /**
+   * Condition `Ready` of the Runtime, when it has one.
+   */
+  ready?: Condition;
+};
 
 /** `GET /api/namespaces/{ns}/runtimes`. */
 export type RuntimeList = ListResponse<RuntimeListItem>;
@@ -336,47 +451,75 @@ export type RuntimeList = ListResponse<RuntimeListItem>;
 /**
  * A Run assigned to a Runtime Pod (non-terminal phases only).
  */
-export type AssignedRun = { name: string, uid?: string, phase: RunPhase, mode?: RunModeName, creationTimestamp?: string, };
+export type AssignedRun = {
+  name: string;
+  uid?: string;
+  phase: RunPhase;
+  mode?: RunModeName;
+  creationTimestamp?: string;
+};
 
 /**
  * A Pod of a Runtime (`runtime=<name>` label).
  */
-export type RuntimePod = { name: string, uid: string, phase: string, ready: boolean, runtimedReady?: Condition, restarts: number, node?: string, podIP?: string, startTime?: string, 
-/**
- * From the annotations `kruntimes.io/capacity.<res>`: resource name (the
- * `<res>` part) → value as written, e.g. `{"slots": "4", "gpu": "1"}`.
- */
-capacity: Record<string, string>, 
-/**
- * Runs whose `status.assignedPod` is this Pod. `forbidden`/`error` are per Runtime, not per Pod.
- */
-runs: Array<AssignedRun>, };
+export type RuntimePod = {
+  name: string;
+  uid: string;
+  phase: string;
+  ready: boolean;
+  runtimedReady?: Condition;
+  restarts: number;
+  node?: string;
+  podIP?: string;
+  startTime?: string;
+  /**
+   * From the annotations `kruntimes.io/capacity.<res>`: resource name (the
+   * `<res>` part) → value as written, e.g. `{"slots": "4", "gpu": "1"}`.
+   */
+  capacity: Record<string, string>;
+  /**
+   * Runs whose `status.assignedPod` is this Pod. `forbidden`/`error` are per Runtime, not per Pod.
+   */
+  runs: Array<AssignedRun>;
+};
 
 /**
  * `spec.capacity` of a Runtime.
  */
-export type RuntimeCapacity = { 
-/**
- * Resource name → declared capacity per Pod.
- */
-resources?: Record<string, string | number>, };
+export type RuntimeCapacity = {
+  /**
+   * Resource name → declared capacity per Pod.
+   */
+  resources?: Record<string, string | number>;
+};
 
-export type RuntimeSpecView = { replicas: number, port?: number, capacity?: RuntimeCapacity, 
-/**
- * Container image of the Runtime, when declared.
- */
-image?: string, };
+export type RuntimeSpecView = {
+  replicas: number;
+  port?: number;
+  capacity?: RuntimeCapacity;
+  /**
+   * Container image of the Runtime, when declared.
+   */
+  image?: string;
+};
 
-export type RuntimeStatusView = { readyReplicas: number, conditions?: Array<Condition>, };
+export type RuntimeStatusView = {
+  readyReplicas: number;
+  conditions?: Array<Condition>;
+};
 
 /**
  * `GET /api/namespaces/{ns}/runtimes/{name}`.
  */
-export type RuntimeDetail = { metadata: ObjectMeta, spec: RuntimeSpecView, status: RuntimeStatusView, 
-/**
- * Needs `list pods` (and `list runs` for `runs`) in the namespace.
- */
-pods: Section<Items<RuntimePod>>, };
+export type RuntimeDetail = {
+  metadata: ObjectMeta;
+  spec: RuntimeSpecView;
+  status: RuntimeStatusView;
+  /**
+   * Needs `list pods` (and `list runs` for `runs`) in the namespace.
+   */
+  pods: Section<Items<RuntimePod>>;
+};
 
 /** Phase of a WorkflowRun, a job, or a step. Free string; the known values get colours. */
 export type WorkflowPhase = RunPhase | 'Skipped' | (string & {});
@@ -384,21 +527,32 @@ export type WorkflowPhase = RunPhase | 'Skipped' | (string & {});
 /**
  * Counts of jobs by observed phase; `total` is the number of `spec.jobs`.
  */
-export type JobCounts = { total: number, succeeded: number, failed: number, running: number, };
+export type JobCounts = {
+  total: number;
+  succeeded: number;
+  failed: number;
+  running: number;
+};
 
 /**
  * One row of the WorkflowRun list. In a public-read summary only metadata
  * name/namespace/creationTimestamp, `phase` and `jobs` counts are present.
  */
-export type WorkflowRunListItem = { metadata: ObjectMeta, phase?: WorkflowPhase, 
-/**
- * Name of the Workflow template, when the run was made from one.
- */
-workflow?: string, jobs: JobCounts, startTime?: string, completionTime?: string, 
-/**
- * Set when this run was started by a reusable-workflow job of another run.
- */
-parentWorkflowRun?: string, };
+export type WorkflowRunListItem = {
+  metadata: ObjectMeta;
+  phase?: WorkflowPhase;
+  /**
+   * Name of the Workflow template, when the run was made from one.
+   */
+  workflow?: string;
+  jobs: JobCounts;
+  startTime?: string;
+  completionTime?: string;
+  /**
+   * Set when this run was started by a reusable-workflow job of another run.
+   */
+  parentWorkflowRun?: string;
+};
 
 /** `GET /api/namespaces/{ns}/workflowruns`. */
 export type WorkflowRunList = ListResponse<WorkflowRunListItem>;
@@ -406,60 +560,94 @@ export type WorkflowRunList = ListResponse<WorkflowRunListItem>;
 /**
  * One declared step (display only: `run` scripts are shown, `with` values are not secrets).
  */
-export type StepSpec = { name?: string, 
-/**
- * Shell script of the step.
- */
-run?: string, uses?: string, with?: Record<string, unknown>, };
+export type StepSpec = {
+  name?: string;
+  /**
+   * Shell script of the step.
+   */
+  run?: string;
+  uses?: string;
+  with?: Record<string, unknown>;
+};
 
 /**
  * `spec.jobs.<id>` as declared (keys as in the CRD, including `runs-on`).
  */
-export type JobSpec = { name?: string, "runs-on"?: string, 
-/**
- * Job ids this job depends on. Unknown ids are shown, not dropped.
- */
-needs?: string[], steps?: Array<StepSpec>, 
-/**
- * Reusable workflow this job calls; its run appears as `status.jobs.<id>.workflowRunName`.
- */
-uses?: string, with?: Record<string, unknown>, };
+export type JobSpec = {
+  name?: string;
+  "runs-on"?: string;
+  /**
+   * Job ids this job depends on. Unknown ids are shown, not dropped.
+   */
+  needs?: string[];
+  steps?: Array<StepSpec>;
+  /**
+   * Reusable workflow this job calls; its run appears as `status.jobs.<id>.workflowRunName`.
+   */
+  uses?: string;
+  with?: Record<string, unknown>;
+};
 
 /**
  * `status.jobs.<id>.steps[i]`.
  */
-export type StepStatus = { name: string, phase?: WorkflowPhase, 
-/**
- * The Run that executed this step, in the same namespace.
- */
-runName?: string, outputs?: Record<string, string>, startTime?: string, completionTime?: string, message?: string, };
+export type StepStatus = {
+  name: string;
+  phase?: WorkflowPhase;
+  /**
+   * The Run that executed this step, in the same namespace.
+   */
+  runName?: string;
+  outputs?: Record<string, string>;
+  startTime?: string;
+  completionTime?: string;
+  message?: string;
+};
 
 /**
  * `status.jobs.<id>`.
  */
-export type JobStatus = { phase?: WorkflowPhase, steps?: Array<StepStatus>, 
-/**
- * Job outputs; `result` is shown in the DAG (the server bounds each value to 4 KiB).
- */
-outputs?: Record<string, string>, 
-/**
- * Child WorkflowRun started by a reusable-workflow job (`uses`).
- */
-workflowRunName?: string, startTime?: string, completionTime?: string, message?: string, };
+export type JobStatus = {
+  phase?: WorkflowPhase;
+  steps?: Array<StepStatus>;
+  /**
+   * Job outputs; `result` is shown in the DAG (the server bounds each value to 4 KiB).
+   */
+  outputs?: Record<string, string>;
+  /**
+   * Child WorkflowRun started by a reusable-workflow job (`uses`).
+   */
+  workflowRunName?: string;
+  startTime?: string;
+  completionTime?: string;
+  message?: string;
+};
 
-export type WorkflowRunSpecView = { 
-/**
- * Name of the Workflow template, when referenced.
- */
-workflowRef?: string, jobs: Record<string, JobSpec>, };
+export type WorkflowRunSpecView = {
+  /**
+   * Name of the Workflow template, when referenced.
+   */
+  workflowRef?: string;
+  jobs: Record<string, JobSpec>;
+};
 
-export type WorkflowRunStatusView = { phase?: WorkflowPhase, startTime?: string, completionTime?: string, conditions?: Array<Condition>, jobs?: Record<string, JobStatus>, };
+export type WorkflowRunStatusView = {
+  phase?: WorkflowPhase;
+  startTime?: string;
+  completionTime?: string;
+  conditions?: Array<Condition>;
+  jobs?: Record<string, JobStatus>;
+};
 
 /**
  * `GET /api/namespaces/{ns}/workflowruns/{name}`.
  */
-export type WorkflowRunDetail = { metadata: ObjectMeta, spec: WorkflowRunSpecView, status: WorkflowRunStatusView, 
-/**
- * Set when this run is the child of another WorkflowRun's reusable job.
- */
-parentWorkflowRun?: string, };
+export type WorkflowRunDetail = {
+  metadata: ObjectMeta;
+  spec: WorkflowRunSpecView;
+  status: WorkflowRunStatusView;
+  /**
+   * Set when this run is the child of another WorkflowRun's reusable job.
+   */
+  parentWorkflowRun?: string;
+};
