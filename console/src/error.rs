@@ -7,6 +7,8 @@ use http::StatusCode;
 use serde::Serialize;
 
 use crate::api::types::{ApiErrorBody, ApiErrorInfo};
+use crate::v1::gateway::GatewayError;
+use crate::v1::runs::RunUnavailable;
 
 /// One Kubernetes authorization question: may the caller `verb` this resource?
 /// Named in forbidden answers so the UI can show `kubectl auth can-i`.
@@ -89,6 +91,10 @@ impl ConsoleError {
     }
     pub fn internal(m: impl Into<String>) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", m)
+    }
+    pub fn retry_after(mut self, seconds: u32) -> Self {
+        self.retry_after = Some(seconds);
+        self
     }
     pub fn with_access(mut self, access: AccessRequest) -> Self {
         self.access = Some(Box::new(access));
@@ -178,6 +184,27 @@ impl IntoResponse for ConsoleError {
                 .insert(http::header::RETRY_AFTER, s.into());
         }
         resp
+    }
+}
+
+impl From<GatewayError> for ConsoleError {
+    fn from(e: GatewayError) -> Self {
+        ConsoleError::unavailable(e.to_string())
+    }
+}
+
+impl From<RunUnavailable> for ConsoleError {
+    fn from(e: RunUnavailable) -> Self {
+        let message = e.to_string();
+        match e {
+            RunUnavailable::Loading => ConsoleError::unavailable(message).retry_after(2),
+            RunUnavailable::NotFound { .. } => ConsoleError::not_found(message),
+            RunUnavailable::WrongMode { .. } => ConsoleError::bad_request(message),
+            // A finished Run will not become Ready: retrying soon is pointless.
+            RunUnavailable::NotReady { finished, .. } => {
+                ConsoleError::unavailable(message).retry_after(if finished { 30 } else { 2 })
+            }
+        }
     }
 }
 
