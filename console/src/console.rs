@@ -136,7 +136,6 @@ async fn session_get(
     Json(SessionInfo {
         authenticated: creds.is_some(),
         username: creds.map(|c| c.caller.user.clone()),
-        groups: None,
         public_read: Some(state.public_read),
     })
     .into_response()
@@ -181,7 +180,6 @@ async fn login(
     let mut resp = Json(SessionInfo {
         authenticated: true,
         username: Some(caller.user),
-        groups: None,
         public_read: Some(state.public_read),
     })
     .into_response();
@@ -197,7 +195,6 @@ async fn session_delete(State(state): State<Arc<ConsoleState>>) -> Response {
     let mut resp = Json(SessionInfo {
         authenticated: false,
         username: None,
-        groups: None,
         public_read: Some(state.public_read),
     })
     .into_response();

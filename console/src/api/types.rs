@@ -175,9 +175,6 @@ pub struct SessionInfo {
     /// Kubernetes username from TokenReview, e.g. `system:serviceaccount:team-a:viewer`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub username: Option<String>,
-    /// Kubernetes groups from TokenReview, when the server chooses to show them.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub groups: Option<Vec<String>>,
     /// Whether list endpoints answer summaries without credentials
     /// (`console.publicRead`). Lets the UI offer browsing before login.
     #[serde(skip_serializing_if = "Option::is_none")]

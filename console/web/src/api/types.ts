@@ -81,10 +81,6 @@ export type SessionInfo = {
    */
   username?: string;
   /**
-   * Kubernetes groups from TokenReview, when the server chooses to show them.
-   */
-  groups?: Array<string>;
-  /**
    * Whether list endpoints answer summaries without credentials
    * (`console.publicRead`). Lets the UI offer browsing before login.
    */
