@@ -23,7 +23,7 @@ use kube::{Api, Client};
 use serde::de::DeserializeOwned;
 
 use crate::console::{Caller, ConsoleState};
-use crate::error::{AccessRequest, ConsoleError};
+use crate::error::{AccessRequest, ConsoleError, KubeFailure};
 use types::{ListResponse, NamespaceItem, NamespaceList};
 
 pub fn routes() -> Router<Arc<ConsoleState>> {
@@ -155,7 +155,7 @@ async fn namespaces(
         .list(&ListParams::default().limit(500))
         .await
         .map_err(|e| {
-            ConsoleError::from_kube(
+            KubeFailure::new(
                 e,
                 "listing namespaces",
                 AccessRequest {

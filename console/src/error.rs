@@ -120,34 +120,6 @@ impl ConsoleError {
             },
         }
     }
-
-    /// A Kubernetes API failure, passed through faithfully (401/403/404/409…);
-    /// the cluster unreachable is 503. `what` says what was being done; a
-    /// refusal names `access`, the check that failed.
-    pub fn from_kube(err: kube::Error, what: &str, access: AccessRequest) -> Self {
-        match err {
-            kube::Error::Api(status) => {
-                let code = StatusCode::from_u16(status.code).unwrap_or(StatusCode::BAD_GATEWAY);
-                let reason = if status.reason.is_empty() {
-                    code.canonical_reason().unwrap_or("Error").replace(' ', "")
-                } else {
-                    status.reason.clone()
-                };
-                let mut e = ConsoleError::new(code, &reason, status.message.clone());
-                if code.is_server_error() {
-                    e.retry_after = Some(1);
-                }
-                if code == StatusCode::FORBIDDEN {
-                    e = e.with_access(access);
-                }
-                e
-            }
-            other => {
-                tracing::warn!(error = %other, what, "Kubernetes API call failed");
-                ConsoleError::unavailable(format!("{what}: the Kubernetes API is unreachable"))
-            }
-        }
-    }
 }
 
 /// How much of a refused request's body is read before the refusal is sent.
@@ -184,6 +156,61 @@ impl IntoResponse for ConsoleError {
                 .insert(http::header::RETRY_AFTER, s.into());
         }
         resp
+    }
+}
+
+/// A Kubernetes API call that failed: what was being done, and the access
+/// it needed (named in the answer when the API server refused it).
+#[derive(Debug, thiserror::Error)]
+#[error("{what}: {source}")]
+pub struct KubeFailure {
+    pub what: &'static str,
+    pub access: AccessRequest,
+    #[source]
+    pub source: kube::Error,
+}
+
+impl KubeFailure {
+    pub fn new(source: kube::Error, what: &'static str, access: AccessRequest) -> Self {
+        Self {
+            what,
+            access,
+            source,
+        }
+    }
+}
+
+/// Kubernetes failures pass through faithfully (401/403/404/409…); the
+/// cluster unreachable is 503.
+impl From<KubeFailure> for ConsoleError {
+    fn from(f: KubeFailure) -> Self {
+        let KubeFailure {
+            what,
+            access,
+            source,
+        } = f;
+        match source {
+            kube::Error::Api(status) => {
+                let code = StatusCode::from_u16(status.code).unwrap_or(StatusCode::BAD_GATEWAY);
+                let reason = if status.reason.is_empty() {
+                    code.canonical_reason().unwrap_or("Error").replace(' ', "")
+                } else {
+                    status.reason.clone()
+                };
+                let mut e = ConsoleError::new(code, &reason, status.message.clone());
+                if code.is_server_error() {
+                    e.retry_after = Some(1);
+                }
+                if code == StatusCode::FORBIDDEN {
+                    e = e.with_access(access);
+                }
+                e
+            }
+            other => {
+                tracing::warn!(error = %other, what, "Kubernetes API call failed");
+                ConsoleError::unavailable(format!("{what}: the Kubernetes API is unreachable"))
+            }
+        }
     }
 }
 

@@ -20,7 +20,7 @@ use super::types::{
 };
 use super::{ApiPath, Reader, check_name, check_namespace, list_reader, user_client};
 use crate::console::{Caller, ConsoleState};
-use crate::error::{AccessRequest, ConsoleError};
+use crate::error::{AccessRequest, ConsoleError, KubeFailure};
 use kruntimes_apiserver::logs::params::is_dns1123_subdomain;
 use kruntimes_apiserver::run::{Phase, Run};
 /// Default and largest page sizes.
@@ -425,11 +425,11 @@ pub async fn list(
     };
     let api: Api<Run> = Api::namespaced(reader.client().clone(), &ns);
     let page = list_runs(&api, &q, max_pages).await.map_err(|e| {
-        let mut e = ConsoleError::from_kube(
+        let mut e = ConsoleError::from(KubeFailure::new(
             e,
             "listing runs",
             AccessRequest::new("list", "kruntimes.io", "runs", &ns, None),
-        );
+        ));
         if e.code == http::StatusCode::BAD_REQUEST
             && let Some(sel) = &q.label_selector
         {
@@ -461,7 +461,7 @@ pub async fn detail(
         .get(&name)
         .await
         .map_err(|e| {
-            ConsoleError::from_kube(
+            KubeFailure::new(
                 e,
                 "reading the run",
                 AccessRequest::new("get", "kruntimes.io", "runs", &ns, Some(&name)),
@@ -614,7 +614,7 @@ async fn pod_section(
         Ok(None) => Section::Absent {
             message: format!("pod {pod:?} no longer exists"),
         },
-        Err(e) => Section::failed(ConsoleError::from_kube(
+        Err(e) => Section::failed(KubeFailure::new(
             e,
             "reading the pod",
             AccessRequest::new("get", "", "pods", ns, Some(pod)),
@@ -665,7 +665,7 @@ async fn events_section(
         {
             Ok(list) => items.extend(list.items.iter().map(event_info)),
             Err(e) => {
-                return Section::failed(ConsoleError::from_kube(
+                return Section::failed(KubeFailure::new(
                     e,
                     "listing events",
                     AccessRequest::new("list", "", "events", ns, None),

@@ -24,7 +24,7 @@ use super::{
     ApiPath, Reader, check_name, check_namespace, kruntimes_api, list_reader, user_client,
 };
 use crate::console::{Caller, ConsoleState};
-use crate::error::{AccessRequest, ConsoleError};
+use crate::error::{AccessRequest, ConsoleError, KubeFailure};
 
 /// The parts of a Runtime the Console reads.
 #[derive(Default, Deserialize)]
@@ -85,7 +85,7 @@ pub async fn list(
         .list(&ListParams::default().limit(500))
         .await
         .map_err(|e| {
-            ConsoleError::from_kube(
+            KubeFailure::new(
                 e,
                 "listing runtimes",
                 AccessRequest::new("list", "kruntimes.io", "runtimes", &ns, None),
@@ -112,7 +112,7 @@ pub async fn detail(
         .get(&name)
         .await
         .map_err(|e| {
-            ConsoleError::from_kube(
+            KubeFailure::new(
                 e,
                 "reading the runtime",
                 AccessRequest::new("get", "kruntimes.io", "runtimes", &ns, Some(&name)),
@@ -152,7 +152,7 @@ async fn active_runs(
         let page = list_runs(&runs, &q, super::runs::SCAN_PAGES)
             .await
             .map_err(|e| {
-                ConsoleError::from_kube(
+                KubeFailure::new(
                     e,
                     "listing runs",
                     AccessRequest::new("list", "kruntimes.io", "runs", ns, None),
@@ -206,7 +206,7 @@ async fn pods_section(
     {
         Ok(l) => l,
         Err(e) => {
-            return Section::failed(ConsoleError::from_kube(
+            return Section::failed(KubeFailure::new(
                 e,
                 "listing pods",
                 AccessRequest::new("list", "", "pods", ns, None),

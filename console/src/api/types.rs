@@ -151,7 +151,8 @@ pub enum Section<T> {
 impl<T> Section<T> {
     /// The section of a read that failed: `forbidden` when the refusal names
     /// the access it needed, `error` otherwise.
-    pub fn failed(e: crate::error::ConsoleError) -> Self {
+    pub fn failed(e: impl Into<crate::error::ConsoleError>) -> Self {
+        let e = e.into();
         match e.access {
             Some(access) => Section::Forbidden {
                 message: e.message,

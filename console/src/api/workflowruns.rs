@@ -19,7 +19,7 @@ use super::{
     ApiPath, Reader, check_name, check_namespace, kruntimes_api, list_reader, user_client,
 };
 use crate::console::{Caller, ConsoleState};
-use crate::error::{AccessRequest, ConsoleError};
+use crate::error::{AccessRequest, ConsoleError, KubeFailure};
 
 /// The WorkflowRun that started this one through a reusable-workflow job.
 fn parent(o: &DynamicObject) -> Option<String> {
@@ -99,7 +99,7 @@ pub async fn list(
         .list(&ListParams::default().limit(500))
         .await
         .map_err(|e| {
-            ConsoleError::from_kube(
+            KubeFailure::new(
                 e,
                 "listing workflowruns",
                 AccessRequest::new("list", "kruntimes.io", "workflowruns", &ns, None),
@@ -163,7 +163,7 @@ pub async fn detail(
         .get(&name)
         .await
         .map_err(|e| {
-            ConsoleError::from_kube(
+            KubeFailure::new(
                 e,
                 "reading the workflowrun",
                 AccessRequest::new("get", "kruntimes.io", "workflowruns", &ns, Some(&name)),
