@@ -2,6 +2,79 @@
 
 use kube::CustomResource;
 use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+/// `status.phase` of a Run. `Ready` is active and non-terminal (session and function Runs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, TS)]
+#[ts(rename = "RunPhase")]
+pub enum Phase {
+    Pending,
+    Scheduled,
+    Running,
+    Ready,
+    Succeeded,
+    Failed,
+    Timeout,
+    Cancelled,
+}
+
+impl Phase {
+    /// Every phase, in the order a Run passes through them.
+    pub const ALL: [Phase; 8] = [
+        Phase::Pending,
+        Phase::Scheduled,
+        Phase::Running,
+        Phase::Ready,
+        Phase::Succeeded,
+        Phase::Failed,
+        Phase::Timeout,
+        Phase::Cancelled,
+    ];
+
+    /// Phases after which a Run changes no more.
+    pub const TERMINAL: [Phase; 4] = [
+        Phase::Succeeded,
+        Phase::Failed,
+        Phase::Timeout,
+        Phase::Cancelled,
+    ];
+
+    /// The phases a finished job or step counts as failed in.
+    pub const FAILED: [Phase; 3] = [Phase::Failed, Phase::Timeout, Phase::Cancelled];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Pending => "Pending",
+            Phase::Scheduled => "Scheduled",
+            Phase::Running => "Running",
+            Phase::Ready => "Ready",
+            Phase::Succeeded => "Succeeded",
+            Phase::Failed => "Failed",
+            Phase::Timeout => "Timeout",
+            Phase::Cancelled => "Cancelled",
+        }
+    }
+
+    /// The phase written as `s`, when it is one.
+    pub fn parse(s: &str) -> Option<Phase> {
+        Phase::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+
+    pub fn is_terminal(self) -> bool {
+        Phase::TERMINAL.contains(&self)
+    }
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Is `phase` (as written in a status) one after which nothing changes?
+pub fn is_terminal_phase(phase: &str) -> bool {
+    Phase::parse(phase).is_some_and(Phase::is_terminal)
+}
 
 /// Spec of a Run (only what the log API and Console read; `env` is never deserialized).
 #[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize)]
@@ -20,24 +93,60 @@ pub struct RunSpec {
     pub runtime: String,
     #[serde(default)]
     pub mode: Option<RunMode>,
+    /// Duration string as written in the spec, e.g. `10m`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_policy: Option<serde_json::Value>,
 }
 
-/// Exactly one of the modes is set.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+/// `spec.mode`: exactly one of the modes is set.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, TS)]
 #[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
 pub struct RunMode {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(type = "Record<string, unknown>")]
     pub task: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(type = "Record<string, unknown>")]
     pub function: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionMode>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+impl RunMode {
+    /// Which of the three modes is set.
+    pub fn name(&self) -> Option<ModeName> {
+        if self.task.as_ref().is_some_and(|v| !v.is_null()) {
+            Some(ModeName::Task)
+        } else if self.function.as_ref().is_some_and(|v| !v.is_null()) {
+            Some(ModeName::Function)
+        } else if self.session.is_some() {
+            Some(ModeName::Session)
+        } else {
+            None
+        }
+    }
+}
+
+/// Which of the three modes a Run uses (exactly one of `spec.mode.*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, TS)]
 #[serde(rename_all = "camelCase")]
+#[ts(rename = "RunModeName")]
+pub enum ModeName {
+    Task,
+    Function,
+    Session,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
 pub struct SessionMode {
+    /// When set, the browser sends `heartbeat` frames while an operations socket is open.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(as = "Option<i32>")]
     pub lease_seconds: Option<i64>,
 }
 
@@ -55,10 +164,20 @@ pub struct RunStatus {
     pub start_time: Option<String>,
     #[serde(default)]
     pub completion_time: Option<String>,
+    #[serde(default)]
+    pub message: Option<String>,
+    /// 1-based.
+    #[serde(default)]
+    pub attempt: Option<i64>,
+    #[serde(default)]
+    pub endpoint: Option<serde_json::Value>,
+    #[serde(default)]
+    pub outputs: Option<serde_json::Value>,
+    #[serde(default)]
+    pub conditions: Option<serde_json::Value>,
+    #[serde(default)]
+    pub artifact_refs: Option<serde_json::Value>,
 }
-
-/// Phases after which a Run changes no more.
-pub const TERMINAL_PHASES: [&str; 4] = ["Succeeded", "Failed", "Timeout", "Cancelled"];
 
 impl Run {
     pub fn phase(&self) -> &str {
@@ -69,7 +188,7 @@ impl Run {
     }
 
     pub fn is_terminal(&self) -> bool {
-        TERMINAL_PHASES.contains(&self.phase())
+        is_terminal_phase(self.phase())
     }
 
     /// The assigned Pod's name and UID, when both are known.

@@ -5,21 +5,24 @@ pub mod logs;
 pub mod objects;
 pub mod runs;
 pub mod runtimes;
+pub mod types;
 pub mod workflowruns;
 
 use std::sync::Arc;
 
 use axum::Extension;
-use axum::extract::State;
-use axum::response::{IntoResponse, Json, Response};
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Path, State};
+use axum::response::Json;
 use k8s_openapi::api::core::v1::Namespace;
 use kruntimes_core::names::{is_dns1123_label, is_dns1123_subdomain};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use kube::{Api, Client};
-use serde_json::json;
+use serde::de::DeserializeOwned;
 
 use crate::console::{Caller, ConsoleState};
-use crate::error::{AccessRequest, ConsoleError, from_kube};
+use crate::error::{AccessRequest, ConsoleError, KubeFailure};
+use types::{ListResponse, NamespaceItem, NamespaceList};
 
 /// Who reads for this request.
 pub enum Reader {
@@ -90,37 +93,49 @@ pub fn kruntimes_api(client: Client, ns: &str, kind: &str, plural: &str) -> Api<
     Api::namespaced_with(client, ns, &ar)
 }
 
-/// Maps a Kubernetes error, naming the access that was denied.
-pub fn kube_error(err: kube::Error, what: &str, access: AccessRequest) -> ConsoleError {
-    let e = from_kube(err, what);
-    if e.code == http::StatusCode::FORBIDDEN {
-        e.with_access(access)
-    } else {
-        e
+/// The path parameters of an `/api` route; a path axum cannot extract is
+/// refused with a [`ConsoleError`] like every other bad request.
+pub struct ApiPath<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for ApiPath<T>
+where
+    T: DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ConsoleError;
+
+    async fn from_request_parts(
+        parts: &mut http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        let Path(t) = Path::<T>::from_request_parts(parts, state).await?;
+        Ok(ApiPath(t))
+    }
+}
+
+/// A request body, read within the router's `DefaultBodyLimit`; one over it
+/// is refused with a [`ConsoleError`] (413, the JSON error body).
+pub struct ApiBody(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for ApiBody {
+    type Rejection = ConsoleError;
+
+    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, Self::Rejection> {
+        Ok(ApiBody(Bytes::from_request(req, state).await?))
     }
 }
 
 pub async fn namespaces(
     State(state): State<Arc<ConsoleState>>,
     Extension(caller): Extension<Caller>,
-) -> Response {
-    match namespaces_inner(&state, &caller).await {
-        Ok(v) => Json(v).into_response(),
-        Err(e) => e.into_response(),
-    }
-}
-
-async fn namespaces_inner(
-    state: &ConsoleState,
-    caller: &Caller,
-) -> Result<serde_json::Value, ConsoleError> {
-    let reader = list_reader(state, caller)?;
+) -> Result<Json<NamespaceList>, ConsoleError> {
+    let reader = list_reader(&state, &caller)?;
     let api: Api<Namespace> = Api::all(reader.client().clone());
     let list = api
         .list(&ListParams::default().limit(500))
         .await
         .map_err(|e| {
-            kube_error(
+            KubeFailure::new(
                 e,
                 "listing namespaces",
                 AccessRequest {
@@ -133,20 +148,51 @@ async fn namespaces_inner(
                 },
             )
         })?;
-    let items: Vec<_> = list
+    let items = list
         .items
         .iter()
-        .map(|n| {
-            let mut item = json!({"name": n.metadata.name.clone().unwrap_or_default()});
-            if let Some(phase) = n.status.as_ref().and_then(|s| s.phase.clone()) {
-                item["phase"] = json!(phase);
-            }
-            item
+        .map(|n| NamespaceItem {
+            name: n.metadata.name.clone().unwrap_or_default(),
+            phase: n.status.as_ref().and_then(|s| s.phase.clone()),
         })
         .collect();
-    let mut out = json!({"items": items});
-    if reader.is_public() {
-        out["summary"] = json!(true);
+    Ok(Json(ListResponse::new(items, reader.is_public())))
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::Router;
+    use axum::extract::DefaultBodyLimit;
+    use axum::routing::post;
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    use super::*;
+
+    async fn echo(ApiBody(b): ApiBody) -> Bytes {
+        b
     }
-    Ok(out)
+
+    #[tokio::test]
+    async fn a_body_over_the_limit_is_a_json_413() {
+        let app = Router::new()
+            .route("/", post(echo))
+            .layer(DefaultBodyLimit::max(16));
+        let req = |body: &'static str| {
+            http::Request::post("/")
+                .body(axum::body::Body::from(body))
+                .unwrap()
+        };
+        let ok = app.clone().oneshot(req("small")).await.unwrap();
+        assert_eq!(ok.status(), http::StatusCode::OK);
+        let resp = app
+            .oneshot(req("a body well over sixteen bytes"))
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), http::StatusCode::PAYLOAD_TOO_LARGE);
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        let v: serde_json::Value = serde_json::from_slice(&body).expect("a JSON error body");
+        assert_eq!(v["error"]["code"], 413);
+        assert_eq!(v["error"]["reason"], "RequestEntityTooLarge");
+    }
 }

@@ -11,9 +11,9 @@ use kruntimes_core::auth::{AccessReview, Authenticator, BearerToken};
 use kruntimes_core::lifecycle::Lifecycle;
 use kruntimes_core::metrics::Metrics;
 use kruntimes_core::serve::PeerCertificates;
-use serde::Deserialize;
-use serde_json::json;
 
+use crate::api::ApiBody;
+use crate::api::types::{SessionInfo, SessionLogin};
 use crate::clients::UserClients;
 use crate::credentials::{Credentials, Source, auth_error, resolve};
 use crate::error::{ConsoleError, refuse};
@@ -108,11 +108,6 @@ pub async fn credentials(
     next.run(req).await
 }
 
-#[derive(Deserialize)]
-struct Login {
-    token: String,
-}
-
 /// Largest login body (a 16 KiB token plus JSON).
 pub const MAX_LOGIN_BODY: usize = 20 << 10;
 
@@ -120,17 +115,19 @@ pub async fn session_get(
     State(state): State<Arc<ConsoleState>>,
     axum::Extension(Caller(creds)): axum::Extension<Caller>,
 ) -> Response {
-    match creds {
-        Some(c) => Json(json!({"authenticated": true, "username": c.caller.user, "publicRead": state.public_read})).into_response(),
-        None => Json(json!({"authenticated": false, "publicRead": state.public_read})).into_response(),
-    }
+    Json(SessionInfo {
+        authenticated: creds.is_some(),
+        username: creds.map(|c| c.caller.user.clone()),
+        public_read: Some(state.public_read),
+    })
+    .into_response()
 }
 
 pub async fn session_post(
     State(state): State<Arc<ConsoleState>>,
     uri: http::Uri,
     headers: HeaderMap,
-    body: axum::body::Bytes,
+    ApiBody(body): ApiBody,
 ) -> Response {
     match login(&state, &headers, &uri, &body).await {
         Ok(resp) => resp,
@@ -148,10 +145,7 @@ async fn login(
     if headers.contains_key(header::ORIGIN) && !same_origin(headers, uri) {
         return Err(ConsoleError::forbidden("cross-origin login refused"));
     }
-    if body.len() > MAX_LOGIN_BODY {
-        return Err(ConsoleError::bad_request("the token is over 16 KiB"));
-    }
-    let login: Login = serde_json::from_slice(body).map_err(|e| {
+    let login: SessionLogin = serde_json::from_slice(body).map_err(|e| {
         ConsoleError::bad_request(format!("the body must be JSON {{\"token\": \"...\"}}: {e}"))
     })?;
     let token = BearerToken::new(login.token.trim()).map_err(auth_error)?;
@@ -165,9 +159,11 @@ async fn login(
         .sealer
         .seal(&token)
         .ok_or_else(|| ConsoleError::internal("the session could not be sealed"))?;
-    let mut resp = Json(
-        json!({"authenticated": true, "username": caller.user, "publicRead": state.public_read}),
-    )
+    let mut resp = Json(SessionInfo {
+        authenticated: true,
+        username: Some(caller.user),
+        public_read: Some(state.public_read),
+    })
     .into_response();
     for c in state.sealer.set_cookies(&sealed) {
         if let Ok(v) = HeaderValue::from_str(&c) {
@@ -178,8 +174,12 @@ async fn login(
 }
 
 pub async fn session_delete(State(state): State<Arc<ConsoleState>>) -> Response {
-    let mut resp =
-        Json(json!({"authenticated": false, "publicRead": state.public_read})).into_response();
+    let mut resp = Json(SessionInfo {
+        authenticated: false,
+        username: None,
+        public_read: Some(state.public_read),
+    })
+    .into_response();
     for c in SessionSealer::clear_cookies() {
         if let Ok(v) = HeaderValue::from_str(&c) {
             resp.headers_mut().append(header::SET_COOKIE, v);

@@ -5,13 +5,21 @@ use axum::Json;
 use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use serde::Serialize;
-use serde_json::json;
 
-/// An access check, named in forbidden answers so the UI can show `kubectl auth can-i`.
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+use crate::api::types::{ApiErrorBody, ApiErrorInfo};
+use crate::v1::gateway::GatewayError;
+use crate::v1::runs::RunUnavailable;
+
+/// One Kubernetes authorization question: may the caller `verb` this resource?
+/// Named in forbidden answers so the UI can show `kubectl auth can-i`.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq, ts_rs::TS)]
+#[ts(optional_fields)]
 pub struct AccessRequest {
+    /// `get`, `list`, `watch`, `create`.
     pub verb: String,
+    /// API group; `""` for the core group.
     pub group: String,
+    /// Plural resource name, e.g. `runs`, `pods`, `events`.
     pub resource: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subresource: Option<String>,
@@ -84,6 +92,10 @@ impl ConsoleError {
     pub fn internal(m: impl Into<String>) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", m)
     }
+    pub fn retry_after(mut self, seconds: u32) -> Self {
+        self.retry_after = Some(seconds);
+        self
+    }
     pub fn with_access(mut self, access: AccessRequest) -> Self {
         self.access = Some(Box::new(access));
         self
@@ -98,13 +110,15 @@ impl ConsoleError {
     }
 
     /// The JSON body.
-    pub fn body(&self) -> serde_json::Value {
-        let mut inner =
-            json!({"code": self.code.as_u16(), "reason": self.reason, "message": self.message});
-        if let Some(a) = &self.access {
-            inner["access"] = serde_json::to_value(a.as_ref()).unwrap_or_default();
+    pub fn body(&self) -> ApiErrorBody {
+        ApiErrorBody {
+            error: ApiErrorInfo {
+                code: self.code.as_u16(),
+                reason: self.reason.clone(),
+                message: self.message.clone(),
+                access: self.access.as_deref().cloned(),
+            },
         }
-        json!({ "error": inner })
     }
 }
 
@@ -145,26 +159,102 @@ impl IntoResponse for ConsoleError {
     }
 }
 
-/// A Kubernetes API failure, passed through faithfully (401/403/404/409…);
-/// the cluster unreachable is 503. `what` says what was being read.
-pub fn from_kube(err: kube::Error, what: &str) -> ConsoleError {
-    match err {
-        kube::Error::Api(status) => {
-            let code = StatusCode::from_u16(status.code).unwrap_or(StatusCode::BAD_GATEWAY);
-            let reason = if status.reason.is_empty() {
-                code.canonical_reason().unwrap_or("Error").replace(' ', "")
-            } else {
-                status.reason.clone()
-            };
-            let mut e = ConsoleError::new(code, &reason, status.message.clone());
-            if code.is_server_error() {
-                e.retry_after = Some(1);
+/// A Kubernetes API call that failed: what was being done, and the access
+/// it needed (named in the answer when the API server refused it).
+#[derive(Debug, thiserror::Error)]
+#[error("{what}: {source}")]
+pub struct KubeFailure {
+    pub what: &'static str,
+    pub access: AccessRequest,
+    #[source]
+    pub source: kube::Error,
+}
+
+impl KubeFailure {
+    pub fn new(source: kube::Error, what: &'static str, access: AccessRequest) -> Self {
+        Self {
+            what,
+            access,
+            source,
+        }
+    }
+}
+
+/// Kubernetes failures pass through faithfully (401/403/404/409…); the
+/// cluster unreachable is 503.
+impl From<KubeFailure> for ConsoleError {
+    fn from(f: KubeFailure) -> Self {
+        let KubeFailure {
+            what,
+            access,
+            source,
+        } = f;
+        match source {
+            kube::Error::Api(status) => {
+                let code = StatusCode::from_u16(status.code).unwrap_or(StatusCode::BAD_GATEWAY);
+                let reason = if status.reason.is_empty() {
+                    code.canonical_reason().unwrap_or("Error").replace(' ', "")
+                } else {
+                    status.reason.clone()
+                };
+                let mut e = ConsoleError::new(code, &reason, status.message.clone());
+                if code.is_server_error() {
+                    e.retry_after = Some(1);
+                }
+                if code == StatusCode::FORBIDDEN {
+                    e = e.with_access(access);
+                }
+                e
             }
-            e
+            other => {
+                tracing::warn!(error = %other, what, "Kubernetes API call failed");
+                ConsoleError::unavailable(format!("{what}: the Kubernetes API is unreachable"))
+            }
         }
-        other => {
-            tracing::warn!(error = %other, what, "Kubernetes API call failed");
-            ConsoleError::unavailable(format!("{what}: the Kubernetes API is unreachable"))
+    }
+}
+
+impl From<GatewayError> for ConsoleError {
+    fn from(e: GatewayError) -> Self {
+        ConsoleError::unavailable(e.to_string())
+    }
+}
+
+impl From<RunUnavailable> for ConsoleError {
+    fn from(e: RunUnavailable) -> Self {
+        let message = e.to_string();
+        match e {
+            RunUnavailable::Loading => ConsoleError::unavailable(message).retry_after(2),
+            RunUnavailable::NotFound { .. } => ConsoleError::not_found(message),
+            RunUnavailable::WrongMode { .. } => ConsoleError::bad_request(message),
+            // A finished Run will not become Ready: retrying soon is pointless.
+            RunUnavailable::NotReady { finished, .. } => {
+                ConsoleError::unavailable(message).retry_after(if finished { 30 } else { 2 })
+            }
         }
+    }
+}
+
+/// A body over the Console's limit (or one that broke off) is refused like
+/// every other request, not with axum's plain-text answer.
+impl From<axum::extract::rejection::BytesRejection> for ConsoleError {
+    fn from(r: axum::extract::rejection::BytesRejection) -> Self {
+        let code = r.status();
+        if code == StatusCode::PAYLOAD_TOO_LARGE {
+            return ConsoleError::too_large(
+                "the request body is larger than this endpoint accepts",
+            );
+        }
+        let reason = code.canonical_reason().unwrap_or("Error").replace(' ', "");
+        ConsoleError::new(code, &reason, r.body_text())
+    }
+}
+
+/// A path segment axum could not extract answers like every other refusal.
+impl From<axum::extract::rejection::PathRejection> for ConsoleError {
+    fn from(r: axum::extract::rejection::PathRejection) -> Self {
+        let code = r.status();
+        let reason = code.canonical_reason().unwrap_or("Error").replace(' ', "");
+        ConsoleError::new(code, &reason, r.body_text())
     }
 }

@@ -15,10 +15,12 @@ use super::lines::Line;
 use super::scan::TopLevelScan;
 
 /// One record of a Run's log, as the API returns it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
 pub struct LogRecord {
     /// `stdout` or `stderr` as runtimed reported it.
+    #[ts(type = "'stdout' | 'stderr'")]
     pub stream: String,
     pub message: String,
     /// The Runtime Pod that wrote the record.
@@ -30,6 +32,7 @@ pub struct LogRecord {
     pub time: Option<String>,
     /// Set when the line was longer than the server keeps and its message was dropped.
     #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    #[ts(as = "Option<bool>")]
     pub truncated: bool,
 }
 

@@ -48,8 +48,9 @@ pub struct LogApi {
 }
 
 /// The plain (non-follow) answer.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
 pub struct RunLog {
     pub kind: &'static str,
     pub api_version: &'static str,
@@ -64,7 +65,7 @@ pub struct RunLog {
     pub truncated_by: Option<Cut>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ts_rs::TS)]
 pub struct RunLogMeta {
     pub name: String,
     pub namespace: String,

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use super::filter::LogRecord;
 
 /// Which bound cut a result short.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub enum Cut {
     /// More records matched than `tailLines` allows.

@@ -10,6 +10,7 @@ use anyhow::{Context, Result, bail, ensure};
 use clap::Parser;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
+use kruntimes_apiserver::run::Phase;
 use kruntimes_bench::envfile::BenchEnv;
 use kruntimes_bench::keepalive::TlsClient;
 use kruntimes_bench::procfs::{self, mib};
@@ -18,17 +19,6 @@ use kube::Api;
 use kube::api::PostParams;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
-
-const PHASES: [&str; 8] = [
-    "Pending",
-    "Scheduled",
-    "Running",
-    "Ready",
-    "Succeeded",
-    "Failed",
-    "Timeout",
-    "Cancelled",
-];
 
 #[derive(Parser)]
 struct Args {
@@ -124,7 +114,7 @@ async fn seed(args: &Args, client: &kube::Client) -> Result<()> {
                         .await
                         .with_context(|| format!("creating {name}"))?;
                 }
-                let phase = PHASES[i % PHASES.len()];
+                let phase = Phase::ALL[i % Phase::ALL.len()].as_str();
                 api.patch_status(
                     &name,
                     &PatchParams::default(),

@@ -39,9 +39,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
-use kruntimes_core::observe::Access;
 use kruntimes_bench::{procfs, stats};
 use kruntimes_console::logging;
+use kruntimes_core::observe::Access;
 use serde_json::{Value, json};
 use tracing_appender::non_blocking::{NonBlocking, NonBlockingBuilder};
 

@@ -5,14 +5,14 @@ use std::sync::Arc;
 
 use axum::Extension;
 use axum::body::Body;
-use axum::extract::{Path, RawQuery, State};
-use axum::response::{IntoResponse, Response};
+use axum::extract::{RawQuery, State};
+use axum::response::Response;
 use http::{HeaderValue, StatusCode, header};
 use http_body_util::BodyExt;
 use kruntimes_core::query;
 use kruntimes_core::status::ApiError;
 
-use super::{check_name, check_namespace, user_client};
+use super::{ApiPath, check_name, check_namespace, user_client};
 use crate::console::{Caller, ConsoleState};
 use crate::error::{AccessRequest, ConsoleError};
 
@@ -60,29 +60,18 @@ pub fn parse(raw: Option<&str>) -> Result<LogsQuery, ConsoleError> {
     Ok(q)
 }
 
+/// The log answer of the aggregated API (a `RunLog`, or NDJSON of
+/// `LogRecord` when following), relayed as it is.
 pub async fn logs(
     State(state): State<Arc<ConsoleState>>,
     Extension(caller): Extension<Caller>,
-    Path((ns, name)): Path<(String, String)>,
+    ApiPath((ns, name)): ApiPath<(String, String)>,
     RawQuery(raw): RawQuery,
-) -> Response {
-    match logs_inner(&state, &caller, &ns, &name, raw.as_deref()).await {
-        Ok(r) => r,
-        Err(e) => e.into_response(),
-    }
-}
-
-async fn logs_inner(
-    state: &ConsoleState,
-    caller: &Caller,
-    ns: &str,
-    name: &str,
-    raw: Option<&str>,
 ) -> Result<Response, ConsoleError> {
-    check_namespace(ns)?;
-    check_name("run", name)?;
-    let q = parse(raw)?;
-    let client = user_client(state, caller)?;
+    check_namespace(&ns)?;
+    check_name("run", &name)?;
+    let q = parse(raw.as_deref())?;
+    let client = user_client(&state, &caller)?;
     // Each open follow holds an upstream stream: capped per caller and in total.
     let slot = match (&caller.0, q.follow) {
         (Some(c), true) => Some(
@@ -115,7 +104,7 @@ async fn logs_inner(
             .await
             .map(|b| b.to_bytes())
             .unwrap_or_default();
-        return Err(status_error(status, &body, ns, name));
+        return Err(status_error(status, &body, &ns, &name));
     }
     let content_type = resp
         .headers()
@@ -132,8 +121,8 @@ async fn logs_inner(
             group: "logs.kruntimes.io",
             resource: "runs",
             subresource: Some("log"),
-            namespace: ns.to_owned(),
-            name: Some(name.to_owned()),
+            namespace: ns,
+            name: Some(name),
         };
         let mut upstream = resp.into_body();
         // Relays the upstream follow, re-checking the caller's own access

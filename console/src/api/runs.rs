@@ -3,35 +3,27 @@
 use std::sync::Arc;
 
 use axum::Extension;
-use axum::extract::{Path, RawQuery, State};
-use axum::response::{IntoResponse, Json, Response};
+use axum::extract::{RawQuery, State};
+use axum::response::Json;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use k8s_openapi::api::core::v1::{Event, Pod};
-use kube::api::{DynamicObject, ListParams};
+use kube::api::ListParams;
 use kube::{Api, Client};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::objects::{at, bounded_outputs, conditions, meta, mode_name, pick, str_at};
-use super::{
-    Reader, check_name, check_namespace, kruntimes_api, kube_error, list_reader, user_client,
+use super::objects::{bounded_outputs, conditions, lenient, meta};
+use super::types::{
+    ArtifactRef, Condition, EventInfo, Items, LastTransition, ListResponse, PodInfo, PodSection,
+    RunDetail, RunList, RunListItem, RunSpecView, RunStatusView, Section,
 };
+use super::{ApiPath, Reader, check_name, check_namespace, list_reader, user_client};
 use crate::console::{Caller, ConsoleState};
-use crate::error::{AccessRequest, ConsoleError, from_kube};
+use crate::error::{AccessRequest, ConsoleError, KubeFailure};
+use kruntimes_apiserver::run::{Phase, Run};
 use kruntimes_core::names::is_dns1123_subdomain;
 use kruntimes_core::query;
-
-pub const PHASES: [&str; 8] = [
-    "Pending",
-    "Scheduled",
-    "Running",
-    "Ready",
-    "Succeeded",
-    "Failed",
-    "Timeout",
-    "Cancelled",
-];
 /// Default and largest page sizes.
 pub const DEFAULT_LIMIT: u32 = 50;
 pub const MAX_LIMIT: u32 = 500;
@@ -66,10 +58,10 @@ pub fn parse_query(raw: Option<&str>) -> Result<RunQuery, ConsoleError> {
         match k.as_str() {
             "phase" => {
                 for p in v.split(',').filter(|p| !p.is_empty()) {
-                    if !PHASES.contains(&p) {
+                    if Phase::parse(p).is_none() {
                         return Err(ConsoleError::bad_request(format!(
                             "phase {p:?} is not a Run phase; use one of {}",
-                            PHASES.join(", ")
+                            Phase::ALL.map(Phase::as_str).join(", ")
                         )));
                     }
                     q.phases.push(p.to_owned());
@@ -188,7 +180,7 @@ impl Residual<'_> {
         !self.fields && self.q.created_after.is_none() && self.q.phases.len() <= 1
     }
 
-    fn admits(&self, o: &DynamicObject) -> bool {
+    fn admits(&self, o: &Run) -> bool {
         let q = self.q;
         if let Some(after) = q.created_after {
             let created = o.metadata.creation_timestamp.as_ref().map(|t| t.0);
@@ -196,7 +188,8 @@ impl Residual<'_> {
                 return false;
             }
         }
-        let phase = str_at(&o.data, &["status", "phase"]).unwrap_or("");
+        let status = o.status.as_ref();
+        let phase = status.and_then(|s| s.phase.as_deref()).unwrap_or("");
         if (q.phases.len() > 1 || (self.fields && !q.phases.is_empty()))
             && !q.phases.iter().any(|p| p == phase)
         {
@@ -204,12 +197,12 @@ impl Residual<'_> {
         }
         if self.fields {
             if let Some(r) = &q.runtime
-                && str_at(&o.data, &["spec", "runtime"]) != Some(r.as_str())
+                && o.spec.runtime != *r
             {
                 return false;
             }
             if let Some(p) = &q.assigned_pod
-                && str_at(&o.data, &["status", "assignedPod"]) != Some(p.as_str())
+                && status.and_then(|s| s.assigned_pod.as_deref()) != Some(p.as_str())
             {
                 return false;
             }
@@ -239,7 +232,7 @@ fn unsupported_field(e: &kube::Error) -> bool {
 
 /// A page of Runs matching `q`.
 pub struct Page {
-    pub items: Vec<DynamicObject>,
+    pub items: Vec<Run>,
     pub cont: Option<String>,
     pub remaining: Option<i64>,
 }
@@ -247,7 +240,7 @@ pub struct Page {
 /// Lists one page, pushing filters to the API server where the CRD allows
 /// and filtering the rest here without listing everything per request.
 pub async fn list_runs(
-    api: &Api<DynamicObject>,
+    api: &Api<Run>,
     q: &RunQuery,
     max_pages: usize,
 ) -> Result<Page, kube::Error> {
@@ -284,7 +277,7 @@ pub async fn list_runs(
 }
 
 async fn scan_runs(
-    api: &Api<DynamicObject>,
+    api: &Api<Run>,
     q: &RunQuery,
     mut residual: Residual<'_>,
     fs: Option<String>,
@@ -368,93 +361,68 @@ async fn scan_runs(
 }
 
 /// The condition with the latest transition.
-fn last_transition(status: &Value) -> Option<Value> {
-    let conds = status.get("conditions")?.as_array()?;
-    let c = conds.iter().max_by_key(|c| {
-        c.get("lastTransitionTime")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-    })?;
-    let mut out = pick(c, &["type", "status", "reason", "message"]);
-    if let Some(t) = c.get("lastTransitionTime") {
-        out["time"] = t.clone();
-    }
-    Some(out)
+fn last_transition(conds: &[Condition]) -> Option<LastTransition> {
+    let c = conds
+        .iter()
+        .max_by_key(|c| c.last_transition_time.as_deref().unwrap_or(""))?;
+    Some(LastTransition {
+        type_: c.type_.clone(),
+        status: c.status.clone(),
+        reason: c.reason.clone(),
+        message: c.message.clone(),
+        time: c.last_transition_time.clone(),
+    })
 }
 
 /// One row of the Run table.
-pub fn run_item(o: &DynamicObject, summary: bool) -> Value {
-    let spec = o.data.get("spec").cloned().unwrap_or(Value::Null);
-    let status = o.data.get("status").cloned().unwrap_or(Value::Null);
-    let mut item = json!({
-        "metadata": meta(&o.metadata, summary),
-        "runtime": str_at(&spec, &["runtime"]).unwrap_or_default(),
-    });
-    if let Some(p) = str_at(&status, &["phase"]) {
-        item["phase"] = json!(p);
-    }
-    if let Some(m) = mode_name(&spec) {
-        item["mode"] = json!(m);
-    }
+pub fn run_item(o: &Run, summary: bool) -> RunListItem {
+    let status = o.status.clone().unwrap_or_default();
+    let mut item = RunListItem {
+        metadata: meta(&o.metadata, summary),
+        phase: status.phase,
+        runtime: o.spec.runtime.clone(),
+        mode: o.spec.mode.as_ref().and_then(|m| m.name()),
+        assigned_pod: None,
+        attempt: None,
+        last_transition: None,
+        start_time: None,
+        completion_time: None,
+    };
     if summary {
         return item;
     }
-    for (k, path) in [
-        ("assignedPod", "assignedPod"),
-        ("startTime", "startTime"),
-        ("completionTime", "completionTime"),
-    ] {
-        if let Some(v) = str_at(&status, &[path]) {
-            item[k] = json!(v);
-        }
-    }
-    if let Some(a) = at(&status, &["attempt"]) {
-        item["attempt"] = a.clone();
-    }
-    if let Some(t) = last_transition(&status) {
-        item["lastTransition"] = t;
-    }
+    item.assigned_pod = status.assigned_pod;
+    item.start_time = status.start_time;
+    item.completion_time = status.completion_time;
+    item.attempt = status.attempt;
+    item.last_transition = conditions(status.conditions.as_ref())
+        .as_deref()
+        .and_then(last_transition);
     item
-}
-
-fn respond(r: Result<Value, ConsoleError>) -> Response {
-    match r {
-        Ok(v) => Json(v).into_response(),
-        Err(e) => e.into_response(),
-    }
 }
 
 pub async fn list(
     State(state): State<Arc<ConsoleState>>,
     Extension(caller): Extension<Caller>,
-    Path(ns): Path<String>,
+    ApiPath(ns): ApiPath<String>,
     RawQuery(raw): RawQuery,
-) -> Response {
-    respond(list_inner(&state, &caller, &ns, raw.as_deref()).await)
-}
-
-async fn list_inner(
-    state: &ConsoleState,
-    caller: &Caller,
-    ns: &str,
-    raw: Option<&str>,
-) -> Result<Value, ConsoleError> {
-    check_namespace(ns)?;
-    let q = parse_query(raw)?;
-    let reader = list_reader(state, caller)?;
+) -> Result<Json<RunList>, ConsoleError> {
+    check_namespace(&ns)?;
+    let q = parse_query(raw.as_deref())?;
+    let reader = list_reader(&state, &caller)?;
     let max_pages = if reader.is_public() {
         check_public_filters(&q)?;
         PUBLIC_SCAN_PAGES
     } else {
         SCAN_PAGES
     };
-    let api = kruntimes_api(reader.client().clone(), ns, "Run", "runs");
+    let api: Api<Run> = Api::namespaced(reader.client().clone(), &ns);
     let page = list_runs(&api, &q, max_pages).await.map_err(|e| {
-        let mut e = kube_error(
+        let mut e = ConsoleError::from(KubeFailure::new(
             e,
             "listing runs",
-            AccessRequest::new("list", "kruntimes.io", "runs", ns, None),
-        );
+            AccessRequest::new("list", "kruntimes.io", "runs", &ns, None),
+        ));
         if e.code == http::StatusCode::BAD_REQUEST
             && let Some(sel) = &q.label_selector
         {
@@ -466,112 +434,42 @@ async fn list_inner(
         e
     })?;
     let summary = matches!(reader, Reader::Public(_));
-    let mut out =
-        json!({"items": page.items.iter().map(|o| run_item(o, summary)).collect::<Vec<_>>()});
-    if let Some(c) = page.cont {
-        out["continue"] = json!(c);
-    }
-    if let Some(r) = page.remaining {
-        out["remainingItemCount"] = json!(r);
-    }
-    if summary {
-        out["summary"] = json!(true);
-    }
-    Ok(out)
+    let items = page.items.iter().map(|o| run_item(o, summary)).collect();
+    Ok(Json(ListResponse {
+        cont: page.cont,
+        remaining_item_count: page.remaining,
+        ..ListResponse::new(items, summary)
+    }))
 }
 
 pub async fn detail(
     State(state): State<Arc<ConsoleState>>,
     Extension(caller): Extension<Caller>,
-    Path((ns, name)): Path<(String, String)>,
-) -> Response {
-    respond(detail_inner(&state, &caller, &ns, &name).await)
-}
-
-fn section_error(e: kube::Error, what: &str, access: AccessRequest) -> Value {
-    let e = from_kube(e, what);
-    if e.code == http::StatusCode::FORBIDDEN {
-        json!({"state": "forbidden", "message": e.message, "access": access})
-    } else {
-        json!({"state": "error", "message": e.message, "code": e.code.as_u16()})
-    }
-}
-
-async fn detail_inner(
-    state: &ConsoleState,
-    caller: &Caller,
-    ns: &str,
-    name: &str,
-) -> Result<Value, ConsoleError> {
-    check_namespace(ns)?;
-    check_name("run", name)?;
-    let client = user_client(state, caller)?;
-    let run = kruntimes_api(client.clone(), ns, "Run", "runs")
-        .get(name)
+    ApiPath((ns, name)): ApiPath<(String, String)>,
+) -> Result<Json<RunDetail>, ConsoleError> {
+    check_namespace(&ns)?;
+    check_name("run", &name)?;
+    let client = user_client(&state, &caller)?;
+    let run = Api::<Run>::namespaced(client.clone(), &ns)
+        .get(&name)
         .await
         .map_err(|e| {
-            kube_error(
+            KubeFailure::new(
                 e,
                 "reading the run",
-                AccessRequest::new("get", "kruntimes.io", "runs", ns, Some(name)),
+                AccessRequest::new("get", "kruntimes.io", "runs", &ns, Some(&name)),
             )
         })?;
-    let spec = run.data.get("spec").cloned().unwrap_or(Value::Null);
-    let status = run.data.get("status").cloned().unwrap_or(Value::Null);
+    let status = run.status.clone().unwrap_or_default();
     // Allow-listed fields only: never env, secrets or anything else in the spec.
-    let mut spec_out = pick(&spec, &["runtime", "mode", "timeout", "retryPolicy"]);
-    if spec_out.get("mode").is_none() {
-        spec_out["mode"] = json!({});
-    }
-    let mut status_out = pick(
-        &status,
-        &[
-            "phase",
-            "assignedPod",
-            "assignedPodUID",
-            "message",
-            "startTime",
-            "completionTime",
-            "attempt",
-        ],
-    );
-    if let Some(ep) = status.get("endpoint") {
-        status_out["endpoint"] = pick(ep, &["protocol", "url"]);
-    }
-    if let Some(o) = bounded_outputs(status.get("outputs")) {
-        status_out["outputs"] = o;
-    }
-    if let Some(c) = conditions(status.get("conditions")) {
-        status_out["conditions"] = c;
-    }
-    if let Some(refs) = status.get("artifactRefs").and_then(Value::as_array) {
-        status_out["artifactRefs"] = Value::Array(
-            refs.iter()
-                .map(|r| {
-                    let mut a = pick(
-                        r,
-                        &[
-                            "name",
-                            "driver",
-                            "type",
-                            "sizeBytes",
-                            "digest",
-                            "contentType",
-                            "createdAt",
-                        ],
-                    );
-                    match r.get("location") {
-                        Some(Value::String(s)) => a["location"] = json!(s),
-                        Some(Value::Object(o)) => a["location"] = json!(describe_location(o)),
-                        _ => {}
-                    }
-                    a
-                })
-                .collect(),
-        );
-    }
-    let pod_name = str_at(&status, &["assignedPod"]).filter(|p| !p.is_empty());
-    let pod_uid = str_at(&status, &["assignedPodUID"]);
+    let spec = RunSpecView {
+        runtime: run.spec.runtime.clone(),
+        mode: run.spec.mode.clone().unwrap_or_default(),
+        timeout: run.spec.timeout.clone(),
+        retry_policy: run.spec.retry_policy.clone().filter(|v| !v.is_null()),
+    };
+    let pod_name = status.assigned_pod.as_deref().filter(|p| !p.is_empty());
+    let pod_uid = status.assigned_pod_uid.as_deref();
     let run_uid = run.metadata.uid.clone().unwrap_or_default();
     // The name goes into a URL path and a field selector: checked first.
     let invalid_pod = pod_name.filter(|p| !is_dns1123_subdomain(p));
@@ -579,37 +477,67 @@ async fn detail_inner(
     let (pod, events) = tokio::join!(
         async {
             match invalid_pod {
-                Some(p) => json!({
-                    "state": "error",
-                    "message": format!("invalid assignedPod {p:?}: not a DNS-1123 subdomain; the Pod was not read"),
-                    "code": 422,
-                }),
-                None => pod_section(&client, ns, valid_pod, pod_uid).await,
+                Some(p) => Section::Error {
+                    message: format!(
+                        "invalid assignedPod {p:?}: not a DNS-1123 subdomain; the Pod was not read"
+                    ),
+                    code: Some(422),
+                },
+                None => pod_section(&client, &ns, valid_pod, pod_uid).await,
             }
         },
-        events_section(&client, ns, &run_uid, name, valid_pod)
+        events_section(&client, &ns, &run_uid, valid_pod)
     );
-    Ok(json!({
-        "metadata": meta(&run.metadata, false),
-        "spec": spec_out,
-        "status": status_out,
-        "pod": pod,
-        "events": events,
+    let status_out = RunStatusView {
+        endpoint: status.endpoint.as_ref().map(lenient),
+        outputs: bounded_outputs(status.outputs.as_ref()),
+        conditions: conditions(status.conditions.as_ref()),
+        artifact_refs: status
+            .artifact_refs
+            .as_ref()
+            .and_then(Value::as_array)
+            .map(|refs| refs.iter().map(artifact_ref).collect()),
+        phase: status.phase,
+        assigned_pod: status.assigned_pod,
+        assigned_pod_uid: status.assigned_pod_uid,
+        message: status.message,
+        start_time: status.start_time,
+        completion_time: status.completion_time,
+        attempt: status.attempt,
+    };
+    Ok(Json(RunDetail {
+        metadata: meta(&run.metadata, false),
+        spec,
+        status: status_out,
+        pod,
+        events,
     }))
 }
 
-/// An artifact location object (`{s3: {bucket, key}}`, `{filesystem: {...}}`) as one string.
+/// An entry of `status.artifactRefs`, its location (`{s3: {bucket, key}}`,
+/// `{filesystem: {...}}`) written as one string.
+fn artifact_ref(r: &Value) -> ArtifactRef {
+    let mut a: ArtifactRef = lenient(r);
+    a.location = match r.get("location") {
+        Some(Value::String(s)) => Some(Value::String(s.clone())),
+        Some(Value::Object(o)) => Some(Value::String(describe_location(o))),
+        _ => None,
+    };
+    a
+}
+
 fn describe_location(o: &serde_json::Map<String, Value>) -> String {
+    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
     if let Some(s3) = o.get("s3") {
         return format!(
             "s3://{}/{}",
-            str_at(s3, &["bucket"]).unwrap_or_default(),
-            str_at(s3, &["key"]).unwrap_or_default()
+            text(s3, "bucket").unwrap_or_default(),
+            text(s3, "key").unwrap_or_default()
         );
     }
     if let Some(fs) = o.get("filesystem") {
-        let path = str_at(fs, &["path"]).unwrap_or_default();
-        return match str_at(fs, &["volumeClaimName"]) {
+        let path = text(fs, "path").unwrap_or_default();
+        return match text(fs, "volumeClaimName") {
             Some(pvc) => format!("pvc://{pvc}{path}"),
             None => format!("file://{path}"),
         };
@@ -618,7 +546,7 @@ fn describe_location(o: &serde_json::Map<String, Value>) -> String {
 }
 
 /// Facts about a Pod the UI shows (never its spec).
-pub fn pod_facts(p: &Pod) -> Value {
+pub fn pod_facts(p: &Pod) -> PodInfo {
     let status = p.status.clone().unwrap_or_default();
     let conds = status.conditions.clone().unwrap_or_default();
     let ready = conds
@@ -629,74 +557,94 @@ pub fn pod_facts(p: &Pod) -> Value {
         .as_ref()
         .map(|cs| cs.iter().map(|c| c.restart_count).sum())
         .unwrap_or(0);
-    let mut out = json!({
-        "name": p.metadata.name.clone().unwrap_or_default(),
-        "namespace": p.metadata.namespace.clone().unwrap_or_default(),
-        "uid": p.metadata.uid.clone().unwrap_or_default(),
-        "phase": status.phase.clone().unwrap_or_else(|| "Unknown".into()),
-        "ready": ready,
-        "restarts": restarts,
-    });
-    if let Some(n) = p.spec.as_ref().and_then(|s| s.node_name.clone()) {
-        out["node"] = json!(n);
-    }
-    if let Some(ip) = status.pod_ip.clone() {
-        out["podIP"] = json!(ip);
-    }
-    if let Some(t) = status.start_time.as_ref() {
-        out["startTime"] = json!(t.0.to_string());
-    }
-    if let Some(c) = conds
+    let runtimed_ready = conds
         .iter()
         .find(|c| c.type_ == "kruntimes.io/RuntimedReady")
-    {
-        let mut cond = json!({"type": c.type_, "status": c.status});
-        if let Some(r) = &c.reason {
-            cond["reason"] = json!(r);
-        }
-        if let Some(m) = &c.message {
-            cond["message"] = json!(m);
-        }
-        if let Some(t) = &c.last_transition_time {
-            cond["lastTransitionTime"] = json!(t.0.to_string());
-        }
-        out["runtimedReady"] = cond;
+        .map(|c| Condition {
+            type_: Some(c.type_.clone()),
+            status: Some(c.status.clone()),
+            reason: c.reason.clone(),
+            message: c.message.clone(),
+            last_transition_time: c.last_transition_time.as_ref().map(|t| t.0.to_string()),
+            observed_generation: None,
+        });
+    PodInfo {
+        name: p.metadata.name.clone().unwrap_or_default(),
+        namespace: p.metadata.namespace.clone().unwrap_or_default(),
+        uid: p.metadata.uid.clone().unwrap_or_default(),
+        phase: status.phase.clone().unwrap_or_else(|| "Unknown".into()),
+        node: p.spec.as_ref().and_then(|s| s.node_name.clone()),
+        pod_ip: status.pod_ip.clone(),
+        start_time: status.start_time.as_ref().map(|t| t.0.to_string()),
+        ready,
+        runtimed_ready,
+        restarts,
+        replaced: None,
+        labels: p.metadata.labels.clone(),
     }
-    if let Some(l) = &p.metadata.labels {
-        out["labels"] = json!(l);
-    }
-    out
 }
 
-async fn pod_section(client: &Client, ns: &str, pod: Option<&str>, uid: Option<&str>) -> Value {
+async fn pod_section(
+    client: &Client,
+    ns: &str,
+    pod: Option<&str>,
+    uid: Option<&str>,
+) -> Section<PodSection> {
     let Some(pod) = pod else {
-        return json!({"state": "absent", "message": "the Run is not assigned to a Runtime Pod yet"});
+        return Section::Absent {
+            message: "the Run is not assigned to a Runtime Pod yet".into(),
+        };
     };
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     match pods.get_opt(pod).await {
         Ok(Some(p)) => {
             let mut facts = pod_facts(&p);
             if uid.is_some_and(|u| p.metadata.uid.as_deref() != Some(u)) {
-                facts["replaced"] = json!(true);
+                facts.replaced = Some(true);
             }
-            json!({"state": "ok", "pod": facts})
+            Section::Ok(PodSection { pod: facts })
         }
-        Ok(None) => json!({"state": "absent", "message": format!("pod {pod:?} no longer exists")}),
-        Err(e) => section_error(
+        Ok(None) => Section::Absent {
+            message: format!("pod {pod:?} no longer exists"),
+        },
+        Err(e) => Section::failed(KubeFailure::new(
             e,
             "reading the pod",
             AccessRequest::new("get", "", "pods", ns, Some(pod)),
-        ),
+        )),
     }
 }
 
+fn event_info(e: &Event) -> EventInfo {
+    let last = e
+        .last_timestamp
+        .as_ref()
+        .map(|t| t.0.to_string())
+        .or_else(|| e.event_time.as_ref().map(|t| t.0.to_string()))
+        .filter(|t| !t.is_empty());
+    EventInfo {
+        type_: e.type_.clone().unwrap_or_else(|| "Normal".into()),
+        reason: e.reason.clone().unwrap_or_default(),
+        message: e.message.clone().unwrap_or_default(),
+        involved_object: format!(
+            "{}/{}",
+            e.involved_object.kind.clone().unwrap_or_default(),
+            e.involved_object.name.clone().unwrap_or_default()
+        ),
+        count: e.count,
+        first_time: e.first_timestamp.as_ref().map(|t| t.0.to_string()),
+        last_time: last,
+        source: e.source.as_ref().and_then(|s| s.component.clone()),
+    }
+}
+
+/// Events of the Run (by UID) and of its Pod, oldest first.
 async fn events_section(
     client: &Client,
     ns: &str,
     run_uid: &str,
-    run: &str,
     pod: Option<&str>,
-) -> Value {
+) -> Section<Items<EventInfo>> {
     let events: Api<Event> = Api::namespaced(client.clone(), ns);
     let mut selectors = vec![format!("involvedObject.uid={run_uid}")];
     if let Some(p) = pod {
@@ -708,49 +656,18 @@ async fn events_section(
             .list(&ListParams::default().fields(&fs).limit(200))
             .await
         {
-            Ok(list) => items.extend(list.items),
+            Ok(list) => items.extend(list.items.iter().map(event_info)),
             Err(e) => {
-                return section_error(
+                return Section::failed(KubeFailure::new(
                     e,
                     "listing events",
                     AccessRequest::new("list", "", "events", ns, None),
-                );
+                ));
             }
         }
     }
-    let mut out: Vec<(String, Value)> = items
-        .iter()
-        .map(|e| {
-            let last = e
-                .last_timestamp
-                .as_ref()
-                .map(|t| t.0.to_string())
-                .or_else(|| e.event_time.as_ref().map(|t| t.0.to_string()))
-                .unwrap_or_default();
-            let mut v = json!({
-                "type": e.type_.clone().unwrap_or_else(|| "Normal".into()),
-                "reason": e.reason.clone().unwrap_or_default(),
-                "message": e.message.clone().unwrap_or_default(),
-                "involvedObject": format!("{}/{}", e.involved_object.kind.clone().unwrap_or_default(), e.involved_object.name.clone().unwrap_or_default()),
-            });
-            if let Some(c) = e.count {
-                v["count"] = json!(c);
-            }
-            if let Some(t) = &e.first_timestamp {
-                v["firstTime"] = json!(t.0.to_string());
-            }
-            if !last.is_empty() {
-                v["lastTime"] = json!(last);
-            }
-            if let Some(s) = e.source.as_ref().and_then(|s| s.component.clone()) {
-                v["source"] = json!(s);
-            }
-            (last, v)
-        })
-        .collect();
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    let _ = run;
-    json!({"state": "ok", "items": out.into_iter().map(|(_, v)| v).collect::<Vec<_>>()})
+    items.sort_by(|a, b| a.last_time.cmp(&b.last_time));
+    Section::Ok(Items { items })
 }
 
 #[cfg(test)]
@@ -819,17 +736,14 @@ mod tests {
 
     /// An in-process Kubernetes API that serves endless pages of Runs none
     /// of which match, counting the list calls.
-    fn endless_runs() -> (
-        Api<DynamicObject>,
-        std::sync::Arc<std::sync::atomic::AtomicUsize>,
-    ) {
+    fn endless_runs() -> (Api<Run>, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
         use std::sync::atomic::{AtomicUsize, Ordering};
         let calls = std::sync::Arc::new(AtomicUsize::new(0));
         let seen = calls.clone();
         let svc = tower::service_fn(move |_req: http::Request<kube::client::Body>| {
             let n = seen.fetch_add(1, Ordering::SeqCst);
             async move {
-                let body = json!({
+                let body = serde_json::json!({
                     "apiVersion": "kruntimes.io/v1alpha1", "kind": "RunList",
                     "metadata": {"continue": format!("page-{}", n + 1)},
                     "items": [{"apiVersion": "kruntimes.io/v1alpha1", "kind": "Run",
@@ -842,7 +756,7 @@ mod tests {
             }
         });
         let client = Client::new(svc, "ns");
-        (kruntimes_api(client, "ns", "Run", "runs"), calls)
+        (Api::namespaced(client, "ns"), calls)
     }
 
     #[tokio::test]
@@ -862,6 +776,45 @@ mod tests {
         let (api, calls) = endless_runs();
         list_runs(&api, &q, SCAN_PAGES).await.unwrap();
         assert_eq!(calls.load(Ordering::SeqCst), SCAN_PAGES);
+    }
+
+    /// The row keeps the field names and values the UI reads, and a summary
+    /// only what public read shows; nothing from the spec but runtime and mode.
+    #[test]
+    fn a_run_row_has_the_fields_of_the_table() {
+        use serde_json::json;
+        let run: Run = serde_json::from_value(json!({
+            "apiVersion": "kruntimes.io/v1alpha1", "kind": "Run",
+            "metadata": {"name": "r1", "namespace": "ns", "uid": "u1",
+                         "creationTimestamp": "2026-01-02T15:04:05Z", "labels": {"app": "web"}},
+            "spec": {"runtime": "bash", "mode": {"task": {"command": ["true"]}},
+                     "env": [{"name": "SECRET", "value": "x"}]},
+            "status": {"phase": "Failed", "assignedPod": "bash-0", "attempt": 2,
+                       "startTime": "2026-01-02T15:04:06Z",
+                       "conditions": [
+                           {"type": "Scheduled", "status": "True", "lastTransitionTime": "2026-01-02T15:04:06Z"},
+                           {"type": "Failed", "status": "True", "reason": "NonZeroExit",
+                            "message": "exit 1", "lastTransitionTime": "2026-01-02T15:05:00Z"}]},
+        }))
+        .unwrap();
+        assert_eq!(
+            serde_json::to_value(run_item(&run, false)).unwrap(),
+            json!({
+                "metadata": {"name": "r1", "namespace": "ns", "uid": "u1",
+                             "creationTimestamp": "2026-01-02T15:04:05Z", "labels": {"app": "web"}},
+                "phase": "Failed", "runtime": "bash", "mode": "task", "assignedPod": "bash-0",
+                "attempt": 2, "startTime": "2026-01-02T15:04:06Z",
+                "lastTransition": {"type": "Failed", "status": "True", "reason": "NonZeroExit",
+                                   "message": "exit 1", "time": "2026-01-02T15:05:00Z"},
+            })
+        );
+        assert_eq!(
+            serde_json::to_value(run_item(&run, true)).unwrap(),
+            json!({
+                "metadata": {"name": "r1", "namespace": "ns", "creationTimestamp": "2026-01-02T15:04:05Z"},
+                "phase": "Failed", "runtime": "bash", "mode": "task",
+            })
+        );
     }
 
     #[test]

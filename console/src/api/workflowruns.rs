@@ -4,17 +4,22 @@
 use std::sync::Arc;
 
 use axum::Extension;
-use axum::extract::{Path, State};
-use axum::response::{IntoResponse, Json, Response};
+use axum::extract::State;
+use axum::response::Json;
+use kruntimes_apiserver::run::Phase;
 use kube::api::{DynamicObject, ListParams};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
-use super::objects::{bounded_outputs, conditions, meta, pick, str_at};
+use super::objects::{bounded_outputs, conditions, lenient, meta, present};
+use super::types::{
+    JobCounts, JobSpec, JobStatus, ListResponse, StepStatus, WorkflowRunDetail, WorkflowRunList,
+    WorkflowRunListItem, WorkflowRunSpecView, WorkflowRunStatusView,
+};
 use super::{
-    Reader, check_name, check_namespace, kruntimes_api, kube_error, list_reader, user_client,
+    ApiPath, Reader, check_name, check_namespace, kruntimes_api, list_reader, user_client,
 };
 use crate::console::{Caller, ConsoleState};
-use crate::error::{AccessRequest, ConsoleError};
+use crate::error::{AccessRequest, ConsoleError, KubeFailure};
 
 /// The WorkflowRun that started this one through a reusable-workflow job.
 fn parent(o: &DynamicObject) -> Option<String> {
@@ -32,176 +37,158 @@ fn parent(o: &DynamicObject) -> Option<String> {
         })
 }
 
-fn item(o: &DynamicObject, summary: bool) -> Value {
+/// A string field as written.
+fn text(v: &Value, k: &str) -> Option<String> {
+    v.get(k).and_then(Value::as_str).map(str::to_owned)
+}
+
+/// `spec.workflowRef`: `{name}` or the name itself.
+fn workflow_ref(o: &DynamicObject) -> Option<String> {
+    let r = &o.data["spec"]["workflowRef"];
+    text(r, "name").or_else(|| r.as_str().map(str::to_owned))
+}
+
+fn item(o: &DynamicObject, summary: bool) -> WorkflowRunListItem {
     let jobs = o.data["spec"]["jobs"]
         .as_object()
-        .map(Map::len)
+        .map(serde_json::Map::len)
         .unwrap_or(0);
     let statuses: Vec<&str> = o.data["status"]["jobs"]
         .as_object()
         .map(|m| m.values().filter_map(|j| j["phase"].as_str()).collect())
         .unwrap_or_default();
-    let count = |p: &[&str]| statuses.iter().filter(|s| p.contains(s)).count();
-    let mut out = json!({
-        "metadata": meta(&o.metadata, summary),
-        "jobs": {"total": jobs, "succeeded": count(&["Succeeded"]), "failed": count(&["Failed", "Timeout", "Cancelled"]), "running": count(&["Running"])},
-    });
-    if let Some(p) = str_at(&o.data, &["status", "phase"]) {
-        out["phase"] = json!(p);
-    }
+    let count = |p: &[Phase]| {
+        statuses
+            .iter()
+            .filter(|s| p.iter().any(|p| p.as_str() == **s))
+            .count()
+    };
+    let mut out = WorkflowRunListItem {
+        metadata: meta(&o.metadata, summary),
+        phase: text(&o.data["status"], "phase"),
+        workflow: None,
+        jobs: JobCounts {
+            total: jobs,
+            succeeded: count(&[Phase::Succeeded]),
+            failed: count(&Phase::FAILED),
+            running: count(&[Phase::Running]),
+        },
+        start_time: None,
+        completion_time: None,
+        parent_workflow_run: None,
+    };
     if summary {
         return out;
     }
-    if let Some(w) = str_at(&o.data, &["spec", "workflowRef", "name"])
-        .or(str_at(&o.data, &["spec", "workflowRef"]))
-    {
-        out["workflow"] = json!(w);
-    }
-    for k in ["startTime", "completionTime"] {
-        if let Some(v) = str_at(&o.data, &["status", k]) {
-            out[k] = json!(v);
-        }
-    }
-    if let Some(p) = parent(o) {
-        out["parentWorkflowRun"] = json!(p);
-    }
+    out.workflow = workflow_ref(o);
+    out.start_time = text(&o.data["status"], "startTime");
+    out.completion_time = text(&o.data["status"], "completionTime");
+    out.parent_workflow_run = parent(o);
     out
 }
 
 pub async fn list(
     State(state): State<Arc<ConsoleState>>,
     Extension(caller): Extension<Caller>,
-    Path(ns): Path<String>,
-) -> Response {
-    let r: Result<Value, ConsoleError> = async {
-        check_namespace(&ns)?;
-        let reader = list_reader(&state, &caller)?;
-        let api = kruntimes_api(reader.client().clone(), &ns, "WorkflowRun", "workflowruns");
-        let list = api
-            .list(&ListParams::default().limit(500))
-            .await
-            .map_err(|e| {
-                kube_error(
-                    e,
-                    "listing workflowruns",
-                    AccessRequest::new("list", "kruntimes.io", "workflowruns", &ns, None),
-                )
-            })?;
-        let summary = matches!(reader, Reader::Public(_));
-        let mut out =
-            json!({"items": list.items.iter().map(|o| item(o, summary)).collect::<Vec<_>>()});
-        if summary {
-            out["summary"] = json!(true);
-        }
-        Ok(out)
-    }
-    .await;
-    match r {
-        Ok(v) => Json(v).into_response(),
-        Err(e) => e.into_response(),
+    ApiPath(ns): ApiPath<String>,
+) -> Result<Json<WorkflowRunList>, ConsoleError> {
+    check_namespace(&ns)?;
+    let reader = list_reader(&state, &caller)?;
+    let api = kruntimes_api(reader.client().clone(), &ns, "WorkflowRun", "workflowruns");
+    let list = api
+        .list(&ListParams::default().limit(500))
+        .await
+        .map_err(|e| {
+            KubeFailure::new(
+                e,
+                "listing workflowruns",
+                AccessRequest::new("list", "kruntimes.io", "workflowruns", &ns, None),
+            )
+        })?;
+    let summary = matches!(reader, Reader::Public(_));
+    let items = list.items.iter().map(|o| item(o, summary)).collect();
+    Ok(Json(ListResponse::new(items, summary)))
+}
+
+fn job_spec(j: &Value) -> JobSpec {
+    JobSpec {
+        name: present(j.get("name")),
+        runs_on: present(j.get("runs-on")),
+        needs: present(j.get("needs")),
+        steps: j
+            .get("steps")
+            .and_then(Value::as_array)
+            .map(|steps| steps.iter().map(lenient).collect()),
+        uses: present(j.get("uses")),
+        with: present(j.get("with")),
     }
 }
 
-fn job_spec(j: &Value) -> Value {
-    let mut out = pick(j, &["name", "runs-on", "needs", "uses", "with"]);
-    if let Some(steps) = j.get("steps").and_then(Value::as_array) {
-        out["steps"] = Value::Array(
-            steps
-                .iter()
-                .map(|s| pick(s, &["name", "run", "uses", "with"]))
-                .collect(),
-        );
+fn step_status(s: &Value) -> StepStatus {
+    StepStatus {
+        name: present(s.get("name")),
+        phase: present(s.get("phase")),
+        run_name: present(s.get("runName")),
+        outputs: bounded_outputs(s.get("outputs")),
+        start_time: present(s.get("startTime")),
+        completion_time: present(s.get("completionTime")),
+        message: present(s.get("message")),
     }
-    out
 }
 
-fn job_status(j: &Value) -> Value {
-    let mut out = pick(
-        j,
-        &[
-            "phase",
-            "workflowRunName",
-            "startTime",
-            "completionTime",
-            "message",
-        ],
-    );
-    if let Some(o) = bounded_outputs(j.get("outputs")) {
-        out["outputs"] = o;
+fn job_status(j: &Value) -> JobStatus {
+    JobStatus {
+        phase: present(j.get("phase")),
+        steps: j
+            .get("steps")
+            .and_then(Value::as_array)
+            .map(|steps| steps.iter().map(step_status).collect()),
+        outputs: bounded_outputs(j.get("outputs")),
+        workflow_run_name: present(j.get("workflowRunName")),
+        start_time: present(j.get("startTime")),
+        completion_time: present(j.get("completionTime")),
+        message: present(j.get("message")),
     }
-    if let Some(steps) = j.get("steps").and_then(Value::as_array) {
-        out["steps"] = Value::Array(
-            steps
-                .iter()
-                .map(|s| {
-                    let mut st = pick(
-                        s,
-                        &[
-                            "name",
-                            "phase",
-                            "runName",
-                            "startTime",
-                            "completionTime",
-                            "message",
-                        ],
-                    );
-                    if let Some(o) = bounded_outputs(s.get("outputs")) {
-                        st["outputs"] = o;
-                    }
-                    st
-                })
-                .collect(),
-        );
-    }
-    out
 }
 
 pub async fn detail(
     State(state): State<Arc<ConsoleState>>,
     Extension(caller): Extension<Caller>,
-    Path((ns, name)): Path<(String, String)>,
-) -> Response {
-    let r: Result<Value, ConsoleError> = async {
-        check_namespace(&ns)?;
-        check_name("workflowrun", &name)?;
-        let client = user_client(&state, &caller)?;
-        let o = kruntimes_api(client, &ns, "WorkflowRun", "workflowruns")
-            .get(&name)
-            .await
-            .map_err(|e| {
-                kube_error(
-                    e,
-                    "reading the workflowrun",
-                    AccessRequest::new("get", "kruntimes.io", "workflowruns", &ns, Some(&name)),
-                )
-            })?;
-        let jobs: Map<String, Value> = o.data["spec"]["jobs"]
-            .as_object()
-            .map(|m| m.iter().map(|(k, v)| (k.clone(), job_spec(v))).collect())
-            .unwrap_or_default();
-        let mut spec = json!({"jobs": jobs});
-        if let Some(w) = str_at(&o.data, &["spec", "workflowRef", "name"])
-            .or(str_at(&o.data, &["spec", "workflowRef"]))
-        {
-            spec["workflowRef"] = json!(w);
-        }
-        let mut status = pick(&o.data["status"], &["phase", "startTime", "completionTime"]);
-        if let Some(c) = conditions(o.data["status"].get("conditions")) {
-            status["conditions"] = c;
-        }
-        if let Some(js) = o.data["status"]["jobs"].as_object() {
-            status["jobs"] =
-                Value::Object(js.iter().map(|(k, v)| (k.clone(), job_status(v))).collect());
-        }
-        let mut out = json!({"metadata": meta(&o.metadata, false), "spec": spec, "status": status});
-        if let Some(p) = parent(&o) {
-            out["parentWorkflowRun"] = json!(p);
-        }
-        Ok(out)
-    }
-    .await;
-    match r {
-        Ok(v) => Json(v).into_response(),
-        Err(e) => e.into_response(),
-    }
+    ApiPath((ns, name)): ApiPath<(String, String)>,
+) -> Result<Json<WorkflowRunDetail>, ConsoleError> {
+    check_namespace(&ns)?;
+    check_name("workflowrun", &name)?;
+    let client = user_client(&state, &caller)?;
+    let o = kruntimes_api(client, &ns, "WorkflowRun", "workflowruns")
+        .get(&name)
+        .await
+        .map_err(|e| {
+            KubeFailure::new(
+                e,
+                "reading the workflowrun",
+                AccessRequest::new("get", "kruntimes.io", "workflowruns", &ns, Some(&name)),
+            )
+        })?;
+    let jobs = o.data["spec"]["jobs"]
+        .as_object()
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), job_spec(v))).collect())
+        .unwrap_or_default();
+    let status = &o.data["status"];
+    Ok(Json(WorkflowRunDetail {
+        metadata: meta(&o.metadata, false),
+        spec: WorkflowRunSpecView {
+            workflow_ref: workflow_ref(&o),
+            jobs,
+        },
+        status: WorkflowRunStatusView {
+            phase: present(status.get("phase")),
+            start_time: present(status.get("startTime")),
+            completion_time: present(status.get("completionTime")),
+            conditions: conditions(status.get("conditions")),
+            jobs: status["jobs"]
+                .as_object()
+                .map(|js| js.iter().map(|(k, v)| (k.clone(), job_status(v))).collect()),
+        },
+        parent_workflow_run: parent(&o),
+    }))
 }

@@ -11,7 +11,18 @@ use moka::future::Cache;
 use rustls::ClientConfig;
 use rustls::pki_types::ServerName;
 
-use crate::error::ConsoleError;
+/// Why a Runtime gateway cannot be reached.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    #[error("the Runtime gateway cannot be resolved: the Kubernetes API is unreachable")]
+    Unresolvable,
+    #[error(
+        "the Runtime gateway Service {runtime}-gateway in namespace {ns} does not exist or has no https port"
+    )]
+    Missing { ns: String, runtime: String },
+    #[error("the Runtime gateway {authority} is unreachable")]
+    Unreachable { authority: String },
+}
 
 /// Where to dial.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,7 +59,7 @@ impl GatewayResolver {
     }
 
     /// The target of `runtime` in `ns`.
-    pub async fn target(&self, ns: &str, runtime: &str) -> Result<GatewayTarget, ConsoleError> {
+    pub async fn target(&self, ns: &str, runtime: &str) -> Result<GatewayTarget, GatewayError> {
         let key = (ns.to_owned(), runtime.to_owned());
         if let Some(hit) = self.cache.get(&key).await {
             return hit.ok_or_else(|| no_gateway(ns, runtime));
@@ -57,9 +68,7 @@ impl GatewayResolver {
         let api: Api<Service> = Api::namespaced(self.client.clone(), ns);
         let svc = api.get_opt(&name).await.map_err(|e| {
             tracing::warn!(error = %e, service = %name, "reading the gateway Service failed");
-            ConsoleError::unavailable(
-                "the Runtime gateway cannot be resolved: the Kubernetes API is unreachable",
-            )
+            GatewayError::Unresolvable
         })?;
         let target = svc.and_then(|s| target_of(&s, ns, &name, &self.port_name));
         self.cache.insert(key, target.clone()).await;
@@ -67,10 +76,11 @@ impl GatewayResolver {
     }
 }
 
-fn no_gateway(ns: &str, runtime: &str) -> ConsoleError {
-    ConsoleError::unavailable(format!(
-        "the Runtime gateway Service {runtime}-gateway in namespace {ns} does not exist or has no https port"
-    ))
+fn no_gateway(ns: &str, runtime: &str) -> GatewayError {
+    GatewayError::Missing {
+        ns: ns.to_owned(),
+        runtime: runtime.to_owned(),
+    }
 }
 
 /// The target a Service names, if it has the port.
@@ -137,13 +147,12 @@ pub async fn connect(
     tls: &Arc<ClientConfig>,
     target: &GatewayTarget,
     timeout: Duration,
-) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, ConsoleError> {
+) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, GatewayError> {
     let unreachable = |why: String| {
         tracing::warn!(gateway = %target.authority(), why, "Runtime gateway unreachable");
-        ConsoleError::unavailable(format!(
-            "the Runtime gateway {} is unreachable",
-            target.authority()
-        ))
+        GatewayError::Unreachable {
+            authority: target.authority(),
+        }
     };
     let tcp = tokio::time::timeout(
         timeout,

@@ -4,12 +4,41 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kruntimes_apiserver::run::{Run, RunStatus};
+use kruntimes_apiserver::run::{Phase, Run, RunStatus};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 
-use crate::error::ConsoleError;
+/// Why the Run cache cannot hand out the Run a `/v1` call names.
+#[derive(Debug, thiserror::Error)]
+pub enum RunUnavailable {
+    #[error("the Run cache is still loading; retry shortly")]
+    Loading,
+    #[error("run {ns}/{name} with uid {uid} not found")]
+    NotFound {
+        ns: String,
+        name: String,
+        uid: String,
+    },
+    #[error("run {ns}/{name} is a {actual} Run; this endpoint serves {wanted} Runs")]
+    WrongMode {
+        ns: String,
+        name: String,
+        actual: &'static str,
+        wanted: &'static str,
+    },
+    #[error(
+        "run {ns}/{name} is {phase}, not Ready{}",
+        if *finished { "; it has finished and will not become Ready" } else { "" }
+    )]
+    NotReady {
+        ns: String,
+        name: String,
+        phase: String,
+        /// The Run is in a terminal phase.
+        finished: bool,
+    },
+}
 
 /// What a `/v1` call needs of the Run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,14 +122,15 @@ impl RunCache {
         name: &str,
         uid: &str,
         mode: Mode,
-    ) -> Result<Arc<Run>, ConsoleError> {
+    ) -> Result<Arc<Run>, RunUnavailable> {
         if !self.is_ready() {
-            let mut e = ConsoleError::unavailable("the Run cache is still loading; retry shortly");
-            e.retry_after = Some(2);
-            return Err(e);
+            return Err(RunUnavailable::Loading);
         }
-        let not_found =
-            || ConsoleError::not_found(format!("run {ns}/{name} with uid {uid} not found"));
+        let not_found = || RunUnavailable::NotFound {
+            ns: ns.to_owned(),
+            name: name.to_owned(),
+            uid: uid.to_owned(),
+        };
         let run = self
             .store
             .get(&ObjectRef::new(name).within(ns))
@@ -116,20 +146,20 @@ impl RunCache {
             _ => "unknown",
         };
         if actual != mode.name() {
-            return Err(ConsoleError::bad_request(format!(
-                "run {ns}/{name} is a {actual} Run; this endpoint serves {} Runs",
-                mode.name()
-            )));
+            return Err(RunUnavailable::WrongMode {
+                ns: ns.to_owned(),
+                name: name.to_owned(),
+                actual,
+                wanted: mode.name(),
+            });
         }
-        let phase = run.phase();
-        if phase != "Ready" {
-            let mut e = ConsoleError::unavailable(format!("run {ns}/{name} is {phase}, not Ready"));
-            e.retry_after = Some(if run.is_terminal() { 30 } else { 2 });
-            if run.is_terminal() {
-                e.message
-                    .push_str("; it has finished and will not become Ready");
-            }
-            return Err(e);
+        if Phase::parse(run.phase()) != Some(Phase::Ready) {
+            return Err(RunUnavailable::NotReady {
+                ns: ns.to_owned(),
+                name: name.to_owned(),
+                phase: run.phase().to_owned(),
+                finished: run.is_terminal(),
+            });
         }
         Ok(run)
     }

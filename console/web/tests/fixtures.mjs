@@ -1,17 +1,25 @@
 // Fixture answers of the Console API for screenshots and browser checks.
 // Test-only: injected by Playwright route interception, never part of the app bundle.
+// Typed with the generated API types (tsconfig.test.json checks this file), so a
+// fixture cannot drift from what the server answers.
+/** @import { LogRecord, NamespaceList, RunDetail, RunList, RunListItem, RunPhase, RuntimeDetail, RuntimeList, WorkflowRunDetail, WorkflowRunList } from '../src/api/types' */
 
 const NOW = Date.now();
-const ago = (s) => new Date(NOW - s * 1000).toISOString();
+const ago = (/** @type {number} */ s) => new Date(NOW - s * 1000).toISOString();
 
 export const NS = 'team-a';
 
+/** @type {RunPhase[]} */
 const phases = ['Running', 'Succeeded', 'Failed', 'Pending', 'Ready', 'Scheduled', 'Timeout', 'Cancelled'];
 const runtimes = ['python-pool', 'node-pool', 'gpu-pool'];
 
+/**
+ * @param {number} i
+ * @returns {RunListItem}
+ */
 function runItem(i) {
-  const phase = phases[i % phases.length];
-  const runtime = runtimes[i % runtimes.length];
+  const phase = phases[i % phases.length] ?? 'Running';
+  const runtime = runtimes[i % runtimes.length] ?? 'python-pool';
   const assigned = phase === 'Pending' ? undefined : `${runtime}-${['7d9f4', 'k2x8q', 'm5n1z'][i % 3]}`;
   const reasons = {
     Running: ['Running', 'Started', 'Invocation started on the assigned Pod'],
@@ -36,15 +44,20 @@ function runItem(i) {
     mode: i === 4 ? 'session' : 'task',
     ...(assigned ? { assignedPod: assigned } : {}),
     attempt: phase === 'Failed' ? 2 : 1,
-    lastTransition: { type: reasons[0], status: 'True', reason: reasons[1], message: reasons[2], time: ago(60 * i + 30) },
+    lastTransition: { type: reasons[0] ?? phase, status: 'True', reason: reasons[1], message: reasons[2], time: ago(60 * i + 30) },
     startTime: ago(60 * (i * 7 + 1)),
   };
 }
 
+/** @type {RunList} */
 export const runList = { items: Array.from({ length: 14 }, (_, i) => runItem(i)), continue: 'eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MTIzfQ' };
 
+/**
+ * @param {string} name
+ * @returns {RunDetail}
+ */
 export function runDetail(name) {
-  const item = runList.items.find((r) => r.metadata.name === name) ?? runList.items[0];
+  const item = runList.items.find((r) => r.metadata.name === name) ?? runItem(0);
   const session = item.mode === 'session';
   return {
     metadata: { ...item.metadata, name },
@@ -107,7 +120,12 @@ export function runDetail(name) {
   };
 }
 
+/**
+ * @param {number} n
+ * @returns {LogRecord[]}
+ */
 export function logRecords(n, startSeconds = 600) {
+  /** @type {LogRecord[]} */
   const out = [];
   for (let i = 0; i < n; i++) {
     const stderr = i % 17 === 5;
@@ -125,14 +143,19 @@ export function logRecords(n, startSeconds = 600) {
   return out;
 }
 
+/** @type {RuntimeList} */
 export const runtimeList = {
   items: [
-    { metadata: { name: 'python-pool', namespace: NS, creationTimestamp: ago(86400 * 12) }, replicas: 3, readyReplicas: 3, ready: { type: 'Ready', status: 'True', reason: 'AllPodsReady' }, activeRuns: 7 },
-    { metadata: { name: 'node-pool', namespace: NS, creationTimestamp: ago(86400 * 3) }, replicas: 2, readyReplicas: 1, ready: { type: 'Ready', status: 'False', reason: 'PodsNotReady', message: '1 of 2 Pods not ready' }, activeRuns: 2 },
-    { metadata: { name: 'gpu-pool', namespace: NS, creationTimestamp: ago(3600 * 5) }, replicas: 1, readyReplicas: 1, activeRuns: 0 },
+    { metadata: { name: 'python-pool', namespace: NS, creationTimestamp: ago(86400 * 12) }, replicas: 3, readyReplicas: 3, ready: { type: 'Ready', status: 'True', reason: 'AllPodsReady' } },
+    { metadata: { name: 'node-pool', namespace: NS, creationTimestamp: ago(86400 * 3) }, replicas: 2, readyReplicas: 1, ready: { type: 'Ready', status: 'False', reason: 'PodsNotReady', message: '1 of 2 Pods not ready' } },
+    { metadata: { name: 'gpu-pool', namespace: NS, creationTimestamp: ago(3600 * 5) }, replicas: 1, readyReplicas: 1 },
   ],
 };
 
+/**
+ * @param {string} name
+ * @returns {RuntimeDetail}
+ */
 export function runtimeDetail(name) {
   return {
     metadata: { name, namespace: NS, creationTimestamp: ago(86400 * 12), uid: 'rt-1' },
@@ -155,12 +178,13 @@ export function runtimeDetail(name) {
         restarts: i,
         node: `worker-${i + 1}`,
         capacity: { slots: '4', memory: '8Gi' },
-        runs: i === 2 ? [] : runList.items.slice(i * 2, i * 2 + 2).map((r) => ({ name: r.metadata.name, phase: r.phase })),
+        runs: i === 2 ? [] : runList.items.slice(i * 2, i * 2 + 2).map((r) => ({ name: r.metadata.name, phase: r.phase ?? 'Pending' })),
       })),
     },
   };
 }
 
+/** @type {WorkflowRunList} */
 export const workflowRunList = {
   items: [
     { metadata: { name: 'release-2025-06', namespace: NS, creationTimestamp: ago(3600) }, phase: 'Running', workflow: 'release', jobs: { total: 9, succeeded: 5, failed: 0, running: 2 }, startTime: ago(3500) },
@@ -169,8 +193,12 @@ export const workflowRunList = {
   ],
 };
 
+/**
+ * @param {string} name
+ * @returns {WorkflowRunDetail}
+ */
 export function workflowRunDetail(name) {
-  const job = (needs, extra = {}) => ({ 'runs-on': 'python-pool', needs, steps: [{ name: 'checkout', run: 'git clone $REPO .' }, { name: 'run', run: 'make test' }], ...extra });
+  const job = (/** @type {string[]} */ needs, extra = {}) => ({ 'runs-on': 'python-pool', needs, steps: [{ name: 'checkout', run: 'git clone $REPO .' }, { name: 'run', run: 'make test' }], ...extra });
   return {
     metadata: { name, namespace: NS, creationTimestamp: ago(3600), uid: 'wr-1' },
     spec: {
@@ -206,4 +234,5 @@ export function workflowRunDetail(name) {
   };
 }
 
+/** @type {NamespaceList} */
 export const namespaces = { items: [{ name: 'team-a' }, { name: 'team-b' }, { name: 'default' }] };

@@ -8,13 +8,13 @@
  */
 import { ApiError, isApiErrorBody, toApiError } from './errors';
 import { NdjsonSplitter } from '../lib/ndjson';
+import type { RunListQuery } from './requests';
 import type {
   AccessRequest,
   LogRecord,
   NamespaceList,
   RunDetail,
   RunList,
-  RunListQuery,
   RunLog,
   RuntimeDetail,
   RuntimeList,

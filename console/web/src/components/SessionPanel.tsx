@@ -5,7 +5,8 @@
  */
 import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
 import { getSession, openOperationsSocket, operationsAccess } from '../api/client';
-import type { RunDetail, SessionClientFrame } from '../api/types';
+import type { SessionClientFrame } from '../api/requests';
+import type { RunDetail } from '../api/types';
 import { classifyClose, decodeOutput, explainRefusal, heartbeatMs, parseServerFrame, toOperation, type ParsedFrame } from '../lib/session';
 import { TerminalIcon } from './Icons';
 import { Forbidden } from './States';

@@ -1,3 +1,5 @@
+import { TERMINAL_PHASES } from '../api/types';
+
 /** Maps Run/Job/Pod phases to a small set of visual tones. */
 export type Tone = 'success' | 'danger' | 'warning' | 'active' | 'pending' | 'neutral';
 
@@ -23,7 +25,8 @@ export function phaseTone(phase: string | undefined): Tone {
   return (phase && TONES[phase]) || 'neutral';
 }
 
-const TERMINAL = new Set(['Succeeded', 'Failed', 'Timeout', 'Cancelled', 'Skipped', 'Completed', 'TimedOut']);
+/** A Run's terminal phases (from the server's types) and a skipped workflow step. */
+const TERMINAL: ReadonlySet<string> = new Set<string>([...TERMINAL_PHASES, 'Skipped']);
 
 export function isTerminal(phase: string | undefined): boolean {
   return !!phase && TERMINAL.has(phase);

@@ -2,7 +2,7 @@
  * Pure helpers of the Session panel: command-line splitting, server frame
  * parsing, base64 output decoding, heartbeat timing and close explanations.
  */
-import type { SessionOperation, SessionServerEvent } from '../api/types';
+import type { SessionOperation, SessionServerEvent } from '../api/requests';
 
 /** Splits a command line on whitespace, honouring '…' and "…" quoting and \ escapes. */
 export function splitCommandLine(line: string): string[] {

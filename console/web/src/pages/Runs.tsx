@@ -1,7 +1,8 @@
 import { useId, useMemo, useState, type FormEvent } from 'react';
 import { Link, useParams, useSearchParams } from 'react-router';
 import { useRuns, useRuntimes } from '../api/queries';
-import { RUN_PHASES, type RunListQuery } from '../api/types';
+import type { RunListQuery } from '../api/requests';
+import { RUN_PHASES } from '../api/types';
 import { LiveToggle, SummaryBanner } from '../components/LiveToggle';
 import { PageHeader, TableWrap } from '../components/Page';
 import { PhaseBadge } from '../components/Status';

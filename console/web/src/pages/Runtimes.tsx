@@ -12,7 +12,6 @@ export function RuntimesPage() {
   const [live, setLive] = useState(true);
   const q = useRuntimes(ns, { live });
   const data = q.data;
-  const showActive = data?.items.some((r) => r.activeRuns !== undefined) ?? false;
   return (
     <>
       <PageHeader
@@ -37,7 +36,6 @@ export function RuntimesPage() {
                 <th scope="col">Name</th>
                 <th scope="col">Ready Pods</th>
                 <th scope="col">Health</th>
-                {showActive && <th scope="col" className="num">Active Runs</th>}
                 <th scope="col" className="num">Age</th>
               </tr>
             </thead>
@@ -64,7 +62,6 @@ export function RuntimesPage() {
                         <ConditionBadge status={full ? 'True' : 'False'} label={full ? 'Ready' : 'Degraded'} />
                       )}
                     </td>
-                    {showActive && <td className="num">{r.activeRuns ?? <span className="muted">—</span>}</td>}
                     <td className="num" title={dateTime(r.metadata.creationTimestamp)}>
                       {age(r.metadata.creationTimestamp)}
                     </td>

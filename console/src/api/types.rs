@@ -1,0 +1,932 @@
+//! The shapes of every `/api` answer. `console/web/src/api/types.ts` is
+//! rendered from these types ([`typescript`]); a unit test fails when the
+//! committed file is stale. Regenerate it with
+//! `KRUNTIMES_WRITE_TS=1 cargo test -p kruntimes-console --lib api::types`.
+
+use std::collections::BTreeMap;
+
+use kruntimes_apiserver::logs::filter::LogRecord;
+use kruntimes_apiserver::logs::handler::{RunLog, RunLogMeta};
+use kruntimes_apiserver::logs::tail::Cut;
+use kruntimes_apiserver::run::{ModeName, Phase, RunMode, SessionMode};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use ts_rs::TS;
+
+pub use crate::error::AccessRequest;
+
+/// Body of every non-2xx `/api/` answer. Kubernetes 401/403/404/409 are passed
+/// through with their code, reason and message; the cluster being unreachable
+/// is 503 `ServiceUnavailable`.
+#[derive(Debug, Serialize, TS)]
+pub struct ApiErrorBody {
+    pub error: ApiErrorInfo,
+}
+
+#[derive(Debug, Serialize, TS)]
+#[ts(optional_fields)]
+pub struct ApiErrorInfo {
+    /// HTTP status code, repeated in the body.
+    pub code: u16,
+    /// Kubernetes `StatusReason` style word: `Unauthorized`, `Forbidden`,
+    /// `NotFound`, `BadRequest`, `Conflict`, `ServiceUnavailable`, `Timeout`,
+    /// `InternalError`, `RequestEntityTooLarge`.
+    pub reason: String,
+    /// Human-readable explanation; shown to the user verbatim. Never contains a token.
+    pub message: String,
+    /// The access check that failed, when the server knows it. The UI also
+    /// knows what it asked for, so this is only a refinement.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub access: Option<AccessRequest>,
+}
+
+/// A list answer. `continue` is the Kubernetes continue token for the next page
+/// (absent on the last page). `summary` is `true` when the list was served as a
+/// public-read summary without the caller's credential: items then carry only
+/// the summary fields (documented per item type) and details need a login.
+#[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
+pub struct ListResponse<T: TS> {
+    pub items: Vec<T>,
+    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+    pub cont: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<bool>,
+    /// Kubernetes `remainingItemCount` when the API server reported it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "number")]
+    pub remaining_item_count: Option<i64>,
+}
+
+impl<T: TS> ListResponse<T> {
+    /// All `items`, marked as a summary when `summary`.
+    pub fn new(items: Vec<T>, summary: bool) -> Self {
+        Self {
+            items,
+            cont: None,
+            summary: summary.then_some(true),
+            remaining_item_count: None,
+        }
+    }
+}
+
+/// The subset of Kubernetes `ObjectMeta` the UI shows.
+#[derive(Debug, Default, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(rename = "ObjectMeta", optional_fields)]
+pub struct Meta {
+    pub name: String,
+    pub namespace: String,
+    /// Absent in public-read summaries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub creation_timestamp: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "Record<string, string>")]
+    pub labels: Option<BTreeMap<String, String>>,
+    /// Only non-sensitive annotations; the server drops `kubectl.kubernetes.io/last-applied-configuration`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "Record<string, string>")]
+    pub annotations: Option<BTreeMap<String, String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(as = "Option<i32>")]
+    pub generation: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource_version: Option<String>,
+}
+
+/// A Kubernetes condition (`metav1.Condition`).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
+pub struct Condition {
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional = false, type = "string")]
+    pub type_: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional = false, type = "'True' | 'False' | 'Unknown'")]
+    pub status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(as = "Option<i32>")]
+    pub observed_generation: Option<i64>,
+}
+
+/// A part of a detail answer that needs its own permission. The page renders
+/// whatever sections are `ok` and explains the others instead of failing.
+///
+/// - `ok`: the data fields of `T` are present.
+/// - `forbidden`: the caller may not read it; `message` is the Kubernetes
+///   message and `access` (when known) the denied check.
+/// - `absent`: nothing to show (no Pod assigned yet, Pod gone); `message` says why.
+/// - `error`: reading it failed for another reason (e.g. 503).
+#[derive(Debug, Serialize, TS)]
+#[serde(tag = "state", rename_all = "camelCase")]
+pub enum Section<T> {
+    Ok(T),
+    #[ts(optional_fields)]
+    Forbidden {
+        message: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        access: Option<AccessRequest>,
+    },
+    Absent {
+        message: String,
+    },
+    #[ts(optional_fields)]
+    Error {
+        message: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        code: Option<u16>,
+    },
+}
+
+impl<T> Section<T> {
+    /// The section of a read that failed: `forbidden` when the refusal names
+    /// the access it needed, `error` otherwise.
+    pub fn failed(e: impl Into<crate::error::ConsoleError>) -> Self {
+        let e = e.into();
+        match e.access {
+            Some(access) => Section::Forbidden {
+                message: e.message,
+                access: Some(*access),
+            },
+            None => Section::Error {
+                message: e.message,
+                code: Some(e.code.as_u16()),
+            },
+        }
+    }
+}
+
+/// `GET /api/session` (and `POST`, `DELETE`). `GET` without a valid cookie
+/// answers 200 with `{authenticated:false}` (not 401). The token itself is never returned.
+#[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
+pub struct SessionInfo {
+    pub authenticated: bool,
+    /// Kubernetes username from TokenReview, e.g. `system:serviceaccount:team-a:viewer`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    /// Whether list endpoints answer summaries without credentials
+    /// (`console.publicRead`). Lets the UI offer browsing before login.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub public_read: Option<bool>,
+}
+
+/// `POST /api/session` request body. The token is validated with TokenReview.
+#[derive(Debug, Deserialize, TS)]
+pub struct SessionLogin {
+    pub token: String,
+}
+
+#[derive(Debug, Serialize, TS)]
+#[ts(optional_fields)]
+pub struct NamespaceItem {
+    pub name: String,
+    /// `Active` or `Terminating`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+}
+
+/// The condition with the latest `lastTransitionTime`.
+#[derive(Debug, Serialize, TS)]
+#[ts(optional_fields)]
+pub struct LastTransition {
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    #[ts(optional = false, type = "string")]
+    pub type_: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "Condition['status']")]
+    pub status: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
+}
+
+/// One row of the Run table. In a public-read summary (`summary: true`) only
+/// `metadata.name`, `metadata.namespace`, `metadata.creationTimestamp`,
+/// `phase`, `runtime` and `mode` are present.
+#[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
+pub struct RunListItem {
+    pub metadata: Meta,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(as = "Option<Phase>")]
+    pub phase: Option<String>,
+    pub runtime: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<ModeName>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assigned_pod: Option<String>,
+    /// `status.attempt` (1-based).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(as = "Option<i32>")]
+    pub attempt: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_transition: Option<LastTransition>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completion_time: Option<String>,
+}
+
+/// One entry of `status.artifactRefs`. The UI shows it as metadata only; no download.
+#[derive(Debug, Default, Deserialize, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
+pub struct ArtifactRef {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional = false, type = "string")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub type_: Option<String>,
+    /// `s3://bucket/key`, `pvc://claim/path` or `file:///path`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "string")]
+    pub location: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(as = "Option<i32>")]
+    pub size_bytes: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+}
+
+/// Run `spec`, without `env` (never returned).
+#[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(rename = "RunSpec", optional_fields)]
+pub struct RunSpecView {
+    pub runtime: String,
+    pub mode: RunMode,
+    /// Duration string as written in the spec, e.g. `10m`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+    /// `spec.retryPolicy` as the CRD declares it; shown as key/value pairs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "Record<string, unknown>")]
+    pub retry_policy: Option<Value>,
+}
+
+/// Where a Ready function or session Run answers (`caBundle` is omitted).
+#[derive(Debug, Default, Deserialize, Serialize, TS)]
+#[ts(optional_fields)]
+pub struct Endpoint {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+/// Output values by name: at most 64 keys, each value a string of at most 4 KiB.
+pub type Outputs = BTreeMap<String, String>;
+
+#[derive(Debug, Default, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(rename = "RunStatus", optional_fields)]
+pub struct RunStatusView {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(as = "Option<Phase>")]
+    pub phase: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assigned_pod: Option<String>,
+    #[serde(rename = "assignedPodUID", skip_serializing_if = "Option::is_none")]
+    pub assigned_pod_uid: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<Endpoint>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completion_time: Option<String>,
+    /// At most 64 keys. Values are strings; the server truncates each to 4 KiB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "Record<string, string>")]
+    pub outputs: Option<Outputs>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub artifact_refs: Option<Vec<ArtifactRef>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(as = "Option<i32>")]
+    pub attempt: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<Vec<Condition>>,
+}
+
+/// A Pod as seen by the caller (the Pod section of a Run, the Pods of a Runtime).
+#[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
+pub struct PodInfo {
+    pub name: String,
+    pub namespace: String,
+    pub uid: String,
+    /// `Pending`, `Running`, `Succeeded`, `Failed`, `Unknown`.
+    pub phase: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    #[serde(rename = "podIP", skip_serializing_if = "Option::is_none")]
+    pub pod_ip: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<String>,
+    /// Pod condition `Ready` is True.
+    pub ready: bool,
+    /// Pod condition `kruntimes.io/RuntimedReady`, when present.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtimed_ready: Option<Condition>,
+    /// Sum of container restart counts.
+    pub restarts: i32,
+    /// The Pod's UID no longer matches `status.assignedPodUID` (Pod was replaced).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replaced: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "Record<string, string>")]
+    pub labels: Option<BTreeMap<String, String>>,
+}
+
+/// A Kubernetes Event related to the Run or its Pod.
+#[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(rename = "EventInfo", optional_fields)]
+pub struct EventInfo {
+    /// `Normal` or `Warning`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub reason: String,
+    pub message: String,
+    /// `Kind/name` of the involved object, e.g. `Run/build-42`, `Pod/py-0`.
+    pub involved_object: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_time: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_time: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+/// The `ok` part of a Run's Pod section.
+#[derive(Debug, Serialize, TS)]
+pub struct PodSection {
+    pub pod: PodInfo,
+}
+
+/// The `ok` part of a list section.
+#[derive(Debug, Serialize, TS)]
+pub struct Items<T> {
+    pub items: Vec<T>,
+}
+
+/// `GET /api/namespaces/{ns}/runs/{name}`.
+#[derive(Debug, Serialize, TS)]
+pub struct RunDetail {
+    pub metadata: Meta,
+    pub spec: RunSpecView,
+    pub status: RunStatusView,
+    /// Needs `get pods` in the namespace. `absent` when no Pod is assigned or it is gone.
+    pub pod: Section<PodSection>,
+    /// Needs `list events` in the namespace. Items oldest first.
+    pub events: Section<Items<EventInfo>>,
+}
+
+/// One row of the Runtime list. In a public-read summary only `metadata.name`,
+/// `metadata.namespace`, `metadata.creationTimestamp`, `replicas` and
+/// `readyReplicas` are present.
+#[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
+pub struct RuntimeListItem {
+    pub metadata: Meta,
+    #[ts(as = "i32")]
+    pub replicas: i64,
+    #[ts(as = "i32")]
+    pub ready_replicas: i64,
+    /// Condition `Ready` of the Runtime, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready: Option<Condition>,
+}
+
+/// A Run assigned to a Runtime Pod (non-terminal phases only).
+#[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
+pub struct AssignedRun {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+    #[ts(as = "Phase")]
+    pub phase: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<ModeName>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub creation_timestamp: Option<String>,
+}
+
+/// A Pod of a Runtime (`runtime=<name>` label).
+#[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
+pub struct RuntimePod {
+    pub name: String,
+    pub uid: String,
+    pub phase: String,
+    pub ready: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtimed_ready: Option<Condition>,
+    pub restarts: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    #[serde(rename = "podIP", skip_serializing_if = "Option::is_none")]
+    pub pod_ip: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<String>,
+    /// From the annotations `kruntimes.io/capacity.<res>`: resource name (the
+    /// `<res>` part) → value as written, e.g. `{"slots": "4", "gpu": "1"}`.
+    #[ts(type = "Record<string, string>")]
+    pub capacity: BTreeMap<String, String>,
+    /// Runs whose `status.assignedPod` is this Pod. `forbidden`/`error` are per Runtime, not per Pod.
+    pub runs: Vec<AssignedRun>,
+}
+
+/// `spec.capacity` of a Runtime.
+#[derive(Debug, Default, Deserialize, Serialize, TS)]
+#[ts(optional_fields)]
+pub struct RuntimeCapacity {
+    /// Resource name → declared capacity per Pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "Record<string, string | number>")]
+    pub resources: Option<Value>,
+}
+
+#[derive(Debug, Serialize, TS)]
+#[ts(optional_fields)]
+pub struct RuntimeSpecView {
+    #[ts(as = "i32")]
+    pub replicas: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "number")]
+    pub port: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<RuntimeCapacity>,
+    /// Container image of the Runtime, when declared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "string")]
+    pub image: Option<Value>,
+}
+
+#[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
+pub struct RuntimeStatusView {
+    #[ts(as = "i32")]
+    pub ready_replicas: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<Vec<Condition>>,
+}
+
+/// `GET /api/namespaces/{ns}/runtimes/{name}`.
+#[derive(Debug, Serialize, TS)]
+pub struct RuntimeDetail {
+    pub metadata: Meta,
+    pub spec: RuntimeSpecView,
+    pub status: RuntimeStatusView,
+    /// Needs `list pods` (and `list runs` for `runs`) in the namespace.
+    pub pods: Section<Items<RuntimePod>>,
+}
+
+/// Counts of jobs by observed phase; `total` is the number of `spec.jobs`.
+#[derive(Debug, Serialize, TS)]
+pub struct JobCounts {
+    #[ts(as = "i32")]
+    pub total: usize,
+    #[ts(as = "i32")]
+    pub succeeded: usize,
+    #[ts(as = "i32")]
+    pub failed: usize,
+    #[ts(as = "i32")]
+    pub running: usize,
+}
+
+/// One row of the WorkflowRun list. In a public-read summary only metadata
+/// name/namespace/creationTimestamp, `phase` and `jobs` counts are present.
+#[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
+pub struct WorkflowRunListItem {
+    pub metadata: Meta,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "WorkflowPhase")]
+    pub phase: Option<String>,
+    /// Name of the Workflow template, when the run was made from one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<String>,
+    pub jobs: JobCounts,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completion_time: Option<String>,
+    /// Set when this run was started by a reusable-workflow job of another run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_workflow_run: Option<String>,
+}
+
+/// One declared step (display only: `run` scripts are shown, `with` values are not secrets).
+#[derive(Debug, Default, Deserialize, Serialize, TS)]
+#[ts(optional_fields)]
+pub struct StepSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "string")]
+    pub name: Option<Value>,
+    /// Shell script of the step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "string")]
+    pub run: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "string")]
+    pub uses: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "Record<string, unknown>")]
+    pub with: Option<Value>,
+}
+
+/// `spec.jobs.<id>` as declared (keys as in the CRD, including `runs-on`).
+#[derive(Debug, Serialize, TS)]
+#[ts(optional_fields)]
+pub struct JobSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "string")]
+    pub name: Option<Value>,
+    #[serde(rename = "runs-on", default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "string")]
+    pub runs_on: Option<Value>,
+    /// Job ids this job depends on. Unknown ids are shown, not dropped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "string[]")]
+    pub needs: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<Vec<StepSpec>>,
+    /// Reusable workflow this job calls; its run appears as `status.jobs.<id>.workflowRunName`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "string")]
+    pub uses: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "Record<string, unknown>")]
+    pub with: Option<Value>,
+}
+
+/// `status.jobs.<id>.steps[i]`.
+#[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
+pub struct StepStatus {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional = false, type = "string")]
+    pub name: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "WorkflowPhase")]
+    pub phase: Option<Value>,
+    /// The Run that executed this step, in the same namespace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "string")]
+    pub run_name: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "Record<string, string>")]
+    pub outputs: Option<Outputs>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "string")]
+    pub start_time: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "string")]
+    pub completion_time: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "string")]
+    pub message: Option<Value>,
+}
+
+/// `status.jobs.<id>`.
+#[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
+pub struct JobStatus {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "WorkflowPhase")]
+    pub phase: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steps: Option<Vec<StepStatus>>,
+    /// Job outputs; `result` is shown in the DAG (the server bounds each value to 4 KiB).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "Record<string, string>")]
+    pub outputs: Option<Outputs>,
+    /// Child WorkflowRun started by a reusable-workflow job (`uses`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "string")]
+    pub workflow_run_name: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "string")]
+    pub start_time: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "string")]
+    pub completion_time: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "string")]
+    pub message: Option<Value>,
+}
+
+#[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
+pub struct WorkflowRunSpecView {
+    /// Name of the Workflow template, when referenced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workflow_ref: Option<String>,
+    #[ts(type = "Record<string, JobSpec>")]
+    pub jobs: BTreeMap<String, JobSpec>,
+}
+
+#[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
+pub struct WorkflowRunStatusView {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "WorkflowPhase")]
+    pub phase: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "string")]
+    pub start_time: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "string")]
+    pub completion_time: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<Vec<Condition>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "Record<string, JobStatus>")]
+    pub jobs: Option<BTreeMap<String, JobStatus>>,
+}
+
+/// `GET /api/namespaces/{ns}/workflowruns/{name}`.
+#[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
+pub struct WorkflowRunDetail {
+    pub metadata: Meta,
+    pub spec: WorkflowRunSpecView,
+    pub status: WorkflowRunStatusView,
+    /// Set when this run is the child of another WorkflowRun's reusable job.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_workflow_run: Option<String>,
+}
+
+/// `GET /api/namespaces`. A 403 means the UI falls back to free-text namespace entry.
+pub type NamespaceList = ListResponse<NamespaceItem>;
+pub type RunList = ListResponse<RunListItem>;
+pub type RuntimeList = ListResponse<RuntimeListItem>;
+pub type WorkflowRunList = ListResponse<WorkflowRunListItem>;
+
+const HEADER: &str = "\
+// Generated from console/src/api/types.rs; do not edit. Regenerate with
+//   KRUNTIMES_WRITE_TS=1 cargo test -p kruntimes-console --lib api::types
+/**
+ * JSON contract between the browser UI and the Kruntimes Console server.
+ *
+ * Every `/api/...` endpoint answers `application/json` (the log follow
+ * endpoint answers `application/x-ndjson`). A field marked optional (`?`) may
+ * be omitted entirely, and the UI never relies on `null` for \"absent\".
+ * Timestamps are RFC 3339 strings in UTC, exactly as Kubernetes writes them.
+ * Any non-2xx answer on `/api/` carries an {@link ApiErrorBody}.
+ */
+";
+
+fn decl<T: TS>(out: &mut String) {
+    out.push('\n');
+    if let Some(docs) = T::docs() {
+        out.push_str(&docs);
+    }
+    out.push_str("export ");
+    out.push_str(&one_field_a_line(&T::decl()));
+    out.push('\n');
+}
+
+/// Splits `s` at the commas outside brackets, quotes and comments; `None`
+/// when a bracket closes one opened before `s` (`a } & T | { b`).
+fn top_level_fields(s: &str) -> Option<Vec<&str>> {
+    let (mut depth, mut quote, mut comment) = (0i32, None, false);
+    let (mut start, mut fields) = (0, Vec::new());
+    let b = s.as_bytes();
+    for (i, &c) in b.iter().enumerate() {
+        if comment {
+            comment = !(c == b'/' && i > 0 && b[i - 1] == b'*');
+            continue;
+        }
+        if let Some(q) = quote {
+            if c == q {
+                quote = None;
+            }
+            continue;
+        }
+        match c {
+            b'/' if b.get(i + 1) == Some(&b'*') => comment = true,
+            b'\'' | b'"' => quote = Some(c),
+            b'{' | b'<' | b'(' | b'[' => depth += 1,
+            b'}' | b'>' | b')' | b']' => {
+                depth -= 1;
+                if depth < 0 {
+                    return None;
+                }
+            }
+            b',' if depth == 0 => {
+                fields.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    fields.push(&s[start..]);
+    Some(
+        fields
+            .into_iter()
+            .map(str::trim)
+            .filter(|f| !f.is_empty())
+            .collect(),
+    )
+}
+
+/// An object type (`type X = { a: A, b: B, };`) written one field a line;
+/// anything else as ts-rs wrote it.
+fn one_field_a_line(decl: &str) -> String {
+    let Some((head, body)) = decl.split_once(" = { ") else {
+        return decl.to_owned();
+    };
+    let Some(body) = body.strip_suffix(" };") else {
+        return decl.to_owned();
+    };
+    let Some(fields) = top_level_fields(body) else {
+        return decl.to_owned();
+    };
+    let mut out = format!("{head} = {{\n");
+    for f in fields {
+        for line in f.lines() {
+            out.push_str("  ");
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out.pop();
+        out.push_str(";\n");
+    }
+    out.push_str("};");
+    out
+}
+
+fn alias<T: TS>(out: &mut String, name: &str, docs: &str) {
+    out.push('\n');
+    if !docs.is_empty() {
+        out.push_str(&format!("/** {docs} */\n"));
+    }
+    out.push_str(&format!("export type {name} = {};\n", T::name()));
+}
+
+fn phases(out: &mut String, name: &str, docs: &str, phases: &[Phase]) {
+    let list: Vec<String> = phases.iter().map(|p| format!("'{p}'")).collect();
+    out.push_str(&format!(
+        "\n/** {docs} */\nexport const {name}: readonly RunPhase[] = [{}];\n",
+        list.join(", ")
+    ));
+}
+
+/// The TypeScript declarations of the Console API, as committed in
+/// `console/web/src/api/types.ts`.
+pub fn typescript() -> String {
+    let mut out = String::from(HEADER);
+    decl::<ApiErrorBody>(&mut out);
+    decl::<ApiErrorInfo>(&mut out);
+    decl::<AccessRequest>(&mut out);
+    decl::<SessionLogin>(&mut out);
+    decl::<SessionInfo>(&mut out);
+    decl::<ListResponse<()>>(&mut out);
+    decl::<Meta>(&mut out);
+    decl::<Condition>(&mut out);
+    decl::<Section<()>>(&mut out);
+    decl::<Items<()>>(&mut out);
+    decl::<NamespaceItem>(&mut out);
+    alias::<NamespaceList>(
+        &mut out,
+        "NamespaceList",
+        "`GET /api/namespaces`. A 403 means the UI falls back to free-text namespace entry.",
+    );
+    decl::<Phase>(&mut out);
+    phases(&mut out, "RUN_PHASES", "Every Run phase.", &Phase::ALL);
+    phases(
+        &mut out,
+        "TERMINAL_PHASES",
+        "Phases after which a Run changes no more.",
+        &Phase::TERMINAL,
+    );
+    decl::<ModeName>(&mut out);
+    decl::<RunMode>(&mut out);
+    decl::<SessionMode>(&mut out);
+    decl::<LastTransition>(&mut out);
+    decl::<RunListItem>(&mut out);
+    alias::<RunList>(&mut out, "RunList", "`GET /api/namespaces/{ns}/runs`.");
+    decl::<ArtifactRef>(&mut out);
+    decl::<RunSpecView>(&mut out);
+    decl::<Endpoint>(&mut out);
+    decl::<RunStatusView>(&mut out);
+    decl::<PodInfo>(&mut out);
+    decl::<EventInfo>(&mut out);
+    decl::<PodSection>(&mut out);
+    decl::<RunDetail>(&mut out);
+    decl::<Cut>(&mut out);
+    decl::<LogRecord>(&mut out);
+    decl::<RunLogMeta>(&mut out);
+    decl::<RunLog>(&mut out);
+    out.push_str(
+        "\n/** A line of `GET …/logs?follow=true`: a record, or one final error. */\n\
+         export type LogStreamLine = LogRecord | ApiErrorBody;\n",
+    );
+    decl::<RuntimeListItem>(&mut out);
+    alias::<RuntimeList>(
+        &mut out,
+        "RuntimeList",
+        "`GET /api/namespaces/{ns}/runtimes`.",
+    );
+    decl::<AssignedRun>(&mut out);
+    decl::<RuntimePod>(&mut out);
+    decl::<RuntimeCapacity>(&mut out);
+    decl::<RuntimeSpecView>(&mut out);
+    decl::<RuntimeStatusView>(&mut out);
+    decl::<RuntimeDetail>(&mut out);
+    out.push_str(
+        "\n/** Phase of a WorkflowRun, a job, or a step. Free string; the known values get colours. */\n\
+         export type WorkflowPhase = RunPhase | 'Skipped' | (string & {});\n",
+    );
+    decl::<JobCounts>(&mut out);
+    decl::<WorkflowRunListItem>(&mut out);
+    alias::<WorkflowRunList>(
+        &mut out,
+        "WorkflowRunList",
+        "`GET /api/namespaces/{ns}/workflowruns`.",
+    );
+    decl::<StepSpec>(&mut out);
+    decl::<JobSpec>(&mut out);
+    decl::<StepStatus>(&mut out);
+    decl::<JobStatus>(&mut out);
+    decl::<WorkflowRunSpecView>(&mut out);
+    decl::<WorkflowRunStatusView>(&mut out);
+    decl::<WorkflowRunDetail>(&mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const COMMITTED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/web/src/api/types.ts");
+
+    #[test]
+    fn object_types_are_written_one_field_a_line() {
+        assert_eq!(
+            one_field_a_line("type A = { a: Record<string, B>, b?: 'x, y' | 'z', };"),
+            "type A = {\n  a: Record<string, B>;\n  b?: 'x, y' | 'z';\n};"
+        );
+        let union =
+            "type S<T> = { \"state\": \"ok\" } & T | { \"state\": \"absent\", message: string, };";
+        assert_eq!(one_field_a_line(union), union);
+    }
+
+    /// The committed TypeScript matches the Rust types; with
+    /// `KRUNTIMES_WRITE_TS=1` it is rewritten instead.
+    #[test]
+    fn typescript_is_current() {
+        let want = typescript();
+        if std::env::var_os("KRUNTIMES_WRITE_TS").is_some() {
+            std::fs::write(COMMITTED, &want).expect("writing types.ts");
+            return;
+        }
+        let have = std::fs::read_to_string(COMMITTED).unwrap_or_default();
+        assert!(
+            have == want,
+            "console/web/src/api/types.ts is stale: the Rust API types in \
+             console/src/api/types.rs changed. Regenerate it with\n  \
+             KRUNTIMES_WRITE_TS=1 cargo test -p kruntimes-console --lib api::types\n\
+             and commit the result."
+        );
+    }
+}
