@@ -5,6 +5,7 @@ pub mod logs;
 pub mod objects;
 pub mod runs;
 pub mod runtimes;
+pub mod session;
 pub mod types;
 pub mod workflowruns;
 
@@ -20,8 +21,9 @@ use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use kube::{Api, Client};
 use serde::de::DeserializeOwned;
 
-use crate::console::{Caller, ConsoleState};
-use crate::error::{AccessRequest, ConsoleError, KubeFailure};
+use crate::api::types::AccessRequest;
+use crate::error::{ConsoleError, KubeFailure};
+use crate::state::{ConsoleState, RequestCredentials};
 use types::{ListResponse, NamespaceItem, NamespaceList};
 
 /// Who reads for this request.
@@ -44,7 +46,10 @@ impl Reader {
 }
 
 /// The caller's own client; details, logs and everything but list summaries need it.
-pub fn user_client(state: &ConsoleState, caller: &Caller) -> Result<Client, ConsoleError> {
+pub fn user_client(
+    state: &ConsoleState,
+    caller: &RequestCredentials,
+) -> Result<Client, ConsoleError> {
     match &caller.0 {
         Some(c) => state.users.for_token(c.token()?),
         None => Err(ConsoleError::unauthorized(
@@ -54,7 +59,10 @@ pub fn user_client(state: &ConsoleState, caller: &Caller) -> Result<Client, Cons
 }
 
 /// The reader for a list endpoint.
-pub fn list_reader(state: &ConsoleState, caller: &Caller) -> Result<Reader, ConsoleError> {
+pub fn list_reader(
+    state: &ConsoleState,
+    caller: &RequestCredentials,
+) -> Result<Reader, ConsoleError> {
     match &caller.0 {
         Some(c) => Ok(Reader::User(state.users.for_token(c.token()?)?)),
         None if state.public_read => Ok(Reader::Public(state.service_account.clone())),
@@ -127,7 +135,7 @@ impl<S: Send + Sync> FromRequest<S> for ApiBody {
 
 pub async fn namespaces(
     State(state): State<Arc<ConsoleState>>,
-    Extension(caller): Extension<Caller>,
+    Extension(caller): Extension<RequestCredentials>,
 ) -> Result<Json<NamespaceList>, ConsoleError> {
     let reader = list_reader(&state, &caller)?;
     let api: Api<Namespace> = Api::all(reader.client().clone());

@@ -4,49 +4,10 @@
 use axum::Json;
 use axum::response::{IntoResponse, Response};
 use http::StatusCode;
-use serde::Serialize;
 
-use crate::api::types::{ApiErrorBody, ApiErrorInfo};
+use crate::api::types::{AccessRequest, ApiErrorBody, ApiErrorInfo, Section};
 use crate::v1::gateway::GatewayError;
 use crate::v1::runs::RunUnavailable;
-
-/// One Kubernetes authorization question: may the caller `verb` this resource?
-/// Named in forbidden answers so the UI can show `kubectl auth can-i`.
-#[derive(Clone, Debug, Serialize, PartialEq, Eq, ts_rs::TS)]
-#[ts(optional_fields)]
-pub struct AccessRequest {
-    /// `get`, `list`, `watch`, `create`.
-    pub verb: String,
-    /// API group; `""` for the core group.
-    pub group: String,
-    /// Plural resource name, e.g. `runs`, `pods`, `events`.
-    pub resource: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub subresource: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub namespace: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-}
-
-impl AccessRequest {
-    pub fn new(
-        verb: &str,
-        group: &str,
-        resource: &str,
-        namespace: &str,
-        name: Option<&str>,
-    ) -> Self {
-        Self {
-            verb: verb.into(),
-            group: group.into(),
-            resource: resource.into(),
-            subresource: None,
-            namespace: Some(namespace.into()),
-            name: name.map(Into::into),
-        }
-    }
-}
 
 /// A Console failure.
 #[derive(Clone, Debug, thiserror::Error)]
@@ -256,5 +217,23 @@ impl From<axum::extract::rejection::PathRejection> for ConsoleError {
         let code = r.status();
         let reason = code.canonical_reason().unwrap_or("Error").replace(' ', "");
         ConsoleError::new(code, &reason, r.body_text())
+    }
+}
+
+impl<T> Section<T> {
+    /// The section of a read that failed: `forbidden` when the refusal names
+    /// the access it needed, `error` otherwise.
+    pub fn failed(e: impl Into<ConsoleError>) -> Self {
+        let e = e.into();
+        match e.access {
+            Some(access) => Section::Forbidden {
+                message: e.message,
+                access: Some(*access),
+            },
+            None => Section::Error {
+                message: e.message,
+                code: Some(e.code.as_u16()),
+            },
+        }
     }
 }

@@ -8,14 +8,16 @@ pub mod api;
 pub mod args;
 pub mod check;
 pub mod clients;
-pub mod console;
+
 pub mod credentials;
 pub mod error;
 pub mod headers;
 pub mod logging;
+pub mod origin;
 pub mod root;
 pub mod router;
 pub mod session;
+pub mod state;
 pub mod v1;
 pub mod web;
 

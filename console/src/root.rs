@@ -19,7 +19,7 @@ use kruntimes_core::tls::{ClientRoots, DynamicClientVerifier, ReloadingCert, ser
 use tokio::net::TcpListener;
 
 use crate::args::Args;
-use crate::{admin, clients, console, router, session, v1};
+use crate::{admin, clients, router, session, state, v1};
 
 /// Builds the server's own Kubernetes configuration (its ServiceAccount
 /// identity): `kubeconfig`, or the in-cluster configuration without it.
@@ -197,7 +197,7 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
             Arc::new(session::SessionSealer::ephemeral(ttl)?)
         }
     };
-    let console_state = Arc::new(console::ConsoleState {
+    let console_state = Arc::new(state::ConsoleState {
         authn: Authenticator::new(console_verifier, None, tokens.clone()),
         access: access.clone(),
         sealer,

@@ -10,17 +10,21 @@ use axum::routing::get;
 use kruntimes_core::observe::{Observer, observe};
 use kruntimes_core::routes::{self, Route};
 
+use crate::api::session::{self, MAX_LOGIN_BODY};
 use crate::api::{logs, namespaces, runs, runtimes, workflowruns};
-use crate::console::{
-    ConsoleState, MAX_LOGIN_BODY, credentials, session_delete, session_get, session_post,
-};
+use crate::origin::credentials;
+use crate::state::ConsoleState;
 
 /// The `/api` routes.
 pub static API_ROUTES: &[Route<Arc<ConsoleState>>] = &[
     Route {
         path: "/api/session",
         name: "session",
-        methods: || get(session_get).post(session_post).delete(session_delete),
+        methods: || {
+            get(session::get)
+                .post(session::login)
+                .delete(session::logout)
+        },
     },
     Route {
         path: "/api/namespaces",

@@ -31,8 +31,9 @@ use rustls::ClientConfig;
 
 use self::gateway::{GatewayResolver, GatewayTarget};
 use self::runs::{Mode, RunCache};
-use crate::console::Caller;
-use crate::error::{AccessRequest, ConsoleError, drain, refuse};
+use crate::api::types::AccessRequest;
+use crate::error::{ConsoleError, drain, refuse};
+use crate::state::RequestCredentials;
 
 /// Header carrying an invocation's ID, echoed back.
 pub const INVOCATION_ID: &str = "x-kruntime-invocation-id";
@@ -170,7 +171,7 @@ fn run_attributes(ns: &str, name: &str, sub: &'static str) -> ResourceAttributes
 /// Authenticates and authorizes a `/v1` call: `create` on `runs/<sub>`.
 async fn admit<'a>(
     state: &V1State,
-    caller: &'a Caller,
+    caller: &'a RequestCredentials,
     ns: &str,
     name: &str,
     sub: &'static str,
@@ -368,7 +369,7 @@ fn too_large(max: usize) -> ConsoleError {
 
 async fn invoke(
     State(state): State<Arc<V1State>>,
-    Extension(caller): Extension<Caller>,
+    Extension(caller): Extension<RequestCredentials>,
     Path((ns, name, uid)): Path<(String, String, String)>,
     req: Request,
 ) -> Response {
@@ -411,7 +412,7 @@ struct AdmittedInvoke {
 
 async fn admit_invoke(
     state: &V1State,
-    caller: &Caller,
+    caller: &RequestCredentials,
     ns: &str,
     name: &str,
     uid: &str,
@@ -548,7 +549,7 @@ fn relay_response(
 
 async fn operations(
     State(state): State<Arc<V1State>>,
-    Extension(caller): Extension<Caller>,
+    Extension(caller): Extension<RequestCredentials>,
     Path((ns, name, uid)): Path<(String, String, String)>,
     req: Request,
 ) -> Response {

@@ -13,8 +13,9 @@ use kruntimes_core::query;
 use kruntimes_core::status::ApiError;
 
 use super::{ApiPath, check_name, check_namespace, user_client};
-use crate::console::{Caller, ConsoleState};
-use crate::error::{AccessRequest, ConsoleError};
+use crate::api::types::AccessRequest;
+use crate::error::ConsoleError;
+use crate::state::{ConsoleState, RequestCredentials};
 
 /// `tail` and `follow` of the logs endpoint.
 #[derive(Debug, PartialEq, Eq)]
@@ -64,7 +65,7 @@ pub fn parse(raw: Option<&str>) -> Result<LogsQuery, ConsoleError> {
 /// `LogRecord` when following), relayed as it is.
 pub async fn logs(
     State(state): State<Arc<ConsoleState>>,
-    Extension(caller): Extension<Caller>,
+    Extension(caller): Extension<RequestCredentials>,
     ApiPath((ns, name)): ApiPath<(String, String)>,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ConsoleError> {

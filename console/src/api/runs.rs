@@ -19,8 +19,9 @@ use super::types::{
     RunDetail, RunList, RunListItem, RunSpecView, RunStatusView, Section,
 };
 use super::{ApiPath, Reader, check_name, check_namespace, list_reader, user_client};
-use crate::console::{Caller, ConsoleState};
-use crate::error::{AccessRequest, ConsoleError, KubeFailure};
+use crate::api::types::AccessRequest;
+use crate::error::{ConsoleError, KubeFailure};
+use crate::state::{ConsoleState, RequestCredentials};
 use kruntimes_apiserver::run::{Phase, Run};
 use kruntimes_core::names::is_dns1123_subdomain;
 use kruntimes_core::query;
@@ -403,7 +404,7 @@ pub fn run_item(o: &Run, summary: bool) -> RunListItem {
 
 pub async fn list(
     State(state): State<Arc<ConsoleState>>,
-    Extension(caller): Extension<Caller>,
+    Extension(caller): Extension<RequestCredentials>,
     ApiPath(ns): ApiPath<String>,
     RawQuery(raw): RawQuery,
 ) -> Result<Json<RunList>, ConsoleError> {
@@ -444,7 +445,7 @@ pub async fn list(
 
 pub async fn detail(
     State(state): State<Arc<ConsoleState>>,
-    Extension(caller): Extension<Caller>,
+    Extension(caller): Extension<RequestCredentials>,
     ApiPath((ns, name)): ApiPath<(String, String)>,
 ) -> Result<Json<RunDetail>, ConsoleError> {
     check_namespace(&ns)?;

@@ -23,8 +23,9 @@ use super::types::{
 use super::{
     ApiPath, Reader, check_name, check_namespace, kruntimes_api, list_reader, user_client,
 };
-use crate::console::{Caller, ConsoleState};
-use crate::error::{AccessRequest, ConsoleError, KubeFailure};
+use crate::api::types::AccessRequest;
+use crate::error::{ConsoleError, KubeFailure};
+use crate::state::{ConsoleState, RequestCredentials};
 
 /// The parts of a Runtime the Console reads.
 #[derive(Default, Deserialize)]
@@ -75,7 +76,7 @@ fn runtime_item(o: &DynamicObject, summary: bool) -> RuntimeListItem {
 
 pub async fn list(
     State(state): State<Arc<ConsoleState>>,
-    Extension(caller): Extension<Caller>,
+    Extension(caller): Extension<RequestCredentials>,
     ApiPath(ns): ApiPath<String>,
 ) -> Result<Json<RuntimeList>, ConsoleError> {
     check_namespace(&ns)?;
@@ -102,7 +103,7 @@ pub async fn list(
 
 pub async fn detail(
     State(state): State<Arc<ConsoleState>>,
-    Extension(caller): Extension<Caller>,
+    Extension(caller): Extension<RequestCredentials>,
     ApiPath((ns, name)): ApiPath<(String, String)>,
 ) -> Result<Json<RuntimeDetail>, ConsoleError> {
     check_namespace(&ns)?;

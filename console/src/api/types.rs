@@ -13,7 +13,43 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use ts_rs::TS;
 
-pub use crate::error::AccessRequest;
+/// One Kubernetes authorization question: may the caller `verb` this resource?
+/// Named in forbidden answers so the UI can show `kubectl auth can-i`.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq, ts_rs::TS)]
+#[ts(optional_fields)]
+pub struct AccessRequest {
+    /// `get`, `list`, `watch`, `create`.
+    pub verb: String,
+    /// API group; `""` for the core group.
+    pub group: String,
+    /// Plural resource name, e.g. `runs`, `pods`, `events`.
+    pub resource: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subresource: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+impl AccessRequest {
+    pub fn new(
+        verb: &str,
+        group: &str,
+        resource: &str,
+        namespace: &str,
+        name: Option<&str>,
+    ) -> Self {
+        Self {
+            verb: verb.into(),
+            group: group.into(),
+            resource: resource.into(),
+            subresource: None,
+            namespace: Some(namespace.into()),
+            name: name.map(Into::into),
+        }
+    }
+}
 
 /// Body of every non-2xx `/api/` answer. Kubernetes 401/403/404/409 are passed
 /// through with their code, reason and message; the cluster being unreachable
@@ -146,24 +182,6 @@ pub enum Section<T> {
         #[serde(skip_serializing_if = "Option::is_none")]
         code: Option<u16>,
     },
-}
-
-impl<T> Section<T> {
-    /// The section of a read that failed: `forbidden` when the refusal names
-    /// the access it needed, `error` otherwise.
-    pub fn failed(e: impl Into<crate::error::ConsoleError>) -> Self {
-        let e = e.into();
-        match e.access {
-            Some(access) => Section::Forbidden {
-                message: e.message,
-                access: Some(*access),
-            },
-            None => Section::Error {
-                message: e.message,
-                code: Some(e.code.as_u16()),
-            },
-        }
-    }
 }
 
 /// `GET /api/session` (and `POST`, `DELETE`). `GET` without a valid cookie

@@ -18,8 +18,9 @@ use super::types::{
 use super::{
     ApiPath, Reader, check_name, check_namespace, kruntimes_api, list_reader, user_client,
 };
-use crate::console::{Caller, ConsoleState};
-use crate::error::{AccessRequest, ConsoleError, KubeFailure};
+use crate::api::types::AccessRequest;
+use crate::error::{ConsoleError, KubeFailure};
+use crate::state::{ConsoleState, RequestCredentials};
 
 /// The WorkflowRun that started this one through a reusable-workflow job.
 fn parent(o: &DynamicObject) -> Option<String> {
@@ -89,7 +90,7 @@ fn item(o: &DynamicObject, summary: bool) -> WorkflowRunListItem {
 
 pub async fn list(
     State(state): State<Arc<ConsoleState>>,
-    Extension(caller): Extension<Caller>,
+    Extension(caller): Extension<RequestCredentials>,
     ApiPath(ns): ApiPath<String>,
 ) -> Result<Json<WorkflowRunList>, ConsoleError> {
     check_namespace(&ns)?;
@@ -153,7 +154,7 @@ fn job_status(j: &Value) -> JobStatus {
 
 pub async fn detail(
     State(state): State<Arc<ConsoleState>>,
-    Extension(caller): Extension<Caller>,
+    Extension(caller): Extension<RequestCredentials>,
     ApiPath((ns, name)): ApiPath<(String, String)>,
 ) -> Result<Json<WorkflowRunDetail>, ConsoleError> {
     check_namespace(&ns)?;

@@ -22,8 +22,8 @@ use tower::ServiceExt;
 use tower::util::BoxCloneSyncService;
 
 use crate::clients::UserClients;
-use crate::console::ConsoleState;
 use crate::session::SessionSealer;
+use crate::state::ConsoleState;
 
 const HOST: &str = "console.test";
 const ORIGIN: &str = "https://console.test";

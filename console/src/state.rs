@@ -1,0 +1,36 @@
+//! What the Console's handlers share, and the credentials of one request.
+
+use std::sync::Arc;
+
+use kruntimes_core::auth::{AccessReview, Authenticator, Recheck};
+use kruntimes_core::lifecycle::Lifecycle;
+use kruntimes_core::limit::Caps;
+use kruntimes_core::metrics::Metrics;
+
+use crate::clients::UserClients;
+use crate::credentials::Credentials;
+use crate::session::SessionSealer;
+
+/// Everything the Console's handlers share.
+pub struct ConsoleState {
+    pub authn: Authenticator,
+    pub access: AccessReview,
+    pub sealer: Arc<SessionSealer>,
+    pub users: UserClients,
+    /// The Console's own identity: TokenReview, SubjectAccessReview,
+    /// public-read summaries and the /v1 Run cache. Never reads on a user's behalf.
+    pub service_account: kube::Client,
+    pub public_read: bool,
+    pub metrics: Metrics,
+    /// Long-lived answers (follows) end when the process stops.
+    pub lifecycle: Lifecycle,
+    /// Open `/api` log follows, in total and per caller.
+    pub follows: Arc<Caps>,
+    /// Re-checks an open follow's access.
+    pub recheck: Recheck,
+}
+
+/// The resolved credentials of a request (absent: none given), put into
+/// the request's extensions by [`crate::origin::credentials`].
+#[derive(Clone, Debug)]
+pub struct RequestCredentials(pub Option<Arc<Credentials>>);
