@@ -390,7 +390,7 @@ async fn invoke(
             return refuse(body, e).await;
         }
     };
-    match invoke_inner(&state, admitted, parts, body).await {
+    match forward_invoke(&state, admitted, parts, body).await {
         Ok(r) => r,
         Err(e) => e.into_response(),
     }
@@ -436,7 +436,9 @@ async fn admit_invoke(
     })
 }
 
-async fn invoke_inner(
+/// The second half of an invoke: reads the body within its bound and its
+/// deadline and relays it to the gateway (admission came from the headers).
+async fn forward_invoke(
     state: &V1State,
     admitted: AdmittedInvoke,
     parts: http::request::Parts,
