@@ -5,5 +5,4 @@
 
 pub mod discovery;
 pub mod logs;
-pub mod run;
 pub mod server;

@@ -1,7 +1,8 @@
 //! What both listeners of kruntimes-console share: authentication and
 //! authorization (`auth`), TLS (`tls`), the accept loop (`serve`), the
 //! request observer (`observe`), metrics, the process lifecycle, limits,
-//! Kubernetes `Status` errors and strict request parsing (`query`, `names`).
+//! Kubernetes `Status` errors, strict request parsing (`query`, `names`) and
+//! the typed kruntimes `Run` both rooms read.
 //! The Run-log API (`kruntimes-apiserver`) and the Console
 //! (`kruntimes-console`) are built on it and never on each other's insides.
 #![forbid(unsafe_code)]
@@ -16,6 +17,7 @@ pub mod observe;
 pub mod query;
 pub mod ready;
 pub mod routes;
+pub mod run;
 pub mod serve;
 pub mod status;
 pub mod tls;

@@ -20,13 +20,13 @@ use super::filter::{LogRecord, RunFilter};
 use super::params::LogQuery;
 use super::reader::LogSource;
 use super::tail::Cut;
-use crate::run::Run;
 use kruntimes_core::auth::access::Decision;
 use kruntimes_core::auth::{AccessReview, Caller, Recheck, ResourceAttributes};
 use kruntimes_core::lifecycle::Lifecycle;
 use kruntimes_core::limit::{Caps, Slot};
 use kruntimes_core::metrics::Metrics;
 use kruntimes_core::names::{is_dns1123_label, is_dns1123_subdomain};
+use kruntimes_core::run::Run;
 use kruntimes_core::status::{ApiError, from_kube};
 
 pub const GROUP: &str = "logs.kruntimes.io";

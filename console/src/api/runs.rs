@@ -22,9 +22,9 @@ use super::{ApiPath, Reader, check_name, check_namespace, list_reader, user_clie
 use crate::api::types::AccessRequest;
 use crate::error::{ConsoleError, KubeFailure};
 use crate::state::{ConsoleState, RequestCredentials};
-use kruntimes_apiserver::run::{Phase, Run};
 use kruntimes_core::names::is_dns1123_subdomain;
 use kruntimes_core::query;
+use kruntimes_core::run::{Phase, Run};
 /// Default and largest page sizes.
 pub const DEFAULT_LIMIT: u32 = 50;
 pub const MAX_LIMIT: u32 = 500;

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use kruntimes_apiserver::logs::filter::LogRecord;
 use kruntimes_apiserver::logs::handler::{RunLog, RunLogMeta};
 use kruntimes_apiserver::logs::tail::Cut;
-use kruntimes_apiserver::run::{ModeName, Phase, RunMode, SessionMode};
+use kruntimes_core::run::{ModeName, Phase, RunMode, SessionMode};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use ts_rs::TS;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use axum::Extension;
 use axum::extract::State;
 use axum::response::Json;
-use kruntimes_apiserver::run::Phase;
+use kruntimes_core::run::Phase;
 use kube::api::{DynamicObject, ListParams};
 use serde_json::Value;
 

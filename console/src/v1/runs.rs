@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kruntimes_apiserver::run::{Phase, Run, RunStatus};
+use kruntimes_core::run::{Phase, Run, RunStatus};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
