@@ -82,10 +82,6 @@ impl ApiError {
         Self::new(StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", message)
     }
 
-    pub fn not_acceptable(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::NOT_ACCEPTABLE, "NotAcceptable", message)
-    }
-
     /// Names the object the failure is about in the Status `details`.
     pub fn about(
         mut self,

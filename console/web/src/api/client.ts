@@ -12,6 +12,7 @@ import type { RunListQuery } from './requests';
 import type {
   AccessRequest,
   LogRecord,
+  LogStreamLine,
   NamespaceList,
   RunDetail,
   RunList,
@@ -19,6 +20,7 @@ import type {
   RuntimeDetail,
   RuntimeList,
   SessionInfo,
+  SessionLogin,
   WorkflowRunDetail,
   WorkflowRunList,
 } from './types';
@@ -92,7 +94,7 @@ export function login(token: string): Promise<SessionInfo> {
   return request<SessionInfo>('/api/session', {
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ token }),
+    body: JSON.stringify({ token } satisfies SessionLogin),
   });
 }
 
@@ -170,9 +172,9 @@ export async function followRunLog(
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
   const splitter = new NdjsonSplitter();
   const handle = (line: string) => {
-    let value: unknown;
+    let value: LogStreamLine;
     try {
-      value = JSON.parse(line);
+      value = JSON.parse(line) as LogStreamLine;
     } catch {
       return; // a torn line cannot be shown faithfully; skip it
     }
