@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::objects::{bounded_outputs, conditions, lenient, meta};
 use super::types::{
     ArtifactRef, Condition, EventInfo, Items, LastTransition, ListResponse, PodInfo, PodSection,
-    RunDetail, RunList, RunListItem, RunSpecView, RunStatusView, Section,
+    RunDetail, RunList, RunListItem, RunListQuery, RunSpecView, RunStatusView, Section,
 };
 use super::{ApiPath, Reader, check_name, check_namespace, list_reader, user_client};
 use crate::api::types::AccessRequest;
@@ -47,73 +47,86 @@ pub struct RunQuery {
     pub cont: Option<String>,
 }
 
-/// Parses the query string strictly.
-pub fn parse_query(raw: Option<&str>) -> Result<RunQuery, ConsoleError> {
-    let mut q = RunQuery {
-        limit: DEFAULT_LIMIT,
-        ..Default::default()
-    };
+/// Sorts the parameters of the strict query parser into the Run list's
+/// own, refusing any other name.
+fn run_list_query(raw: Option<&str>) -> Result<RunListQuery, ConsoleError> {
+    let mut q = RunListQuery::default();
     let pairs = query::pairs(raw).map_err(|e| ConsoleError::bad_request(e.to_string()))?;
     for (k, v) in pairs {
-        let nonempty = |v: &str| (!v.is_empty()).then(|| v.to_owned());
-        match k.as_str() {
-            "phase" => {
-                for p in v.split(',').filter(|p| !p.is_empty()) {
-                    if Phase::parse(p).is_none() {
-                        return Err(ConsoleError::bad_request(format!(
-                            "phase {p:?} is not a Run phase; use one of {}",
-                            Phase::ALL.map(Phase::as_str).join(", ")
-                        )));
-                    }
-                    q.phases.push(p.to_owned());
-                }
-            }
-            "runtime" => {
-                if let Some(r) = nonempty(&v) {
-                    check_name("runtime", &r)?;
-                    q.runtime = Some(r);
-                }
-            }
-            "assignedPod" => {
-                if let Some(p) = nonempty(&v) {
-                    check_name("pod", &p)?;
-                    q.assigned_pod = Some(p);
-                }
-            }
-            "labelSelector" => {
-                if v.len() > 1024 {
-                    return Err(ConsoleError::bad_request(
-                        "labelSelector is longer than 1024 characters",
-                    ));
-                }
-                q.label_selector = nonempty(&v);
-            }
-            "createdAfter" => {
-                if !v.is_empty() {
-                    q.created_after = Some(v.parse().map_err(|_| {
-                        ConsoleError::bad_request(format!(
-                            "createdAfter {v:?} is not an RFC 3339 time such as 2026-01-02T15:04:05Z"
-                        ))
-                    })?);
-                }
-            }
-            "limit" => {
-                q.limit = query::bounded(&v, MAX_LIMIT as usize)
-                    .map(|n| n as u32)
-                    .ok_or_else(|| {
-                        ConsoleError::bad_request(format!(
-                            "limit must be an integer from 1 to {MAX_LIMIT}, got {v:?}"
-                        ))
-                    })?;
-            }
-            "continue" => q.cont = nonempty(&v),
+        let field = match k.as_str() {
+            "phase" => &mut q.phase,
+            "runtime" => &mut q.runtime,
+            "assignedPod" => &mut q.assigned_pod,
+            "labelSelector" => &mut q.label_selector,
+            "createdAfter" => &mut q.created_after,
+            "limit" => &mut q.limit,
+            "continue" => &mut q.cont,
             other => {
                 return Err(ConsoleError::bad_request(format!(
                     "unknown parameter {other:?}; the Run list accepts phase, runtime, assignedPod, labelSelector, createdAfter, limit and continue"
                 )));
             }
-        }
+        };
+        *field = Some(v);
     }
+    Ok(q)
+}
+
+/// Parses the query string strictly.
+pub fn parse_query(raw: Option<&str>) -> Result<RunQuery, ConsoleError> {
+    let sent = run_list_query(raw)?;
+    let nonempty = |v: Option<String>| v.filter(|v| !v.is_empty());
+    let mut q = RunQuery {
+        limit: DEFAULT_LIMIT,
+        ..Default::default()
+    };
+    for p in sent
+        .phase
+        .iter()
+        .flat_map(|v| v.split(','))
+        .filter(|p| !p.is_empty())
+    {
+        if Phase::parse(p).is_none() {
+            return Err(ConsoleError::bad_request(format!(
+                "phase {p:?} is not a Run phase; use one of {}",
+                Phase::ALL.map(Phase::as_str).join(", ")
+            )));
+        }
+        q.phases.push(p.to_owned());
+    }
+    if let Some(r) = nonempty(sent.runtime) {
+        check_name("runtime", &r)?;
+        q.runtime = Some(r);
+    }
+    if let Some(p) = nonempty(sent.assigned_pod) {
+        check_name("pod", &p)?;
+        q.assigned_pod = Some(p);
+    }
+    if let Some(l) = sent.label_selector {
+        if l.len() > 1024 {
+            return Err(ConsoleError::bad_request(
+                "labelSelector is longer than 1024 characters",
+            ));
+        }
+        q.label_selector = nonempty(Some(l));
+    }
+    if let Some(t) = nonempty(sent.created_after) {
+        q.created_after = Some(t.parse().map_err(|_| {
+            ConsoleError::bad_request(format!(
+                "createdAfter {t:?} is not an RFC 3339 time such as 2026-01-02T15:04:05Z"
+            ))
+        })?);
+    }
+    if let Some(v) = sent.limit {
+        q.limit = query::bounded(&v, MAX_LIMIT as usize)
+            .map(|n| n as u32)
+            .ok_or_else(|| {
+                ConsoleError::bad_request(format!(
+                    "limit must be an integer from 1 to {MAX_LIMIT}, got {v:?}"
+                ))
+            })?;
+    }
+    q.cont = nonempty(sent.cont);
     Ok(q)
 }
 

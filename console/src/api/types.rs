@@ -184,6 +184,29 @@ pub enum Section<T> {
     },
 }
 
+/// Query of `GET /api/namespaces/{ns}/runs` as it is sent: every parameter
+/// optional and a string on the wire. The server pushes what it can to the
+/// API server (field selectors on `.status.phase`, `.spec.runtime`,
+/// `.status.assignedPod`; `labelSelector` as is) and filters the rest itself.
+#[derive(Debug, Default, PartialEq, Eq, TS)]
+#[ts(rename_all = "camelCase", optional_fields)]
+pub struct RunListQuery {
+    /// One phase, or several comma-separated.
+    pub phase: Option<String>,
+    pub runtime: Option<String>,
+    pub assigned_pod: Option<String>,
+    /// Kubernetes label selector syntax, e.g. `app=web,tier!=db`.
+    pub label_selector: Option<String>,
+    /// RFC 3339; only Runs created at or after this instant.
+    pub created_after: Option<String>,
+    /// Page size, 1..500, default 50.
+    #[ts(type = "number", optional)]
+    pub limit: Option<String>,
+    /// Continue token from the previous page.
+    #[ts(rename = "continue")]
+    pub cont: Option<String>,
+}
+
 /// `GET /api/session` (and `POST`, `DELETE`). `GET` without a valid cookie
 /// answers 200 with `{authenticated:false}` (not 401). The token itself is never returned.
 #[derive(Debug, Serialize, TS)]
@@ -862,6 +885,7 @@ pub fn typescript() -> String {
     decl::<SessionMode>(&mut out);
     decl::<LastTransition>(&mut out);
     decl::<RunListItem>(&mut out);
+    decl::<RunListQuery>(&mut out);
     alias::<RunList>(&mut out, "RunList", "`GET /api/namespaces/{ns}/runs`.");
     decl::<ArtifactRef>(&mut out);
     decl::<RunSpecView>(&mut out);

@@ -8,7 +8,6 @@
  */
 import { ApiError, isApiErrorBody, toApiError } from './errors';
 import { NdjsonSplitter } from '../lib/ndjson';
-import type { RunListQuery } from './requests';
 import type {
   AccessRequest,
   LogRecord,
@@ -16,6 +15,7 @@ import type {
   NamespaceList,
   RunDetail,
   RunList,
+  RunListQuery,
   RunLog,
   RuntimeDetail,
   RuntimeList,

@@ -2,7 +2,7 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import * as api from './client';
 import { ApiError } from './errors';
-import type { RunListQuery } from './requests';
+import type { RunListQuery } from './types';
 
 /** How often visible lists and details refresh. */
 export const LIVE_INTERVAL_MS = 5000;

@@ -1,30 +1,11 @@
 /**
- * Request shapes the browser sends: the Run list query and the frames of the
- * session operations WebSocket (relayed verbatim between the browser and the
- * Runtime gateway by `/v1/.../operations:ws`). The answers the Console builds
- * are in `./types` (generated from the Rust types).
+ * The frames of the session operations WebSocket: the Runtime gateway's
+ * protocol, relayed verbatim between the browser and the gateway by
+ * `/v1/.../operations:ws`, so the Console has no type of its own for them.
+ * Everything the Console itself answers or reads (the Run list query too)
+ * is in `./types`, generated from the Rust types.
  */
 import type { LogRecord } from './types';
-
-/**
- * Query of `GET /api/namespaces/{ns}/runs`. All optional; the server pushes
- * them to the API server (field selectors on `.status.phase`, `.spec.runtime`,
- * `.status.assignedPod`; `labelSelector` as is) and filters the rest itself.
- */
-export interface RunListQuery {
-  /** One phase, or several comma-separated. */
-  phase?: string;
-  runtime?: string;
-  assignedPod?: string;
-  /** Kubernetes label selector syntax, e.g. `app=web,tier!=db`. */
-  labelSelector?: string;
-  /** RFC 3339; only Runs created at or after this instant. */
-  createdAfter?: string;
-  /** Page size, 1..500, default 50. */
-  limit?: number;
-  /** Continue token from the previous page. */
-  continue?: string;
-}
 
 // ---------------------------------------------------------------------------
 // Session operations WebSocket (/v1/namespaces/{ns}/runs/{name}/{uid}/operations:ws)

@@ -228,6 +228,37 @@ export type RunListItem = {
   completionTime?: string;
 };
 
+/**
+ * Query of `GET /api/namespaces/{ns}/runs` as it is sent: every parameter
+ * optional and a string on the wire. The server pushes what it can to the
+ * API server (field selectors on `.status.phase`, `.spec.runtime`,
+ * `.status.assignedPod`; `labelSelector` as is) and filters the rest itself.
+ */
+export type RunListQuery = {
+  /**
+   * One phase, or several comma-separated.
+   */
+  phase?: string;
+  runtime?: string;
+  assignedPod?: string;
+  /**
+   * Kubernetes label selector syntax, e.g. `app=web,tier!=db`.
+   */
+  labelSelector?: string;
+  /**
+   * RFC 3339; only Runs created at or after this instant.
+   */
+  createdAfter?: string;
+  /**
+   * Page size, 1..500, default 50.
+   */
+  limit?: number;
+  /**
+   * Continue token from the previous page.
+   */
+  continue?: string;
+};
+
 /** `GET /api/namespaces/{ns}/runs`. */
 export type RunList = ListResponse<RunListItem>;
 

@@ -1,7 +1,7 @@
 import { useId, useMemo, useState, type FormEvent } from 'react';
 import { Link, useParams, useSearchParams } from 'react-router';
 import { useRuns, useRuntimes } from '../api/queries';
-import type { RunListQuery } from '../api/requests';
+import type { RunListQuery } from '../api/types';
 import { RUN_PHASES } from '../api/types';
 import { LiveToggle, SummaryBanner } from '../components/LiveToggle';
 import { PageHeader, TableWrap } from '../components/Page';
