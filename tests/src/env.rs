@@ -303,6 +303,28 @@ impl Fixtures {
             .collect();
         self.append_log_at(pod, &stamped);
     }
+
+    /// A task Run of Runtime `bash` (named from `prefix`) assigned now to a
+    /// Pod of its own, whose log holds one stdout record `first` of it.
+    pub async fn logged_run(&self, prefix: &str, first: &str) -> LoggedRun {
+        let pod = unique("pool");
+        let pod_uid = self.create_pod(&pod, "bash").await;
+        let run = unique(prefix);
+        let uid = self.create_run(&run, "bash", "task", json!({})).await;
+        self.assign(&run, &pod, &pod_uid, &now_rfc3339()).await;
+        self.append_log(
+            &pod,
+            &[runtimed_line(&uid, &run, &self.ns, &pod, "stdout", first)],
+        );
+        LoggedRun { run, uid, pod }
+    }
+}
+
+/// What [`Fixtures::logged_run`] made.
+pub struct LoggedRun {
+    pub run: String,
+    pub uid: String,
+    pub pod: String,
 }
 
 /// A runtimed line for a Run, fields in runtimed's order (`run_uid` first).

@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use kruntimes_tests::env::{ConsoleProcess, Fixtures, env, now_rfc3339, runtimed_line, unique};
+use kruntimes_tests::env::{ConsoleProcess, Fixtures, env};
 
 fn url(path: &str) -> String {
     format!("{}{path}", env().var("CONSOLE_APISERVER_URL"))
@@ -20,19 +20,7 @@ fn pki(f: &str) -> String {
 
 /// A Run in `ns` with one record "hello".
 async fn run_with_log(ns: &str) -> String {
-    let fx = Fixtures::new(ns).await;
-    let pod = unique("pool");
-    let pod_uid = fx.create_pod(&pod, "bash").await;
-    let run = unique("run");
-    let uid = fx
-        .create_run(&run, "bash", "task", serde_json::json!({}))
-        .await;
-    fx.assign(&run, &pod, &pod_uid, &now_rfc3339()).await;
-    fx.append_log(
-        &pod,
-        &[runtimed_line(&uid, &run, ns, &pod, "stdout", "hello")],
-    );
-    run
+    Fixtures::new(ns).await.logged_run("run", "hello").await.run
 }
 
 fn log_url(ns: &str, run: &str) -> String {

@@ -7,7 +7,9 @@ use std::process::Command;
 
 use futures::StreamExt;
 use kruntimes_tests::curl::{self, Body, Reply, bearer};
-use kruntimes_tests::env::{ConsoleProcess, Fixtures, env, now_rfc3339, runtimed_line, unique};
+use kruntimes_tests::env::{
+    ConsoleProcess, Fixtures, LoggedRun, env, now_rfc3339, runtimed_line, unique,
+};
 use serde_json::{Value, json};
 
 /// A generated Run: name, phase, runtime, assigned Pod.
@@ -546,13 +548,9 @@ async fn bad_input_is_400_with_a_clear_message() {
 #[tokio::test]
 async fn logs_through_the_console_act_as_the_caller() {
     let fx = Fixtures::new("team-a").await;
-    let pod = unique("pool");
-    let pod_uid = fx.create_pod(&pod, "bash").await;
-    let run = unique("logged");
-    let uid = fx.create_run(&run, "bash", "task", json!({})).await;
-    fx.assign(&run, &pod, &pod_uid, &now_rfc3339()).await;
+    let LoggedRun { run, uid, pod } = fx.logged_run("logged", "one").await;
     let line = |m: &str| runtimed_line(&uid, &run, "team-a", &pod, "stdout", m);
-    fx.append_log(&pod, &[line("one"), line("two"), line("three")]);
+    fx.append_log(&pod, &[line("two"), line("three")]);
     let r = get_as(
         "viewer",
         &format!("/api/namespaces/team-a/runs/{run}/logs?tail=2"),
@@ -797,15 +795,11 @@ async fn paging_and_filters_with_and_without_selectable_fields() {
 #[tokio::test]
 async fn a_browser_leaving_a_follow_releases_the_upstream_stream() {
     let fx = Fixtures::new("team-a").await;
-    let pod = unique("pool");
-    let pod_uid = fx.create_pod(&pod, "bash").await;
-    let run = unique("followed");
-    let uid = fx.create_run(&run, "bash", "task", json!({})).await;
-    fx.assign(&run, &pod, &pod_uid, &now_rfc3339()).await;
-    fx.append_log(
-        &pod,
-        &[runtimed_line(&uid, &run, "team-a", &pod, "stdout", "first")],
-    );
+    let LoggedRun {
+        run,
+        uid: _,
+        pod: _,
+    } = fx.logged_run("followed", "first").await;
     let dir = tempfile::tempdir().unwrap();
     let port = kruntimes_tests::env::free_port();
     let own = ConsoleProcess::start(dir.path(), &[format!("--console-listen=127.0.0.1:{port}")]);

@@ -5,7 +5,7 @@ use std::process::Stdio;
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
-use kruntimes_tests::env::{ConsoleProcess, Fixtures, env, now_rfc3339, runtimed_line, unique};
+use kruntimes_tests::env::{ConsoleProcess, Fixtures, LoggedRun, env, runtimed_line, unique};
 use kruntimes_tests::stream;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
@@ -252,17 +252,7 @@ async fn a_follow_outlives_the_idle_timeout() {
     let (c, _dir) = console(&["--connection-idle-timeout=2s"]);
     let ns = "team-a";
     let fx = Fixtures::new(ns).await;
-    let pod = unique("pool");
-    let pod_uid = fx.create_pod(&pod, "bash").await;
-    let run = unique("follow");
-    let uid = fx
-        .create_run(&run, "bash", "task", serde_json::json!({}))
-        .await;
-    fx.assign(&run, &pod, &pod_uid, &now_rfc3339()).await;
-    fx.append_log(
-        &pod,
-        &[runtimed_line(&uid, &run, ns, &pod, "stdout", "first")],
-    );
+    let LoggedRun { run, uid, pod } = fx.logged_run("follow", "first").await;
     let (mut child, rx) = follow_direct(
         c.api_port,
         env().token("viewer"),
@@ -520,22 +510,6 @@ async fn v1_calls_are_capped_per_caller_and_in_total() {
 
 // ---- Follows: per-caller caps on the aggregated API and on /api.
 
-/// A Run assigned to a Pod of its own, with one record.
-async fn followed_run(fx: &Fixtures) -> (String, String) {
-    let pod = unique("pool");
-    let pod_uid = fx.create_pod(&pod, "bash").await;
-    let run = unique("capped");
-    let uid = fx
-        .create_run(&run, "bash", "task", serde_json::json!({}))
-        .await;
-    fx.assign(&run, &pod, &pod_uid, &now_rfc3339()).await;
-    fx.append_log(
-        &pod,
-        &[runtimed_line(&uid, &run, &fx.ns, &pod, "stdout", "first")],
-    );
-    (run, pod)
-}
-
 /// One GET with curl on a private Console's port: (status, Retry-After, body).
 fn get_once(port: u16, path: &str, user: &str) -> (u16, Option<String>, String) {
     let r = kruntimes_tests::curl::request(
@@ -551,7 +525,7 @@ fn get_once(port: u16, path: &str, user: &str) -> (u16, Option<String>, String) 
 async fn follows_are_capped_per_caller_and_a_closed_one_frees_its_place() {
     let (c, _dir) = console(&["--max-follows-per-caller=2"]);
     let fx = Fixtures::new("team-a").await;
-    let (run, pod) = followed_run(&fx).await;
+    let LoggedRun { run, pod, .. } = fx.logged_run("capped", "first").await;
     for (port, path) in [
         (
             c.api_port,
@@ -692,7 +666,7 @@ async fn open_streams_end_when_access_is_revoked() {
     let fx = Fixtures::new("team-a").await;
     let (sname, suid) = ready_run(&fx, "session").await;
     let ops = ops_path("team-a", &sname, &suid);
-    let (run, pod) = followed_run(&fx).await;
+    let LoggedRun { run, pod, .. } = fx.logged_run("capped", "first").await;
     let log =
         format!("/apis/logs.kruntimes.io/v1alpha1/namespaces/team-a/runs/{run}/log?follow=true");
     // TTL 2 s each: a revocation is seen within two TTLs and a re-check period.

@@ -5,9 +5,7 @@
 
 use std::time::Duration;
 
-use kruntimes_tests::env::{
-    ConsoleProcess, Fixtures, env, free_port, now_rfc3339, runtimed_line, unique,
-};
+use kruntimes_tests::env::{ConsoleProcess, Fixtures, env, free_port, unique};
 use serde_json::{Value, json};
 
 struct Probe {
@@ -188,15 +186,7 @@ fn fresh_console(dir: &std::path::Path, wait: bool) -> ConsoleProcess {
 #[tokio::test]
 async fn every_rule_serves_a_feature_that_breaks_without_it() {
     let fx = Fixtures::new("team-a").await;
-    let pod = unique("pool");
-    let pod_uid = fx.create_pod(&pod, "bash").await;
-    let run = unique("rbac-run");
-    let uid = fx.create_run(&run, "bash", "task", json!({})).await;
-    fx.assign(&run, &pod, &pod_uid, &now_rfc3339()).await;
-    fx.append_log(
-        &pod,
-        &[runtimed_line(&uid, &run, "team-a", &pod, "stdout", "hello")],
-    );
+    let run = fx.logged_run("rbac-run", "hello").await.run;
     let fn_run = unique("rbac-fn");
     let fn_uid = fx.create_run(&fn_run, "bash", "function", json!({})).await;
     fx.set_run_status(&fn_run, json!({"phase": "Ready"})).await;

@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use kruntimes_tests::env::{ConsoleProcess, Fixtures, env, now_rfc3339, runtimed_line, unique};
+use kruntimes_tests::env::{ConsoleProcess, Fixtures, LoggedRun, env, runtimed_line};
 use kruntimes_tests::stream;
 use serde_json::Value;
 
@@ -55,17 +55,7 @@ fn first_line(rx: &mpsc::Receiver<String>, what: &str) -> Value {
 async fn sigterm_drops_readiness_then_ends_follows_with_a_status_and_exits() {
     let e = env();
     let fx = Fixtures::new(NS).await;
-    let pod = unique("pool");
-    let pod_uid = fx.create_pod(&pod, "bash").await;
-    let run = unique("run");
-    let uid = fx
-        .create_run(&run, "bash", "task", serde_json::json!({}))
-        .await;
-    fx.assign(&run, &pod, &pod_uid, &now_rfc3339()).await;
-    fx.append_log(
-        &pod,
-        &[runtimed_line(&uid, &run, NS, &pod, "stdout", "first")],
-    );
+    let LoggedRun { run, uid, pod } = fx.logged_run("run", "first").await;
 
     let dir = tempfile::tempdir().unwrap();
     let delay = Duration::from_secs(3);
