@@ -318,6 +318,19 @@ impl Fixtures {
         );
         LoggedRun { run, uid, pod }
     }
+    /// A Ready Run of `mode` (`function` or `session`, with a lease) of
+    /// Runtime `bash`, as `/v1` serves it. Returns its name and UID.
+    pub async fn ready_run(&self, mode: &str) -> (String, String) {
+        let name = unique(&format!("{mode}-ready"));
+        let spec = if mode == "session" {
+            json!({"mode": {"session": {"leaseSeconds": 60}}})
+        } else {
+            json!({})
+        };
+        let uid = self.create_run(&name, "bash", mode, spec).await;
+        self.set_run_status(&name, json!({"phase": "Ready"})).await;
+        (name, uid)
+    }
 }
 
 /// What [`Fixtures::logged_run`] made.
@@ -527,4 +540,41 @@ impl ConsoleProcess {
         }
         Err(std::fs::read_to_string(&p.log).unwrap_or_default())
     }
+}
+
+/// The Run-log API path of a Run's log (`query` starts with `?` or is empty).
+pub fn log_path(ns: &str, run: &str, query: &str) -> String {
+    format!("/apis/logs.kruntimes.io/v1alpha1/namespaces/{ns}/runs/{run}/log{query}")
+}
+
+/// The `/v1` invoke path of a Run.
+pub fn invoke_path(ns: &str, name: &str, uid: &str) -> String {
+    format!("/v1/namespaces/{ns}/runs/{name}/{uid}/invoke")
+}
+
+/// The `/v1` session operations path of a Run.
+pub fn ops_path(ns: &str, name: &str, uid: &str) -> String {
+    format!("/v1/namespaces/{ns}/runs/{name}/{uid}/operations:ws")
+}
+
+/// The requests the fake gateway recorded whose path names `run`.
+pub fn gateway_requests(run: &str) -> Vec<Value> {
+    let url = format!("{}/requests", env().var("TESTENV_GATEWAY_CONTROL"));
+    let (code, body) = env().curl(&url, &[]);
+    assert_eq!(code, 200, "gateway /requests: {body}");
+    let all: Vec<Value> = serde_json::from_str(&body).expect("gateway /requests JSON");
+    all.into_iter()
+        .filter(|r| r["path"].as_str().unwrap_or("").contains(run))
+        .collect()
+}
+
+/// The values of header `name` (any case) in a request the gateway recorded.
+pub fn header_values(req: &Value, name: &str) -> Vec<String> {
+    req["headers"]
+        .as_array()
+        .expect("recorded headers")
+        .iter()
+        .filter(|h| h[0].as_str().unwrap_or_default().eq_ignore_ascii_case(name))
+        .map(|h| h[1].as_str().unwrap_or_default().to_owned())
+        .collect()
 }

@@ -94,3 +94,11 @@ pub async fn ws_connect(
         Err(e) => panic!("websocket: {e}"),
     }
 }
+
+/// The `message` of the next NDJSON record on `rx` (None after 15 s).
+pub fn next_message(rx: &mpsc::Receiver<String>) -> Option<String> {
+    let line = rx.recv_timeout(std::time::Duration::from_secs(15)).ok()?;
+    let v: serde_json::Value =
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad NDJSON line ({e}): {line}"));
+    Some(v["message"].as_str().unwrap_or_default().to_owned())
+}

@@ -186,7 +186,7 @@ fn apiservice_available(c: &Cluster) -> bool {
 }
 
 fn log_path(run: &str, query: &str) -> String {
-    format!("/apis/logs.kruntimes.io/v1alpha1/namespaces/{TEAM}/runs/{run}/log{query}")
+    kruntimes_tests::env::log_path(TEAM, run, query)
 }
 
 /// A Run's records through `kubectl get --raw` as `user`.

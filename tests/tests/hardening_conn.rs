@@ -5,8 +5,10 @@ use std::process::Stdio;
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
-use kruntimes_tests::env::{ConsoleProcess, Fixtures, LoggedRun, env, runtimed_line, unique};
-use kruntimes_tests::stream;
+use kruntimes_tests::env::{
+    ConsoleProcess, Fixtures, LoggedRun, env, invoke_path, ops_path, runtimed_line, unique,
+};
+use kruntimes_tests::stream::{self, next_message};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -240,13 +242,6 @@ fn follow_direct(
     (child, rx)
 }
 
-fn next_message(rx: &mpsc::Receiver<String>) -> Option<String> {
-    let line = rx.recv_timeout(Duration::from_secs(15)).ok()?;
-    let v: Value =
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad NDJSON line ({e}): {line}"));
-    Some(v["message"].as_str().unwrap_or_default().to_owned())
-}
-
 #[tokio::test]
 async fn a_follow_outlives_the_idle_timeout() {
     let (c, _dir) = console(&["--connection-idle-timeout=2s"]);
@@ -314,14 +309,6 @@ async fn withheld(port: u16, head: &str, body: &[u8], within: Duration) -> (Tls,
     (tls, (!text.is_empty()).then_some(text))
 }
 
-fn invoke_path(ns: &str, name: &str, uid: &str) -> String {
-    format!("/v1/namespaces/{ns}/runs/{name}/{uid}/invoke")
-}
-
-fn ops_path(ns: &str, name: &str, uid: &str) -> String {
-    format!("/v1/namespaces/{ns}/runs/{name}/{uid}/operations:ws")
-}
-
 fn invoke_on(port: u16, path: &str, user: &str) -> kruntimes_tests::curl::Reply {
     kruntimes_tests::curl::request(
         "POST",
@@ -332,20 +319,6 @@ fn invoke_on(port: u16, path: &str, user: &str) -> kruntimes_tests::curl::Reply 
         ],
         kruntimes_tests::curl::Body::Raw("{}"),
     )
-}
-
-/// A Ready Run of `mode` on the shared gateway's runtime, once the private Console serves it.
-async fn ready_run(fx: &Fixtures, mode: &str) -> (String, String) {
-    let name = unique(&format!("{mode}-cap"));
-    let spec = if mode == "session" {
-        serde_json::json!({"mode": {"session": {"leaseSeconds": 60}}})
-    } else {
-        serde_json::json!({})
-    };
-    let uid = fx.create_run(&name, "bash", mode, spec).await;
-    fx.set_run_status(&name, serde_json::json!({"phase": "Ready"}))
-        .await;
-    (name, uid)
 }
 
 #[tokio::test]
@@ -386,7 +359,7 @@ async fn v1_refuses_before_reading_the_body() {
 async fn v1_body_past_its_deadline_gets_408() {
     let (c, _dir) = v1_console(&["--access-body-timeout=2s"]);
     let fx = Fixtures::new("team-a").await;
-    let (name, uid) = ready_run(&fx, "function").await;
+    let (name, uid) = fx.ready_run("function").await;
     let path = invoke_path("team-a", &name, &uid);
     let mut last = 0;
     for _ in 0..60 {
@@ -445,8 +418,8 @@ async fn v1_calls_are_capped_per_caller_and_in_total() {
         "--access-max-concurrent-calls=3",
     ]);
     let fx = Fixtures::new("team-a").await;
-    let (fname, fuid) = ready_run(&fx, "function").await;
-    let (sname, suid) = ready_run(&fx, "session").await;
+    let (fname, fuid) = fx.ready_run("function").await;
+    let (sname, suid) = fx.ready_run("session").await;
     let invoke = invoke_path("team-a", &fname, &fuid);
     let ops = ops_path("team-a", &sname, &suid);
     let mut ready = false;
@@ -664,7 +637,7 @@ async fn open_streams_end_when_access_is_revoked() {
         "--authentication-cache-ttl=2s",
     ]);
     let fx = Fixtures::new("team-a").await;
-    let (sname, suid) = ready_run(&fx, "session").await;
+    let (sname, suid) = fx.ready_run("session").await;
     let ops = ops_path("team-a", &sname, &suid);
     let LoggedRun { run, pod, .. } = fx.logged_run("capped", "first").await;
     let log =

@@ -9,23 +9,16 @@ use std::time::Duration;
 use base64::Engine;
 use futures::{SinkExt, StreamExt};
 use kruntimes_tests::curl::{self, Body, Reply, bearer};
-use kruntimes_tests::env::{ConsoleProcess, Fixtures, env, free_port, runtimed_line, unique};
+use kruntimes_tests::env::{
+    ConsoleProcess, Fixtures, env, free_port, gateway_requests, header_values, invoke_path,
+    ops_path, runtimed_line, unique,
+};
 use kruntimes_tests::stream::{self, Ws, WsTarget};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
 fn console_url() -> String {
     env().var("CONSOLE_URL").to_owned()
-}
-
-fn gateway_requests(run: &str) -> Vec<Value> {
-    let url = format!("{}/requests", env().var("TESTENV_GATEWAY_CONTROL"));
-    let (code, body) = env().curl(&url, &[]);
-    assert_eq!(code, 200);
-    let all: Vec<Value> = serde_json::from_str(&body).unwrap();
-    all.into_iter()
-        .filter(|r| r["path"].as_str().unwrap_or("").contains(run))
-        .collect()
 }
 
 fn header_names(req: &Value) -> Vec<String> {
@@ -35,37 +28,6 @@ fn header_names(req: &Value) -> Vec<String> {
         .iter()
         .map(|h| h[0].as_str().unwrap().to_ascii_lowercase())
         .collect()
-}
-
-fn header_values(req: &Value, name: &str) -> Vec<String> {
-    req["headers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|h| h[0].as_str().unwrap().eq_ignore_ascii_case(name))
-        .map(|h| h[1].as_str().unwrap().to_owned())
-        .collect()
-}
-
-/// A Ready Run of `mode` (function or session) in team-a.
-async fn ready_run(fx: &Fixtures, mode: &str) -> (String, String) {
-    let name = unique(&format!("hr-{mode}"));
-    let spec = if mode == "session" {
-        json!({"mode": {"session": {"leaseSeconds": 60}}})
-    } else {
-        json!({})
-    };
-    let uid = fx.create_run(&name, "bash", mode, spec).await;
-    fx.set_run_status(&name, json!({"phase": "Ready"})).await;
-    (name, uid)
-}
-
-fn invoke_path(ns: &str, name: &str, uid: &str) -> String {
-    format!("/v1/namespaces/{ns}/runs/{name}/{uid}/invoke")
-}
-
-fn ops_path(ns: &str, name: &str, uid: &str) -> String {
-    format!("/v1/namespaces/{ns}/runs/{name}/{uid}/operations:ws")
 }
 
 /// Polls until an operator's invoke on `base` answers 200 (the Console's Run cache saw the Run).
@@ -332,8 +294,8 @@ async fn a_client_certificate_needs_the_console_origin_on_state_changes_and_upgr
     let authority = format!("127.0.0.1:{}", console.console_port);
     let base = format!("https://{authority}");
     let fx = Fixtures::new("team-a").await;
-    let (fname, fuid) = ready_run(&fx, "function").await;
-    let (sname, suid) = ready_run(&fx, "session").await;
+    let (fname, fuid) = fx.ready_run("function").await;
+    let (sname, suid) = fx.ready_run("session").await;
     let ipath = invoke_path("team-a", &fname, &fuid);
     until_invocable(&base, &ipath).await;
     let url = format!("{base}{ipath}");
@@ -399,7 +361,7 @@ async fn a_client_certificate_needs_the_console_origin_on_state_changes_and_upgr
 #[tokio::test]
 async fn invoke_forwards_only_allow_listed_headers() {
     let fx = Fixtures::new("team-a").await;
-    let (name, uid) = ready_run(&fx, "function").await;
+    let (name, uid) = fx.ready_run("function").await;
     let base = console_url();
     let path = invoke_path("team-a", &name, &uid);
     until_invocable(&base, &path).await;

@@ -5,15 +5,11 @@ use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use kruntimes_tests::env::{Fixtures, env, now_rfc3339, runtimed_line, unique};
-use kruntimes_tests::stream;
+use kruntimes_tests::env::{Fixtures, env, log_path, now_rfc3339, runtimed_line, unique};
+use kruntimes_tests::stream::{self, next_message};
 use serde_json::Value;
 
 const NS: &str = "team-a";
-
-fn log_path(ns: &str, run: &str, query: &str) -> String {
-    format!("/apis/logs.kruntimes.io/v1alpha1/namespaces/{ns}/runs/{run}/log{query}")
-}
 
 fn get_raw(token: Option<&str>, path: &str) -> (bool, String, String) {
     let out = env().kubectl(token, &["get", "--raw", path]);
@@ -400,13 +396,6 @@ fn follow(token: &str, path: &str) -> (std::process::Child, mpsc::Receiver<Strin
         .expect("kubectl follow");
     let rx = stream::lines(&mut child);
     (child, rx)
-}
-
-fn next_message(rx: &mpsc::Receiver<String>) -> Option<String> {
-    let line = rx.recv_timeout(Duration::from_secs(15)).ok()?;
-    let v: Value =
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad NDJSON line ({e}): {line}"));
-    Some(v["message"].as_str().unwrap_or_default().to_owned())
 }
 
 #[tokio::test]

@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
 use kruntimes_tests::curl::{self, Body, Reply, bearer};
-use kruntimes_tests::env::{Fixtures, env, free_port, unique};
+use kruntimes_tests::env::{
+    Fixtures, env, free_port, gateway_requests, header_values, ops_path, unique,
+};
 use kruntimes_tests::stream::{self, Ws, WsTarget};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
@@ -83,29 +85,6 @@ async fn settle(ns: &str, name: &str, uid: &str, mode: &str, phase: &str) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("the Console never showed {mode} Run {ns}/{name} as {phase}; last answer: {last}");
-}
-
-fn gateway_control(path: &str) -> String {
-    format!("{}{path}", env().var("TESTENV_GATEWAY_CONTROL"))
-}
-
-fn gateway_requests(run: &str) -> Vec<Value> {
-    let (code, body) = env().curl(&gateway_control("/requests"), &[]);
-    assert_eq!(code, 200);
-    let all: Vec<Value> = serde_json::from_str(&body).unwrap();
-    all.into_iter()
-        .filter(|r| r["path"].as_str().unwrap_or("").contains(run))
-        .collect()
-}
-
-fn header_values(req: &Value, name: &str) -> Vec<String> {
-    req["headers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|h| h[0].as_str().unwrap().eq_ignore_ascii_case(name))
-        .map(|h| h[1].as_str().unwrap().to_owned())
-        .collect()
 }
 
 #[tokio::test]
@@ -455,10 +434,6 @@ async fn next_event(ws: &mut Ws) -> Value {
             return serde_json::from_str(t.as_str()).unwrap();
         }
     }
-}
-
-fn ops_path(ns: &str, name: &str, uid: &str) -> String {
-    format!("/v1/namespaces/{ns}/runs/{name}/{uid}/operations:ws")
 }
 
 #[tokio::test]
