@@ -109,6 +109,13 @@ pub async fn drain(mut body: axum::body::Body, budget: usize) {
     .await;
 }
 
+/// A query string no endpoint accepts (repeated name, bad escape) is a 400.
+impl From<kruntimes_core::query::QueryError> for ConsoleError {
+    fn from(e: kruntimes_core::query::QueryError) -> Self {
+        ConsoleError::bad_request(e.to_string())
+    }
+}
+
 impl IntoResponse for ConsoleError {
     fn into_response(self) -> Response {
         let mut resp = (self.code, Json(self.body())).into_response();

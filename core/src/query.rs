@@ -12,19 +12,26 @@ pub enum QueryError {
     Malformed(String),
 }
 
-/// The decoded `(name, value)` pairs of a raw query string (`a=1&b=2`), in
-/// order; a name without `=` has an empty value.
-pub fn pairs(raw: Option<&str>) -> Result<Vec<(String, String)>, QueryError> {
-    let mut out: Vec<(String, String)> = Vec::new();
+/// Hands each decoded `(name, value)` pair of a raw query string
+/// (`a=1&b=2`) to `each`, in order, and stops at the first error; a name
+/// without `=` has an empty value. `each` refuses the names its endpoint
+/// does not know, so a long query of unknown names costs one pair, and the
+/// repeat check only ever compares against names that were accepted.
+pub fn parse<E: From<QueryError>>(
+    raw: Option<&str>,
+    mut each: impl FnMut(String, String) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut seen: Vec<String> = Vec::new();
     for pair in raw.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         let (k, v) = (decode(k)?, decode(v)?);
-        if out.iter().any(|(seen, _)| *seen == k) {
-            return Err(QueryError::Repeated(k));
+        if seen.contains(&k) {
+            return Err(QueryError::Repeated(k).into());
         }
-        out.push((k, v));
+        seen.push(k.clone());
+        each(k, v)?;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Decodes one percent-encoded query component (`+` is a space).
@@ -79,6 +86,15 @@ pub fn boolean(v: &str) -> Option<bool> {
 mod tests {
     use super::*;
 
+    fn pairs(raw: Option<&str>) -> Result<Vec<(String, String)>, QueryError> {
+        let mut out = Vec::new();
+        parse(raw, |k, v| {
+            out.push((k, v));
+            Ok::<_, QueryError>(())
+        })?;
+        Ok(out)
+    }
+
     #[test]
     fn decodes_every_component_in_order() {
         assert_eq!(
@@ -110,6 +126,19 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn parsing_stops_at_the_first_pair_the_endpoint_refuses() {
+        // The rest is never decoded: the bad escape at the end is not reached.
+        let long: String = (0..5000).map(|i| format!("p{i}=x&")).collect::<String>() + "z=%zz";
+        let mut handed = 0;
+        let r = parse(Some(&long), |k, _| {
+            handed += 1;
+            Err(QueryError::Repeated(k))
+        });
+        assert_eq!(r, Err(QueryError::Repeated("p0".into())));
+        assert_eq!(handed, 1, "only the first pair is looked at");
     }
 
     #[test]

@@ -50,7 +50,7 @@ impl LogQuery {
     /// Parses a raw query string (`a=1&b=2`, percent-encoded).
     pub fn parse(raw: Option<&str>) -> Result<Self, ParamError> {
         let mut q = LogQuery::default();
-        for (k, v) in query::pairs(raw)? {
+        query::parse(raw, |k, v| {
             match k.as_str() {
                 "tailLines" => {
                     q.tail =
@@ -73,7 +73,8 @@ impl LogQuery {
                 "pretty" | "timeout" => {}
                 _ => return Err(ParamError::Unknown(k)),
             }
-        }
+            Ok(())
+        })?;
         Ok(q)
     }
 }

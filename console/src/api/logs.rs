@@ -29,8 +29,7 @@ pub fn parse(raw: Option<&str>) -> Result<LogsQuery, ConsoleError> {
         tail: 100,
         follow: false,
     };
-    let pairs = query::pairs(raw).map_err(|e| ConsoleError::bad_request(e.to_string()))?;
-    for (k, v) in pairs {
+    query::parse(raw, |k, v| {
         match k.as_str() {
             "tail" => {
                 q.tail = query::bounded(&v, 500).map(|n| n as u32).ok_or_else(|| {
@@ -57,7 +56,8 @@ pub fn parse(raw: Option<&str>) -> Result<LogsQuery, ConsoleError> {
                 )));
             }
         }
-    }
+        Ok(())
+    })?;
     Ok(q)
 }
 

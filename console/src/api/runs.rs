@@ -51,8 +51,7 @@ pub struct RunQuery {
 /// own, refusing any other name.
 fn run_list_query(raw: Option<&str>) -> Result<RunListQuery, ConsoleError> {
     let mut q = RunListQuery::default();
-    let pairs = query::pairs(raw).map_err(|e| ConsoleError::bad_request(e.to_string()))?;
-    for (k, v) in pairs {
+    query::parse(raw, |k, v| {
         let field = match k.as_str() {
             "phase" => &mut q.phase,
             "runtime" => &mut q.runtime,
@@ -68,7 +67,8 @@ fn run_list_query(raw: Option<&str>) -> Result<RunListQuery, ConsoleError> {
             }
         };
         *field = Some(v);
-    }
+        Ok(())
+    })?;
     Ok(q)
 }
 
