@@ -213,21 +213,11 @@ pub const FORWARDED_REQUEST_HEADERS: [&str; 10] = [
     INVOCATION_ID,
 ];
 
-/// Does this name, lower-cased with `_` read as `-` (as CGI, WSGI, Rack
-/// and nginx's `underscores_in_headers` do), carry identity or trust?
-pub fn is_identity_header(name: &str) -> bool {
-    let n = name.to_ascii_lowercase().replace('_', "-");
-    matches!(
-        n.as_str(),
-        "authorization" | "cookie" | "forwarded" | "x-real-ip" | "x-client-ip" | "true-client-ip"
-    ) || ["x-remote-", "impersonate-", "x-forwarded-", "proxy-"]
-        .iter()
-        .any(|p| n.starts_with(p))
-}
-
-/// Is this request header forwarded to the gateway?
+/// Is this request header forwarded to the gateway? Only allow-listed
+/// names; none of them carries identity or trust (a unit test holds the
+/// list to that).
 fn is_forwarded_request_header(name: &HeaderName) -> bool {
-    FORWARDED_REQUEST_HEADERS.contains(&name.as_str()) && !is_identity_header(name.as_str())
+    FORWARDED_REQUEST_HEADERS.contains(&name.as_str())
 }
 
 /// A 429 for a reached cap, naming it and its flag.
@@ -662,6 +652,29 @@ mod tests {
             assert!(is_identity_header(n), "{n}");
         }
         assert!(!is_identity_header("content-type"));
+        for n in FORWARDED_REQUEST_HEADERS {
+            assert!(
+                !is_identity_header(n),
+                "{n} is allow-listed but carries identity"
+            );
+        }
+    }
+
+    /// Does this name, lower-cased with `_` read as `-` (as CGI, WSGI, Rack
+    /// and nginx's `underscores_in_headers` do), carry identity or trust?
+    fn is_identity_header(name: &str) -> bool {
+        let n = name.to_ascii_lowercase().replace('_', "-");
+        matches!(
+            n.as_str(),
+            "authorization"
+                | "cookie"
+                | "forwarded"
+                | "x-real-ip"
+                | "x-client-ip"
+                | "true-client-ip"
+        ) || ["x-remote-", "impersonate-", "x-forwarded-", "proxy-"]
+            .iter()
+            .any(|p| n.starts_with(p))
     }
 
     #[test]

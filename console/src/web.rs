@@ -63,7 +63,12 @@ fn file_response(path: &str, immutable: bool) -> Option<Response> {
     }
     let file = Assets::get(path)?;
     let mime = file.metadata.mimetype();
-    let mut resp = Response::new(Body::from(file.data.into_owned()));
+    // Embedded data is borrowed from the binary: served without a copy.
+    let body = match file.data {
+        std::borrow::Cow::Borrowed(b) => Body::from(bytes::Bytes::from_static(b)),
+        std::borrow::Cow::Owned(v) => Body::from(v),
+    };
+    let mut resp = Response::new(body);
     let h = resp.headers_mut();
     h.insert(
         header::CONTENT_TYPE,
