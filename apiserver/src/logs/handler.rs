@@ -79,8 +79,9 @@ fn run_not_found(ns: &str, name: &str) -> ApiError {
     .about("kruntimes.io", "runs", name)
 }
 
-/// `get` on `runs/log` of one Run.
-fn log_attributes(ns: &str, name: &str) -> ResourceAttributes {
+/// What reading a Run's log needs: `get runs/log` in `logs.kruntimes.io`
+/// (admission here, and the re-checks of follows on both listeners).
+pub fn log_attributes(ns: &str, name: &str) -> ResourceAttributes {
     ResourceAttributes {
         verb: "get",
         group: GROUP,

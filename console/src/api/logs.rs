@@ -117,14 +117,7 @@ pub async fn logs(
         let identity = caller.0.as_ref().map(|c| c.caller.clone());
         let (tx, rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(16);
         let recheck = state.recheck.clone();
-        let attrs = kruntimes_core::auth::ResourceAttributes {
-            verb: "get",
-            group: "logs.kruntimes.io",
-            resource: "runs",
-            subresource: Some("log"),
-            namespace: ns,
-            name: Some(name),
-        };
+        let attrs = kruntimes_apiserver::logs::handler::log_attributes(&ns, &name);
         let mut upstream = resp.into_body();
         // Relays the upstream follow, re-checking the caller's own access
         // (kube-apiserver authenticated them once, when the follow began).
