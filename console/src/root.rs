@@ -99,7 +99,8 @@ pub struct Built {
 }
 
 /// Builds every component; watches (the authentication ConfigMap, the `/v1`
-/// Run cache, certificate files) start here and report to the readiness.
+/// Run cache, certificate files) start here; the first two answer the
+/// readiness from their own state.
 pub async fn build(args: &Args) -> anyhow::Result<Built> {
     let metrics = Metrics::default();
     let lifecycle = Lifecycle::default();
@@ -130,11 +131,11 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
     // Aggregated API listener: client trust roots come from the authentication ConfigMap.
     let api_verifier = Arc::new(DynamicClientVerifier::new(ClientRoots::default()));
     let request_header = RequestHeaderSource::watch(sa.clone(), api_verifier.clone());
-    readiness.when(
+    readiness.add(
         "the authentication configuration (kube-system/extension-apiserver-authentication)",
         {
             let request_header = request_header.clone();
-            async move { request_header.loaded().await }
+            move || request_header.is_loaded()
         },
     );
     let api_cert = Arc::new(
@@ -215,9 +216,9 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
         args.gateway_client_key.as_deref(),
     )?;
     let run_cache = v1::runs::RunCache::start(sa.clone());
-    readiness.when("the /v1 Run cache", {
+    readiness.add("the /v1 Run cache", {
         let run_cache = run_cache.clone();
-        async move { run_cache.loaded().await }
+        move || run_cache.is_ready()
     });
     let v1_state = Arc::new(
         v1::V1State::new(

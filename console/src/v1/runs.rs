@@ -108,13 +108,6 @@ impl RunCache {
         futures::FutureExt::now_or_never(self.store.wait_until_ready()).is_some()
     }
 
-    /// Completes once the first full list of Runs is in the cache.
-    pub async fn loaded(&self) {
-        if self.store.wait_until_ready().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    }
-
     /// The Ready Run `ns/name` with this UID, in the wanted mode.
     pub fn resolve(
         &self,

@@ -151,15 +151,6 @@ impl RequestHeaderSource {
         *self.loaded.borrow()
     }
 
-    /// Completes once the ConfigMap has been read.
-    pub async fn loaded(&self) {
-        let mut loaded = self.loaded.clone();
-        // An error means the watch task ended: nothing will ever load.
-        if loaded.wait_for(|l| *l).await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    }
-
     /// Watches the ConfigMap and applies each version of it: the
     /// request-header settings here, the CA bundles on `verifier`.
     pub fn watch(client: Client, verifier: Arc<DynamicClientVerifier>) -> Self {
