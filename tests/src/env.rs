@@ -462,51 +462,26 @@ impl ConsoleProcess {
     }
 
     /// Starts `kruntimes-console` with the environment's identity and `args`
-    /// appended; waits until it is ready.
+    /// appended; waits until it is ready (with `--no-wait`: until it
+    /// listens). Its listeners bind port 0 (unless `args` names a
+    /// `--console-listen`) and the ports are read from its `listening`
+    /// line, so no port is chosen before the Console binds it.
     pub fn start(dir: &Path, args: &[String]) -> Self {
-        // A port can still be taken between choosing and binding it (by a
-        // server of another test process); the Console then exits with
-        // "cannot bind" and is started again on other ports.
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            match Self::try_start(dir, args) {
-                Ok(p) => return p,
-                Err(log) if attempt < 3 && log.contains("cannot bind") => {
-                    eprintln!("kruntimes-console could not bind; starting again on other ports");
-                }
-                Err(log) => panic!("kruntimes-console did not become ready: {log}"),
-            }
-        }
-    }
-
-    fn try_start(dir: &Path, args: &[String]) -> Result<Self, String> {
         let e = env();
-        let (api_port, console_port, admin_port) = (free_port(), free_port(), free_port());
         let log = dir.join("console.log");
         let out = std::fs::File::create(&log).expect("console log");
         let mut cmd = Command::new(repo_root().join("target/debug/kruntimes-console"));
         cmd.arg("--kubeconfig")
             .arg(e.state().join("console.kubeconfig"))
-            .arg("--apiserver-listen")
-            .arg(format!("127.0.0.1:{api_port}"))
-            .arg("--admin-listen")
-            .arg(format!("127.0.0.1:{admin_port}"));
+            .args(["--apiserver-listen", "127.0.0.1:0"])
+            .args(["--admin-listen", "127.0.0.1:0"]);
         let has = |flag: &str| {
             args.iter()
                 .any(|a| a == flag || a.starts_with(&format!("{flag}=")))
         };
-        let console_port = match args
-            .iter()
-            .find_map(|a| a.strip_prefix("--console-listen=127.0.0.1:"))
-        {
-            Some(p) => p.parse().expect("--console-listen port"),
-            None => {
-                cmd.arg("--console-listen")
-                    .arg(format!("127.0.0.1:{console_port}"));
-                console_port
-            }
-        };
+        if !has("--console-listen") {
+            cmd.args(["--console-listen", "127.0.0.1:0"]);
+        }
         if !has("--apiserver-tls-cert") {
             cmd.arg("--apiserver-tls-cert")
                 .arg(e.pki("console.crt"))
@@ -516,29 +491,58 @@ impl ConsoleProcess {
         cmd.args(args.iter().filter(|a| *a != "--no-wait"))
             .stdout(out.try_clone().expect("log"))
             .stderr(out);
-        let child = cmd.spawn().expect("starting kruntimes-console");
+        let mut child = cmd.spawn().expect("starting kruntimes-console");
+        let failed = |why: &str, log: &Path| -> ! {
+            panic!(
+                "kruntimes-console {why}: {}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            )
+        };
+        let mut listening = None;
+        for _ in 0..150 {
+            listening = std::fs::read_to_string(&log).ok().and_then(|text| {
+                text.lines()
+                    .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                    .find(|v| v["message"] == "listening")
+            });
+            if listening.is_some() || matches!(child.try_wait(), Ok(Some(_))) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let Some(listening) = listening else {
+            let _ = child.kill();
+            failed("did not start listening", &log)
+        };
+        let port = |listener: &str| -> u16 {
+            listening[listener]
+                .as_str()
+                .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+                .map(|a| a.port())
+                .unwrap_or_else(|| panic!("no {listener} address in {listening}"))
+        };
         let p = Self {
             child,
-            api_port,
-            console_port,
-            admin_port,
+            api_port: port("apiserver"),
+            console_port: port("console"),
+            admin_port: port("admin"),
             log,
         };
         if args.iter().any(|a| a == "--no-wait") {
-            return Ok(p);
+            return p;
         }
         let mut p = p;
         for _ in 0..150 {
-            let (code, _) = e.curl(&format!("http://127.0.0.1:{admin_port}/ready"), &[]);
+            let (code, _) = e.curl(&format!("http://127.0.0.1:{}/ready", p.admin_port), &[]);
             if code == 200 {
-                return Ok(p);
+                return p;
             }
             if let Ok(Some(_)) = p.child.try_wait() {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
-        Err(std::fs::read_to_string(&p.log).unwrap_or_default())
+        failed("did not become ready", &p.log)
     }
 }
 
