@@ -9,6 +9,7 @@ pub mod handler;
 pub mod lines;
 pub mod params;
 pub mod reader;
+pub mod runwatch;
 pub mod scan;
 pub mod tail;
 

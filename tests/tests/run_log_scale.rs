@@ -760,3 +760,22 @@ async fn pod_uid(fx: &Fixtures, pod: &str) -> String {
         kube::Api::namespaced(fx.client.clone(), &fx.ns);
     pods.get(pod).await.unwrap().metadata.uid.unwrap()
 }
+
+#[tokio::test]
+async fn a_follow_ends_with_run_finished_when_its_run_finishes() {
+    let l = Logged::new("finishing").await;
+    l.fx.append_log(&l.pod, &[l.line("working")]);
+    let (mut child, rx) = follow(&l.path("?follow=true"));
+    assert_eq!(next_line(&rx)["message"], "working");
+    l.fx.append_log(&l.pod, &[l.line("last words")]);
+    assert_eq!(next_line(&rx)["message"], "last words");
+    l.fx.set_run_status(
+        &l.run,
+        json!({"phase": "Succeeded", "completionTime": now_rfc3339()}),
+    )
+    .await;
+    let v = final_status(&rx, &mut child);
+    assert_eq!(v["status"], "Success", "{v}");
+    assert_eq!(v["reason"], "RunFinished", "{v}");
+    assert_eq!(v["message"], "the Run finished: Succeeded", "{v}");
+}

@@ -10,6 +10,11 @@ use tokio::time::Instant;
 
 use super::cursor::Cursor;
 use super::fanout::{Next, Subscription};
+use super::runwatch::Finished;
+
+/// How long a follow goes on after its Run finished, for the last lines
+/// still on their way.
+pub const FINISH_DRAIN: Duration = Duration::from_secs(2);
 use super::reader::{LogSource, send_records};
 use kruntimes_core::status::ApiError;
 
@@ -20,6 +25,8 @@ pub enum End {
     Left,
     /// The Run finished: its history is all there is.
     Finished,
+    /// The Run finished while followed, in this phase.
+    FinishedAs(String),
     /// The shared stream ended the follow with this final line (the Pod
     /// went, its log broke off, or the follower fell behind).
     Final(Bytes),
@@ -36,6 +43,8 @@ pub struct History {
 /// How a follow goes live: it joins its Pod's shared stream.
 pub struct Live<S> {
     pub subscribe: S,
+    /// Tells when the Run finishes.
+    pub finished: Finished,
     /// How long a line may wait for a client that does not read once the
     /// follower was dropped from the stream.
     pub final_timeout: Duration,
@@ -59,7 +68,12 @@ pub async fn follow(
             None => End::Left,
         });
     }
-    let sub = (live.subscribe)();
+    let Live {
+        subscribe,
+        mut finished,
+        final_timeout,
+    } = live;
+    let sub = subscribe();
     let queue = &sub.queue;
     // A follower that falls behind while its history is sent ends there:
     // its client resumes after the last record it got.
@@ -76,9 +90,19 @@ pub async fn follow(
         return Ok(End::Left);
     };
     let mut deadline: Option<Instant> = None;
+    let mut phase: Option<String> = None;
+    let mut drained = Instant::now();
     loop {
         let next = tokio::select! {
             n = queue.next() => n,
+            p = finished.wait(), if phase.is_none() => {
+                phase = Some(p);
+                drained = Instant::now() + FINISH_DRAIN;
+                continue;
+            }
+            () = tokio::time::sleep_until(drained), if phase.is_some() => {
+                return Ok(End::FinishedAs(phase.unwrap_or_default()));
+            }
             () = tx.closed() => return Ok(End::Left),
         };
         let line = match next {
@@ -101,7 +125,7 @@ pub async fn follow(
                     continue;
                 }
                 () = queue.dropped() => {
-                    deadline = Some(Instant::now() + live.final_timeout);
+                    deadline = Some(Instant::now() + final_timeout);
                 }
             }
         }

@@ -21,6 +21,7 @@ use super::filter::{LogRecord, RunFilter};
 use super::follow::{End, History};
 use super::params::LogQuery;
 use super::reader::{LogSource, floor_of, until_of};
+use super::runwatch::RunWatch;
 use super::tail::Cut;
 use kruntimes_core::auth::access::Decision;
 use kruntimes_core::auth::{AccessReview, Caller, Recheck, ResourceAttributes};
@@ -50,6 +51,8 @@ pub struct LogApi {
     pub limits: LogLimits,
     /// One upstream `pods/log` follow per Pod, shared by its followers.
     pub fanout: Arc<Fanout>,
+    /// Tells followers when their Run finishes (one watch per namespace).
+    pub run_watch: Arc<RunWatch>,
 }
 
 impl LogApi {
@@ -385,8 +388,9 @@ async fn follow(
     let Some((pod, _)) = run.assignment() else {
         return Ok(None);
     };
+    let key_ns = run.metadata.namespace.clone().unwrap_or_default();
     let key = PodKey {
-        namespace: run.metadata.namespace.clone().unwrap_or_default(),
+        namespace: key_ns.clone(),
         name: pod.to_owned(),
         uid: run
             .assignment()
@@ -404,6 +408,7 @@ async fn follow(
     let subscribe = || api.fanout.subscribe(&pods, key, &uid, query.stream);
     let live = super::follow::Live {
         subscribe,
+        finished: api.run_watch.finished(&key_ns, &uid),
         final_timeout: api.limits.follower_final_timeout,
     };
     let ended = match super::follow::follow(&source, history, finished, live, tx).await {
@@ -420,6 +425,7 @@ async fn follow(
         End::Left => Ok(None),
         End::Final(line) => Ok(Some(line)),
         End::Finished => Ok(Some(run_finished_line(run.phase()))),
+        End::FinishedAs(phase) => Ok(Some(run_finished_line(&phase))),
     }
 }
 
