@@ -141,7 +141,7 @@ export function RunDetailPage() {
       )}
 
       <Panel title="Logs" id="logs">
-        <RunLogView ns={ns} run={name} active={active} />
+        <RunLogView ns={ns} run={name} active={active} assignedPod={st.assignedPod} />
       </Panel>
 
       <div className="grid-2">
