@@ -10,6 +10,7 @@ import { ApiError, isApiErrorBody, toApiError } from './errors';
 import { NdjsonSplitter } from '../lib/ndjson';
 import { isLogEndStatus, type CursorRecord, type CursorRunLog, type LogEndStatus, type LogWindow } from './logTypes';
 import type {
+  AccessDecision,
   AccessRequest,
   LogStreamLine,
   NamespaceList,
@@ -257,6 +258,14 @@ export function operationsSocketUrl(ns: string, name: string, uid: string): stri
 /** Opens the operations socket. The browser sends the session cookie; the server injects it. */
 export function openOperationsSocket(ns: string, name: string, uid: string): WebSocket {
   return new WebSocket(operationsSocketUrl(ns, name, uid));
+}
+
+/**
+ * Whether the caller may run session operations on the Run: a
+ * SelfSubjectAccessReview the Console sends with the caller's own token.
+ */
+export function getOperationsAccess(ns: string, name: string): Promise<AccessDecision> {
+  return request<AccessDecision>(`/api/namespaces/${seg(ns)}/runs/${seg(name)}/operations/access`);
 }
 
 /** The access a session operation needs, for explaining a 403. */
