@@ -122,7 +122,10 @@ test('defect 6: a Pending Run waiting for capacity is not shown as failed', asyn
 
 test('defect 7a: a 409 on a Run that has a Pod says why, not "not assigned yet"', async (browser) => {
   const name = 'e2e-bad-pod';
-  applyRun(NS, name, { status: { phase: 'Running', assignedPod: 'Not_A_Pod', attempt: 1, startTime: '2026-01-01T00:00:00Z' } });
+  // Assigned (Pod and UID), but to a name no Pod can have: the log API answers 409 and says why.
+  applyRun(NS, name, {
+    status: { phase: 'Running', assignedPod: 'Not_A_Pod', assignedPodUID: '0b7c1c5e-0000-4000-8000-000000000000', attempt: 1, startTime: '2026-01-01T00:00:00Z' },
+  });
   const page = await newPage(browser);
   try {
     await login(page, env.viewer, 'viewer');
@@ -149,7 +152,7 @@ test('defect 7b: a Run deleted while open shows only Not found', async (browser)
     await page.goto(`${env.url}/namespaces/${NS}/runs/${name}`);
     await page.locator('.page-header .badge').waitFor();
     deleteRun(NS, name);
-    await page.getByText(/not found/i).first().waitFor({ timeout: 20_000 });
+    await page.locator('.state-title', { hasText: 'Not found' }).waitFor({ timeout: 30_000 });
     assert((await page.locator('.page-header .badge').count()) === 0, 'the deleted Run keeps its phase badge');
     assert((await page.locator('#overview, #logs, #conditions').count()) === 0, 'the deleted Run keeps its panels');
   } finally {

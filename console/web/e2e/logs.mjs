@@ -112,17 +112,33 @@ test('logs: search covers everything loaded; only matching lines; download has e
 
 test('logs: a dropped follow resumes exactly after the last record (sinceCursor): no duplicate, no gap', async (browser) => {
   const page = await newPage(browser);
+  // The test's own hand on the connection: every log follow the page opens can
+  // be cut (as a network drop would), leaving the page's code to notice and resume.
+  await page.context().addInitScript(() => {
+    const open = new Set();
+    const real = window.fetch.bind(window);
+    window.fetch = (input, init = {}) => {
+      const url = typeof input === 'string' ? input : input.url;
+      if (!url.includes('follow=true')) return real(input, init);
+      const cut = new AbortController();
+      open.add(cut);
+      const signal = init.signal ? AbortSignal.any([init.signal, cut.signal]) : cut.signal;
+      return real(input, { ...init, signal });
+    };
+    window.__dropLogFollows = () => {
+      for (const c of open) c.abort();
+      open.clear();
+    };
+  });
   await login(page, env.viewer, 'viewer');
   const follows = [];
   page.on('request', (r) => r.url().includes('/logs?') && r.url().includes('follow=true') && follows.push(r.url()));
   const logs = await openLogs(page, 'build-running');
   await eventually('Following', async () => (await state(logs)).includes('Following'));
   await eventually('two lines more', async () => (await logs.locator('.log-line').count()) >= 3);
-  await page.context().setOffline(true);
+  await page.evaluate(() => window.__dropLogFollows());
   await eventually('a lost connection', async () => /reconnect|lost/i.test(await state(logs)), 15_000);
   const lastBefore = await logs.locator('.log-line .ln').last().getAttribute('data-cursor');
-  await page.waitForTimeout(2500);
-  await page.context().setOffline(false);
   await eventually('following again', async () => (await state(logs)).includes('Following'), 20_000);
   await eventually('new lines after the reconnect', async () => (await logs.locator('.log-line .ln').last().getAttribute('data-cursor')) !== lastBefore, 10_000);
   const resumed = follows.slice(1).map((u) => new URL(u).searchParams);
