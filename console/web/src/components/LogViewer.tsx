@@ -38,8 +38,8 @@ export interface LogViewerProps {
   run: string;
   /** The records and the state of reading them. */
   log: Omit<RunLogStream, 'reload'>;
-  /** The Pod the Run is assigned to, when known (a 409 then is not "no Pod yet"). */
-  assignedPod?: string | undefined;
+  /** The Pod the Run is assigned to (a 409 then is not "no Pod yet"); null: known to have none yet; undefined: not known. */
+  assignedPod?: string | null | undefined;
   /** Show only the lines of `search.lines`. */
   onlyMatching?: boolean;
   /** The controls shown above the log (e.g. a LogToolbar). */
@@ -140,14 +140,16 @@ export function LogViewer({ run, log, assignedPod, onlyMatching = false, toolbar
   // with one, the server's own words say why (the container has not started...).
   const conflict = error instanceof ApiError && error.status === 409;
   const notAssigned = conflict && !assignedPod;
-  const waiting = conflict && (status === 'error' || status === 'reconnecting');
+  // A follow of a Run without a Pod waits on the server until it has one.
+  const awaitingPod = assignedPod === null && status === 'connecting';
+  const waiting = awaitingPod || (conflict && (status === 'error' || status === 'reconnecting'));
   const paused = isPaused(follow);
   const statusText = (() => {
     switch (status) {
       case 'loading':
         return 'Loading…';
       case 'connecting':
-        return 'Connecting…';
+        return awaitingPod ? 'Waiting for a Pod…' : 'Connecting…';
       case 'following':
         return 'Following';
       case 'reconnecting': {
@@ -200,6 +202,10 @@ export function LogViewer({ run, log, assignedPod, onlyMatching = false, toolbar
 
       {forbidden ? (
         <Forbidden access={forbidden.access} message={forbidden.message} />
+      ) : awaitingPod ? (
+        <p className="notice" role="status">
+          This Run has not been assigned to a Runtime Pod yet, so it has no log. The log opens when it is.
+        </p>
       ) : waiting && notAssigned ? (
         <p className="notice" role="status">
           This Run has not been assigned to a Runtime Pod yet, so it has no log.{' '}
@@ -213,7 +219,7 @@ export function LogViewer({ run, log, assignedPod, onlyMatching = false, toolbar
         </p>
       ) : waiting ? (
         <p className="notice" role="status">
-          The Run is assigned to Pod <code>{assignedPod}</code>, but its log cannot be read yet: {error.message}
+          The Run is assigned to Pod <code>{assignedPod}</code>, but its log cannot be read yet: {error instanceof Error ? error.message : String(error)}
         </p>
       ) : error && status === 'error' ? (
         <div className="state state-error" role="alert">

@@ -23,8 +23,8 @@ export interface RunLogViewProps {
   anchorPrefix?: string;
   /** Height of the scroll area in CSS pixels. */
   height?: number;
-  /** The Pod the Run is assigned to, when known: a 409 then means its log is not readable yet. */
-  assignedPod?: string | undefined;
+  /** The Pod the Run is assigned to (a 409 then means its log is not readable yet); null: none yet; undefined: not known. */
+  assignedPod?: string | null | undefined;
 }
 
 export function RunLogView({ ns, run, active, defaultTail = 100, anchorPrefix = 'L', height = 420, assignedPod }: RunLogViewProps) {

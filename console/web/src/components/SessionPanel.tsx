@@ -10,7 +10,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { useEffect, useId, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
 import { getOperationsAccess, getSession, openOperationsSocket, operationsAccess } from '../api/client';
-import { ApiError, describeAccess } from '../api/errors';
+import { ApiError } from '../api/errors';
 import type { SessionClientFrame } from '../api/requests';
 import type { RunDetail } from '../api/types';
 import { classifyClose, decodeOutput, explainRefusal, heartbeatMs, parseServerFrame, toOperation } from '../lib/session';
@@ -224,11 +224,10 @@ export function SessionPanel({ run }: { run: RunDetail }) {
       {ready && denied && can.data && (
         <div className="session-readonly" role="status">
           <p className="notice">
-            <strong>Read-only.</strong> Your account may not <strong>{describeAccess(can.data.access)}</strong>, so you
-            cannot run commands here (missing verb <code>{can.data.access.verb}</code> on{' '}
-            <code>runs/{can.data.access.subresource}</code>). The log and details stay readable.
+            <strong>Read-only.</strong> You cannot run commands in this session: the <code>{can.data.access.verb}</code>{' '}
+            verb on <code>runs/{can.data.access.subresource}</code> is missing. The log and details stay readable.
           </p>
-          <Forbidden access={can.data.access} />
+          <Forbidden access={can.data.access} message={can.data.reason} />
         </div>
       )}
       {ready && loggedOut && (

@@ -174,7 +174,7 @@ export function RunDetailPage() {
       )}
 
       <Panel title="Logs" id="logs">
-        <RunLogView ns={ns} run={name} active={active} assignedPod={st.assignedPod} />
+        <RunLogView ns={ns} run={name} active={active} assignedPod={st.assignedPod || null} />
       </Panel>
 
       <div className="grid-2">
