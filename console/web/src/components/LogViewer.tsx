@@ -141,7 +141,7 @@ export function LogViewer({ run, log, assignedPod, onlyMatching = false, toolbar
   const conflict = error instanceof ApiError && error.status === 409;
   const notAssigned = conflict && !assignedPod;
   // A follow of a Run without a Pod waits on the server until it has one.
-  const awaitingPod = assignedPod === null && status === 'connecting';
+  const awaitingPod = assignedPod === null && total === 0 && (status === 'connecting' || status === 'following');
   const waiting = awaitingPod || (conflict && (status === 'error' || status === 'reconnecting'));
   const paused = isPaused(follow);
   const statusText = (() => {
@@ -151,7 +151,7 @@ export function LogViewer({ run, log, assignedPod, onlyMatching = false, toolbar
       case 'connecting':
         return awaitingPod ? 'Waiting for a Pod…' : 'Connecting…';
       case 'following':
-        return 'Following';
+        return awaitingPod ? 'Waiting for a Pod…' : 'Following';
       case 'reconnecting': {
         if (conflict) {
           const what = notAssigned ? 'Waiting for a Pod' : `Waiting for the log of Pod ${assignedPod}`;
@@ -235,7 +235,7 @@ export function LogViewer({ run, log, assignedPod, onlyMatching = false, toolbar
 
       <div
         ref={scrollRef}
-        hidden={status === 'error' && count === 0}
+        hidden={(status === 'error' || awaitingPod) && count === 0}
         className="log-scroll"
         style={{ maxHeight: height, height: wrap ? height : Math.max(MIN_HEIGHT, count * ROW_HEIGHT + 14) }}
         onScroll={onScroll}
