@@ -1,7 +1,9 @@
 //! The `runs/log` subresource: reading a Run's records out of its Runtime
 //! Pod's `runtimed` container log.
 
+pub mod cursor;
 pub mod filter;
+pub mod follow;
 pub mod handler;
 pub mod lines;
 pub mod params;

@@ -230,6 +230,24 @@ pub struct Args {
     #[arg(long, default_value_t = 32)]
     pub max_follows_per_caller: usize,
 
+    /// How far a node's clock may run behind kube-apiserver's: every Run-log
+    /// read starts this long before the Run's startTime or creationTimestamp,
+    /// whichever is later (no record of a Run is older than the Run).
+    #[arg(long, default_value = "5s")]
+    pub log_clock_skew: DurationArg,
+
+    /// Records one Run-log follower may have waiting (read from the Pod log,
+    /// not yet taken by the client); past this, or past
+    /// --log-follower-buffer-bytes, the follow ends with a FellBehind Status
+    /// line and the others go on.
+    #[arg(long, default_value_t = kruntimes_apiserver::logs::handler::DEFAULT_FOLLOWER_BUFFER_RECORDS)]
+    pub log_follower_buffer_records: usize,
+
+    /// Bytes of NDJSON one Run-log follower may have waiting; see
+    /// --log-follower-buffer-records.
+    #[arg(long, default_value_t = kruntimes_apiserver::logs::handler::DEFAULT_FOLLOWER_BUFFER_BYTES)]
+    pub log_follower_buffer_bytes: usize,
+
     /// Open connections from one peer IP address on the aggregated API
     /// listener. kube-apiserver's aggregator brings every caller's request
     /// from its own address, so this is high.
@@ -260,6 +278,15 @@ impl Args {
         }
     }
 
+    /// The Run-log reader's bounds.
+    pub fn log_limits(&self) -> kruntimes_apiserver::logs::handler::LogLimits {
+        kruntimes_apiserver::logs::handler::LogLimits {
+            clock_skew_secs: i64::try_from(self.log_clock_skew.0.as_secs()).unwrap_or(i64::MAX),
+            follower_buffer_records: self.log_follower_buffer_records,
+            follower_buffer_bytes: self.log_follower_buffer_bytes,
+        }
+    }
+
     /// Checks combinations clap cannot.
     pub fn validate(&self) -> anyhow::Result<()> {
         if self.authorization_cache_ttl.0 > std::time::Duration::from_secs(30) {
@@ -269,6 +296,14 @@ impl Args {
             ("--max-connections", self.max_connections),
             ("--max-follows", self.max_follows),
             ("--max-follows-per-caller", self.max_follows_per_caller),
+            (
+                "--log-follower-buffer-records",
+                self.log_follower_buffer_records,
+            ),
+            (
+                "--log-follower-buffer-bytes",
+                self.log_follower_buffer_bytes,
+            ),
             (
                 "--access-max-concurrent-calls",
                 self.access_max_concurrent_calls,

@@ -163,6 +163,7 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
         follows: follow_caps(),
         recheck: recheck.clone(),
         lifecycle: lifecycle.clone(),
+        limits: args.log_limits(),
     });
     let api_router = kruntimes_apiserver::server::router(log_api, api_authn, Some(request_header));
 

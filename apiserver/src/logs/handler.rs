@@ -17,8 +17,9 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 use super::filter::{LogRecord, RunFilter};
+use super::follow::{End, History};
 use super::params::LogQuery;
-use super::reader::LogSource;
+use super::reader::{LogSource, floor_of, until_of};
 use super::tail::Cut;
 use kruntimes_core::auth::access::Decision;
 use kruntimes_core::auth::{AccessReview, Caller, Recheck, ResourceAttributes};
@@ -27,7 +28,7 @@ use kruntimes_core::limit::{Caps, Slot};
 use kruntimes_core::metrics::Metrics;
 use kruntimes_core::names::{is_dns1123_label, is_dns1123_subdomain};
 use kruntimes_core::run::Run;
-use kruntimes_core::status::{ApiError, from_kube};
+use kruntimes_core::status::{ApiError, from_kube, run_finished_line};
 
 pub const GROUP: &str = "logs.kruntimes.io";
 pub const VERSION: &str = "v1alpha1";
@@ -45,7 +46,35 @@ pub struct LogApi {
     pub recheck: Recheck,
     /// Follows end with a final `Status` line when the process stops.
     pub lifecycle: Lifecycle,
+    pub limits: LogLimits,
 }
+
+/// Bounds of the Run-log reader.
+#[derive(Clone, Debug)]
+pub struct LogLimits {
+    /// Seconds a node's clock may be behind kube-apiserver's: reads start
+    /// this long before `max(startTime, creationTimestamp)`.
+    pub clock_skew_secs: i64,
+    /// Records a follower may have waiting before it is ended as fallen behind.
+    pub follower_buffer_records: usize,
+    /// Bytes of NDJSON a follower may have waiting before it is ended as fallen behind.
+    pub follower_buffer_bytes: usize,
+}
+
+impl Default for LogLimits {
+    fn default() -> Self {
+        Self {
+            clock_skew_secs: super::reader::DEFAULT_CLOCK_SKEW_SECS,
+            follower_buffer_records: DEFAULT_FOLLOWER_BUFFER_RECORDS,
+            follower_buffer_bytes: DEFAULT_FOLLOWER_BUFFER_BYTES,
+        }
+    }
+}
+
+/// Default of `--log-follower-buffer-records`.
+pub const DEFAULT_FOLLOWER_BUFFER_RECORDS: usize = 256;
+/// Default of `--log-follower-buffer-bytes`.
+pub const DEFAULT_FOLLOWER_BUFFER_BYTES: usize = 256 << 10;
 
 /// The plain (non-follow) answer.
 #[derive(Debug, Serialize, ts_rs::TS)]
@@ -170,7 +199,14 @@ pub async fn serve(
         let pod = pod.to_owned();
         check_pod(&pods, &run).await?;
         let source = source_for(&api, pods, &run, &pod, &query);
-        let tail = source.tail(query.tail, query.limit_bytes).await?;
+        let tail = match query.since_cursor {
+            Some(after) => source.after(after, query.tail, query.limit_bytes).await?,
+            None => {
+                source
+                    .tail(query.tail, query.limit_bytes, query.before_cursor)
+                    .await?
+            }
+        };
         let body = RunLog {
             kind: "RunLog",
             api_version: "logs.kruntimes.io/v1alpha1",
@@ -210,8 +246,15 @@ pub async fn serve(
         let _stream = lifecycle.track();
         tokio::select! {
             res = follow(api, runs, pods, run, query, &tx) => {
-                if let Err(error) = res {
-                    tracing::debug!(%error, namespace = %ns, run = %name, "follow ended");
+                match res {
+                    Ok(None) => {}
+                    Ok(Some(line)) => {
+                        let _ = tx.send(line).await;
+                    }
+                    Err(error) => {
+                        tracing::debug!(%error, namespace = %ns, run = %name, "follow ended");
+                        let _ = tx.send(error.status_line()).await;
+                    }
                 }
             }
             why = revoked => {
@@ -243,8 +286,12 @@ fn source_for(api: &LogApi, pods: Api<Pod>, run: &Run, pod: &str, query: &LogQue
         pods,
         pod: pod.to_owned(),
         filter: RunFilter::new(run.metadata.uid.as_deref().unwrap_or(""), query.stream, pod),
-        since: run.start_time(),
-        until: run.is_terminal().then(|| run.completion_time()).flatten(),
+        floor: floor_of(
+            run.start_time(),
+            run.metadata.creation_timestamp.as_ref().map(|t| t.0),
+            api.limits.clock_skew_secs,
+        ),
+        until: until_of(run.is_terminal().then(|| run.completion_time()).flatten()),
         metrics: api.metrics.clone(),
     }
 }
@@ -289,6 +336,7 @@ async fn check_pod(pods: &Api<Pod>, run: &Run) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// Follows the Run; the final line to send, if any (`None` when the caller left).
 async fn follow(
     api: Arc<LogApi>,
     runs: Api<Run>,
@@ -296,27 +344,81 @@ async fn follow(
     run: Run,
     query: LogQuery,
     tx: &mpsc::Sender<Bytes>,
-) -> Result<(), ApiError> {
+) -> Result<Option<Bytes>, ApiError> {
     let run = if run.assignment().is_some() {
         run
     } else {
         match wait_for_assignment(&runs, &run, tx).await {
-            Some(run) => run,
-            None => return Ok(()),
+            Waited::Assigned(run) => run,
+            Waited::Left => return Ok(None),
+            Waited::Finished(run) => return Ok(Some(run_finished_line(run.phase()))),
+            Waited::Gone => {
+                let name = run.metadata.name.as_deref().unwrap_or_default();
+                return Err(ApiError::not_found(format!(
+                    "run {name:?} was deleted or replaced while the follow waited for its assignment"
+                ))
+                .about("kruntimes.io", "runs", name));
+            }
         }
     };
     check_pod(&pods, &run).await?;
     let Some((pod, _)) = run.assignment() else {
-        return Ok(());
+        return Ok(None);
     };
     let pod = pod.to_owned();
-    let source = source_for(&api, pods, &run, &pod, &query);
-    source.follow(query.tail, query.limit_bytes, tx).await
+    let source = source_for(&api, pods.clone(), &run, &pod, &query);
+    let history = History {
+        tail: (query.tail, query.limit_bytes),
+        since: query.since_cursor,
+    };
+    let finished = source.until.is_some() || run.is_terminal();
+    let ended = match super::follow::follow(&source, history, finished, tx).await {
+        Ok(ended) => ended,
+        Err(error) => {
+            // A read of the Pod log failed: 404 when the Pod went, else 503
+            // (the container not started, kube-apiserver or the kubelet
+            // failing): the client reconnects with sinceCursor.
+            check_pod(&pods, &run).await?;
+            return Err(reconnect(&error));
+        }
+    };
+    match ended {
+        End::Left => Ok(None),
+        End::Finished => Ok(Some(run_finished_line(run.phase()))),
+        End::StreamEnded => {
+            // Gone or replaced: 404; otherwise the container's log ended.
+            check_pod(&pods, &run).await?;
+            Err(ApiError::unavailable(format!(
+                "the log stream of pod {pod:?} ended; reconnect with sinceCursor to continue"
+            )))
+        }
+    }
 }
 
-/// Waits until the Run is assigned; `None` when it is deleted, replaced,
-/// ends unassigned, or the caller goes away.
-async fn wait_for_assignment(runs: &Api<Run>, run: &Run, tx: &mpsc::Sender<Bytes>) -> Option<Run> {
+/// A failed read of a followed Pod log, as the follow's final line says it:
+/// 503, and what to do.
+pub fn reconnect(error: &ApiError) -> ApiError {
+    let message = error.message.trim_end();
+    if message.contains("sinceCursor") {
+        return ApiError::unavailable(message);
+    }
+    ApiError::unavailable(format!("{message}; reconnect with sinceCursor to continue"))
+}
+
+/// How waiting for a Run's assignment ended.
+enum Waited {
+    Assigned(Run),
+    /// Finished without ever being assigned.
+    Finished(Run),
+    /// Deleted or replaced.
+    Gone,
+    /// The caller went away.
+    Left,
+}
+
+/// Waits until the Run is assigned, deleted or replaced, or ends unassigned,
+/// or the caller goes away.
+async fn wait_for_assignment(runs: &Api<Run>, run: &Run, tx: &mpsc::Sender<Bytes>) -> Waited {
     let name = run.metadata.name.clone().unwrap_or_default();
     let uid = run.metadata.uid.clone();
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
@@ -326,26 +428,29 @@ async fn wait_for_assignment(runs: &Api<Run>, run: &Run, tx: &mpsc::Sender<Bytes
     let mut listed = false;
     loop {
         let event = tokio::select! {
-            e = stream.next() => e?,
-            () = tx.closed() => return None,
+            e = stream.next() => match e {
+                Some(e) => e,
+                None => return Waited::Gone,
+            },
+            () = tx.closed() => return Waited::Left,
         };
         match event {
             Ok(watcher::Event::Init) => listed = false,
             // The Run is gone if the (re)list did not contain it.
-            Ok(watcher::Event::InitDone) if !listed => return None,
+            Ok(watcher::Event::InitDone) if !listed => return Waited::Gone,
             Ok(watcher::Event::Apply(r) | watcher::Event::InitApply(r)) => {
                 listed = true;
                 if r.metadata.uid != uid {
-                    return None;
+                    return Waited::Gone;
                 }
                 if r.assignment().is_some() {
-                    return Some(r);
+                    return Waited::Assigned(r);
                 }
                 if r.is_terminal() {
-                    return None;
+                    return Waited::Finished(r);
                 }
             }
-            Ok(watcher::Event::Delete(r)) if r.metadata.uid == uid => return None,
+            Ok(watcher::Event::Delete(r)) if r.metadata.uid == uid => return Waited::Gone,
             Ok(_) => {}
             Err(error) => tracing::debug!(%error, "watching run for its assignment; retrying"),
         }
