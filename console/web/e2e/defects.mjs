@@ -189,12 +189,14 @@ test('defect 7e: the Runs page is in the URL; later pages say they are a snapsho
   const list = `${env.url}/namespaces/${NS}/runs?labelSelector=app%3Ddemo&limit=3`;
   await page.goto(list);
   await page.locator('table.table tbody tr').first().waitFor();
+  const firstOnPage1 = await page.locator('table.table tbody tr td:first-child a').first().innerText();
   await page.getByRole('button', { name: 'Next →' }).click();
   await eventually('the page in the URL', () => page.url().includes('cont='));
-  await page.getByText('Page 2 ·').waitFor();
+  await page.getByText(/Page 2 · \d+ Runs/).waitFor();
   const firstOnPage2 = await page.locator('table.table tbody tr td:first-child a').first().innerText();
+  assert(firstOnPage2 !== firstOnPage1, `page 2 starts with ${firstOnPage2}, as page 1 does`);
   await page.reload();
-  await page.getByText('Page 2 ·').waitFor();
+  await page.getByText(/Page 2 · \d+ Runs/).waitFor();
   assert((await page.locator('table.table tbody tr td:first-child a').first().innerText()) === firstOnPage2, 'a reload of page 2 shows another page');
   assert((await page.getByText(/updated \d+s ago/).count()) === 0, 'page 2 claims to be freshly updated');
   await page.getByText('only page 1 refreshes').waitFor();

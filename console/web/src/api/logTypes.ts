@@ -1,12 +1,13 @@
 /**
- * The Run-log cursor contract (records carry `cursor`; a follow ends with a
- * Kubernetes `Status` line) as a local extension of the generated types,
- * until `./types` renders it from the server's own.
+ * The Run-log cursor contract as the viewer reads it: records carry
+ * `cursor` (`./types` says so), but a record from a server without cursors
+ * is still shown, so here the cursor may be missing; a follow ends with a
+ * Kubernetes `Status` line.
  */
 import type { LogRecord, RunLog } from './types';
 
-/** A record as the server sends it: with its cursor (`"<secs>.<nanos9>-<seq>"`), opaque to clients. */
-export type CursorRecord = LogRecord & { cursor?: string };
+/** A record as a server sends it: with its cursor (`"<secs>.<nanos9>-<seq>"`, opaque to clients), or without on an older server. */
+export type CursorRecord = Omit<LogRecord, 'cursor'> & { cursor?: string };
 
 /** A plain read whose records carry cursors. */
 export type CursorRunLog = Omit<RunLog, 'records'> & { records: CursorRecord[] };

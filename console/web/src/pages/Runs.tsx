@@ -264,7 +264,7 @@ export function RunsPage() {
               ← Previous
             </button>
             <span className="muted small">
-              Page {pages.length + 1} · {data.items.length} Runs
+              Page {pages.length + 1} · {runs.isPlaceholderData ? 'loading…' : `${data.items.length} Runs`}
               {data.remainingItemCount !== undefined ? ` · ${data.remainingItemCount} more` : ''}
             </span>
             <button
