@@ -5,7 +5,7 @@
 // The demo writer (hack/demo writer) appends a line a second to every
 // Running demo Run.
 import { readFileSync } from 'node:fs';
-import { assert, close, env, eventually, login, newPage, test } from './harness.mjs';
+import { api, appendRunLog, assert, close, env, eventually, getJson, login, newPage, test } from './harness.mjs';
 import { applyRun, deleteRun, patchRunStatus, podUid } from './kube.mjs';
 
 const NS = env.ns;
@@ -20,6 +20,19 @@ async function openLogs(page, run, hash = '') {
 }
 
 const state = (logs) => logs.locator('.log-state').first().innerText();
+const stamp = (ms) => new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
+
+/** A Succeeded Run of its own on bash-pool-0 with `lines` records in its Pod's log, written after it was created. */
+async function finishedRun(name, lines) {
+  const pod = 'bash-pool-0';
+  applyRun(NS, name, { status: { phase: 'Running', assignedPod: pod, assignedPodUID: podUid(NS, pod), attempt: 1, startTime: stamp(Date.now() - 1000) } });
+  const ctx = await api(env.viewer);
+  const run = await getJson(ctx, `/api/namespaces/${NS}/runs/${name}`);
+  await ctx.dispose();
+  for (const m of lines) appendRunLog(run, m);
+  await new Promise((r) => setTimeout(r, 1100));
+  patchRunStatus(NS, name, { phase: 'Succeeded', completionTime: stamp(Date.now() + 1000) });
+}
 
 test('logs: follow is on by default for an active Run, off for a finished one', async (browser) => {
   const page = await newPage(browser);
@@ -27,9 +40,15 @@ test('logs: follow is on by default for an active Run, off for a finished one', 
   let logs = await openLogs(page, 'build-running');
   assert(await logs.getByLabel('Follow').isChecked(), 'Follow is not on for a Running Run');
   await eventually('Following', async () => (await state(logs)).includes('Following'));
-  logs = await openLogs(page, 'test-succeeded');
-  assert(!(await logs.getByLabel('Follow').isChecked()), 'Follow is on for a Succeeded Run');
-  await eventually('the tail', async () => (await state(logs)).startsWith('Last '));
+  const name = 'e2e-log-done';
+  await finishedRun(name, ['done 1', 'done 2']);
+  try {
+    logs = await openLogs(page, name);
+    assert(!(await logs.getByLabel('Follow').isChecked()), 'Follow is on for a Succeeded Run');
+    await eventually('the tail', async () => (await state(logs)).startsWith('Last '));
+  } finally {
+    deleteRun(NS, name);
+  }
   await close(page);
 });
 
@@ -68,11 +87,13 @@ test('logs: a line deep link names its cursor and shows the same record after ne
 });
 
 test('logs: Load older pages back before the loaded tail until the Run start', async (browser) => {
+  const name = 'e2e-log-older';
+  await finishedRun(name, ['older 1', 'older 2', 'older 3', 'older 4']);
   const page = await newPage(browser);
   await login(page, env.viewer, 'viewer');
-  const logs = await openLogs(page, 'test-succeeded');
+  const logs = await openLogs(page, name);
   const all = await logs.locator('.log-line .msg').allInnerTexts();
-  assert(all.length >= 3, `test-succeeded has ${all.length} lines; the test needs 3`);
+  assert(JSON.stringify(all) === JSON.stringify(['older 1', 'older 2', 'older 3', 'older 4']), `the Run's log is ${all.join(', ')}`);
   await logs.getByLabel('Tail').fill('1');
   await logs.getByRole('button', { name: 'Load', exact: true }).click();
   await eventually('a one-line tail', async () => (await logs.locator('.log-line').count()) === 1);
@@ -84,6 +105,7 @@ test('logs: Load older pages back before the loaded tail until the Run start', a
   const shown = await logs.locator('.log-line .msg').allInnerTexts();
   assert(JSON.stringify(shown) === JSON.stringify(all), `paging back gave\n${shown.join('\n')}\nnot\n${all.join('\n')}`);
   await eventually('no older lines left', async () => (await older.count()) === 0);
+  deleteRun(NS, name);
   await close(page);
 });
 

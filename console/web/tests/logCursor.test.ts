@@ -230,3 +230,22 @@ describe('LogBuffer.prepend', () => {
     expect([...s.gaps]).toEqual([3]);
   });
 });
+
+describe('a Run that finishes while followed', () => {
+  it('follows again after the last record and shows the final Status line', async () => {
+    const bodies = [new LiveBody(), new LiveBody()];
+    const calls = stubFetch((_u, n) => bodies[n]!.response);
+    const { result, rerender } = render({ tail: 50, follow: true, active: true });
+    await waitFor(() => expect(result.current.status).toBe('following'));
+    bodies[0]!.send(rec('a', 1));
+    await waitFor(() => expect(result.current.records.lines).toHaveLength(1));
+    // The Run detail now says the Run finished: the open stream is left and read again.
+    rerender({ tail: 50, follow: true, active: false });
+    await waitFor(() => expect(calls).toHaveLength(2));
+    expect(params(calls[1]!)).toEqual({ follow: 'true', sinceCursor: cur(1) });
+    bodies[1]!.send(rec('b', 2), status(200, 'RunFinished', 'the Run finished: Succeeded'));
+    bodies[1]!.close();
+    await waitFor(() => expect(result.current.status).toBe('finished'));
+    expect(messages(result.current.records.lines)).toEqual(['a', 'b']);
+  });
+});

@@ -272,7 +272,9 @@ export function useRunLogStream(ns: string, run: string, { tail, follow, active,
   // What was read first: a change (another tail, a reload) replaces what is shown.
   const base = [ns, run, tail, reloads, anchor ?? ''].join('\u0000');
   // The request the reports belong to; `reload()` re-reads a tail and leaves a follow alone.
-  const key = [ns, run, tail, follow ? 'follow' : `tail ${reloads}`, anchor ?? ''].join('\u0000');
+  // A follow of a Run that finishes meanwhile is opened again after its last
+  // record: the server then sends what is left and its final Status line.
+  const key = [ns, run, tail, follow ? `follow ${active ? 'active' : 'done'}` : `tail ${reloads}`, anchor ?? ''].join('\u0000');
   const loadedRef = useRef<string | null>(null);
   const [progress, setProgress] = useState<Progress>({ key: '', status: 'loading', error: null, retryIn: 0 });
   const [truncated, setTruncated] = useState<{ cut: boolean; by?: string }>({ cut: false });
