@@ -2,6 +2,7 @@
 //! Pod's `runtimed` container log.
 
 pub mod cursor;
+pub mod fanout;
 pub mod filter;
 pub mod follow;
 pub mod handler;

@@ -248,6 +248,12 @@ pub struct Args {
     #[arg(long, default_value_t = kruntimes_apiserver::logs::handler::DEFAULT_FOLLOWER_BUFFER_BYTES)]
     pub log_follower_buffer_bytes: usize,
 
+    /// How long the final line of a Run-log follow (a fallen-behind
+    /// follower's FellBehind Status, or any other end) may wait for a client
+    /// that does not read; then the answer is closed.
+    #[arg(long, default_value = "10s")]
+    pub log_follower_final_timeout: DurationArg,
+
     /// Open connections from one peer IP address on the aggregated API
     /// listener. kube-apiserver's aggregator brings every caller's request
     /// from its own address, so this is high.
@@ -284,6 +290,7 @@ impl Args {
             clock_skew_secs: i64::try_from(self.log_clock_skew.0.as_secs()).unwrap_or(i64::MAX),
             follower_buffer_records: self.log_follower_buffer_records,
             follower_buffer_bytes: self.log_follower_buffer_bytes,
+            follower_final_timeout: self.log_follower_final_timeout.into(),
         }
     }
 
@@ -333,6 +340,10 @@ impl Args {
             ("--connection-idle-timeout", self.connection_idle_timeout),
             ("--http2-keepalive-interval", self.http2_keepalive_interval),
             ("--http2-keepalive-timeout", self.http2_keepalive_timeout),
+            (
+                "--log-follower-final-timeout",
+                self.log_follower_final_timeout,
+            ),
         ] {
             if value.0.is_zero() {
                 anyhow::bail!("{flag} must be longer than 0s");

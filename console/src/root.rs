@@ -164,6 +164,7 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
         recheck: recheck.clone(),
         lifecycle: lifecycle.clone(),
         limits: args.log_limits(),
+        fanout: LogApi::fanout(&metrics, &args.log_limits()),
     });
     let api_router = kruntimes_apiserver::server::router(log_api, api_authn, Some(request_header));
 

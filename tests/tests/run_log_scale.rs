@@ -5,9 +5,11 @@
 
 use std::process::Stdio;
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use kruntimes_tests::env::{Fixtures, env, log_path, now_rfc3339, runtimed_line, unique};
+use kruntimes_tests::env::{
+    ConsoleProcess, Fixtures, env, log_path, now_rfc3339, runtimed_line, unique,
+};
 use kruntimes_tests::stream;
 use serde_json::{Value, json};
 
@@ -179,6 +181,30 @@ async fn before_cursor_pages_back_to_the_first_record_and_since_cursor_pages_for
     let page = get_raw(&l.path(&format!("?sinceCursor={}", all_cursors[20])));
     assert_eq!(messages(&page), want(21..25));
     assert_eq!(page["truncated"], false);
+
+    // The Console's /api relay passes cursors through.
+    let api = |q: &str| -> Value {
+        let (code, body) = env().curl(
+            &format!(
+                "{}/api/namespaces/{NS}/runs/{}/logs{q}",
+                env().var("CONSOLE_URL"),
+                l.run
+            ),
+            &[
+                "--cacert",
+                env().var("CONSOLE_CA"),
+                "-H",
+                &format!("Authorization: Bearer {}", env().token("viewer")),
+            ],
+        );
+        assert_eq!(code, 200, "{q}: {body}");
+        serde_json::from_str(&body).unwrap()
+    };
+    let page = api(&format!("?tail=3&beforeCursor={}", all_cursors[10]));
+    assert_eq!(messages(&page), want(7..10));
+    assert_eq!(cursors(&page), all_cursors[7..10]);
+    let page = api(&format!("?tail=3&sinceCursor={}", all_cursors[10]));
+    assert_eq!(messages(&page), want(11..14));
 
     // Bad cursors and combinations are refused, naming the parameter.
     for (q, word) in [
@@ -446,4 +472,291 @@ async fn a_follow_whose_upstream_fails_ends_with_a_status_line() {
     assert_eq!(v["code"], 200, "{v}");
     assert_eq!(v["reason"], "RunFinished", "{v}");
     assert_eq!(v["message"], "the Run finished: Failed", "{v}");
+}
+
+/// A follow straight to a Console's aggregated listener (its own process,
+/// so its gauges count these followers only), as the viewer.
+fn follow_direct(port: u16, path: &str) -> (std::process::Child, mpsc::Receiver<String>) {
+    let mut child = std::process::Command::new("curl")
+        .args([
+            "-sS",
+            "-N",
+            "--http1.1",
+            "--cacert",
+            env().var("CONSOLE_CA"),
+        ])
+        .arg("-H")
+        .arg(format!("Authorization: Bearer {}", env().token("viewer")))
+        .arg(format!("https://localhost:{port}{path}"))
+        .arg("--resolve")
+        .arg(format!("localhost:{port}:127.0.0.1"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("curl follow");
+    let rx = stream::lines(&mut child);
+    (child, rx)
+}
+
+/// Upstream follows of the Pod's log open now at the fake kubelet.
+fn open_upstream_follows(fx: &Fixtures, pod: &str) -> i64 {
+    served(fx, pod)
+        .iter()
+        .filter(|r| r["follow"] == true)
+        .map(|r| if r["event"] == "open" { 1 } else { -1 })
+        .sum()
+}
+
+/// Waits up to 20 s for `f` to hold.
+async fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !f() {
+        assert!(Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Five Runs on two Pods (three and two), each with a first record.
+async fn five_runs_on_two_pods(fx: &Fixtures) -> Vec<(String, String, String)> {
+    let mut pods = Vec::new();
+    for _ in 0..2 {
+        let pod = unique("pool");
+        let uid = fx.create_pod(&pod, "bash").await;
+        pods.push((pod, uid));
+    }
+    let mut runs = Vec::new();
+    for i in 0..5 {
+        let (pod, pod_uid) = &pods[usize::from(i >= 3)];
+        let run = unique("shared");
+        let uid = fx.create_run(&run, "bash", "task", json!({})).await;
+        fx.assign(&run, pod, pod_uid, &now_rfc3339()).await;
+        fx.append_log(
+            pod,
+            &[runtimed_line(
+                &uid,
+                &run,
+                NS,
+                pod,
+                "stdout",
+                &format!("first of {run}"),
+            )],
+        );
+        runs.push((run, uid, pod.clone()));
+    }
+    runs
+}
+
+type Follower = (std::process::Child, mpsc::Receiver<String>, usize);
+
+/// Four followers per Run; each has received its Run's first record.
+fn twenty_followers(
+    runs: &[(String, String, String)],
+    open: impl Fn(&str) -> (std::process::Child, mpsc::Receiver<String>),
+) -> Vec<Follower> {
+    let mut followers = Vec::new();
+    for (i, (run, _, _)) in runs.iter().enumerate() {
+        for _ in 0..4 {
+            let (child, rx) = open(&log_path(NS, run, "?follow=true"));
+            followers.push((child, rx, i));
+        }
+    }
+    for (_, rx, i) in &followers {
+        assert_eq!(next_line(rx)["message"], format!("first of {}", runs[*i].0));
+    }
+    followers
+}
+
+/// A new record of each Run reaches its four followers, and only them.
+fn each_gets_its_own(fx: &Fixtures, runs: &[(String, String, String)], followers: &[Follower]) {
+    for (run, uid, pod) in runs {
+        fx.append_log(
+            pod,
+            &[runtimed_line(
+                uid,
+                run,
+                NS,
+                pod,
+                "stdout",
+                &format!("next of {run}"),
+            )],
+        );
+    }
+    for (_, rx, i) in followers {
+        assert_eq!(next_line(rx)["message"], format!("next of {}", runs[*i].0));
+    }
+}
+
+#[tokio::test]
+async fn followers_of_runs_on_one_pod_share_one_upstream_stream() {
+    let fx = Fixtures::new(NS).await;
+    let runs = five_runs_on_two_pods(&fx).await;
+    let pods: Vec<String> = vec![runs[0].2.clone(), runs[4].2.clone()];
+
+    // Through kubectl and kube-apiserver: the kubelet serves one follow per Pod.
+    let mut followers = twenty_followers(&runs, follow);
+    each_gets_its_own(&fx, &runs, &followers);
+    for pod in &pods {
+        assert_eq!(
+            open_upstream_follows(&fx, pod),
+            1,
+            "one upstream follow for pod {pod}: {:?}",
+            served(&fx, pod)
+        );
+    }
+    for (child, _, _) in &mut followers {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    for pod in &pods {
+        eventually(&format!("the upstream follow of {pod} closes"), || {
+            open_upstream_follows(&fx, pod) == 0
+        })
+        .await;
+    }
+
+    // A Console of its own, for its gauges.
+    let dir = tempfile::tempdir().unwrap();
+    let own = ConsoleProcess::start(dir.path(), &[]);
+    let gauge = |name: &str| own.metric(name).unwrap_or(-1.0);
+    assert_eq!(gauge("kruntimes_console_log_upstream_streams"), 0.0);
+    let port = own.api_port;
+    let mut followers = twenty_followers(&runs, |path| follow_direct(port, path));
+    assert_eq!(gauge("kruntimes_console_log_upstream_streams"), 2.0);
+    assert_eq!(gauge("kruntimes_console_log_followers"), 20.0);
+    each_gets_its_own(&fx, &runs, &followers);
+    // Half of one Run's followers leave: the others stay on the stream.
+    for (child, _, _) in followers.iter_mut().take(2) {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    eventually("two followers left", || {
+        gauge("kruntimes_console_log_followers") == 18.0
+    })
+    .await;
+    assert_eq!(gauge("kruntimes_console_log_upstream_streams"), 2.0);
+    each_gets_its_own(&fx, &runs, &followers[2..]);
+    for (child, _, _) in &mut followers {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    eventually("every follower left", || {
+        gauge("kruntimes_console_log_followers") == 0.0
+    })
+    .await;
+    eventually("the upstream streams closed", || {
+        gauge("kruntimes_console_log_upstream_streams") == 0.0
+    })
+    .await;
+    for pod in &pods {
+        eventually(&format!("the kubelet's follow of {pod} closes"), || {
+            open_upstream_follows(&fx, pod) == 0
+        })
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn a_follower_that_stops_reading_is_ended_without_slowing_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let own = ConsoleProcess::start(
+        dir.path(),
+        &[
+            "--log-follower-buffer-records=32".to_owned(),
+            "--log-follower-buffer-bytes=65536".to_owned(),
+            "--log-follower-final-timeout=60s".to_owned(),
+        ],
+    );
+    let gauge = |name: &str| own.metric(name).unwrap_or(-1.0);
+    let slow = Logged::new("slow").await;
+    let fx = &slow.fx;
+    // A second Run on the same Pod.
+    let fast_run = unique("fast");
+    let fast_uid = fx.create_run(&fast_run, "bash", "task", json!({})).await;
+    fx.assign(
+        &fast_run,
+        &slow.pod,
+        &pod_uid(fx, &slow.pod).await,
+        &now_rfc3339(),
+    )
+    .await;
+    let fast_line = |m: &str| runtimed_line(&fast_uid, &fast_run, NS, &slow.pod, "stdout", m);
+    fx.append_log(&slow.pod, &[slow.line("s-first"), fast_line("f-first")]);
+
+    let (mut slow_child, slow_rx) = follow_direct(own.api_port, &slow.path("?follow=true"));
+    let (mut fast_child, fast_rx) =
+        follow_direct(own.api_port, &log_path(NS, &fast_run, "?follow=true"));
+    assert_eq!(next_line(&slow_rx)["message"], "s-first");
+    assert_eq!(next_line(&fast_rx)["message"], "f-first");
+    assert_eq!(gauge("kruntimes_console_log_upstream_streams"), 1.0);
+    assert_eq!(gauge("kruntimes_console_log_followers"), 2.0);
+
+    // The slow client stops reading.
+    let pid = slow_child.id().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-STOP", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let pad = "p".repeat(1000);
+    let mut dropped = false;
+    for round in 0..60 {
+        let mut lines: Vec<String> = (0..2000)
+            .map(|i| slow.line(&format!("s-{round}-{i} {pad}")))
+            .collect();
+        lines.push(fast_line(&format!("f-{round}")));
+        fx.append_log(&slow.pod, &lines);
+        // The other follower keeps receiving, within seconds, whatever the slow one does.
+        let got = fast_rx
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("round {round}: the fast follower was held up"));
+        let v: Value = serde_json::from_str(&got).unwrap();
+        assert_eq!(v["message"], format!("f-{round}"), "{v}");
+        if gauge("kruntimes_console_log_followers") == 1.0 {
+            dropped = true;
+            break;
+        }
+    }
+    assert!(dropped, "the slow follower was never dropped");
+    assert_eq!(gauge("kruntimes_console_log_upstream_streams"), 1.0);
+    fx.append_log(&slow.pod, &[fast_line("f-after")]);
+    assert_eq!(next_line(&fast_rx)["message"], "f-after");
+
+    // Reading again, the slow client gets what was in flight, then the final line.
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-CONT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut last = None;
+    let mut records = 0usize;
+    while let Ok(line) = slow_rx.recv_timeout(Duration::from_secs(30)) {
+        let v: Value = serde_json::from_str(&line).unwrap();
+        if v.get("kind").is_none() {
+            assert!(v["message"].as_str().unwrap().starts_with("s-"), "{v}");
+            records += 1;
+        }
+        last = Some(v);
+    }
+    let last = last.expect("lines from the slow follower");
+    assert_eq!(last["kind"], "Status", "{last}");
+    assert_eq!(last["code"], 503, "{last}");
+    assert_eq!(last["reason"], "FellBehind", "{last}");
+    assert!(records > 0);
+    let _ = slow_child.wait();
+    let _ = fast_child.kill();
+    let _ = fast_child.wait();
+    eventually("the upstream stream closed", || {
+        gauge("kruntimes_console_log_upstream_streams") == 0.0
+    })
+    .await;
+}
+
+async fn pod_uid(fx: &Fixtures, pod: &str) -> String {
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::namespaced(fx.client.clone(), &fx.ns);
+    pods.get(pod).await.unwrap().metadata.uid.unwrap()
 }

@@ -2,11 +2,15 @@
 //! `sinceCursor`), read once, then the live records, without a gap or a
 //! duplicate between the two (records are told apart by their cursors).
 
+use std::time::Duration;
+
 use bytes::Bytes;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use super::cursor::Cursor;
-use super::reader::{LogSource, send, send_records};
+use super::fanout::{Next, Subscription};
+use super::reader::{LogSource, send_records};
 use kruntimes_core::status::ApiError;
 
 /// Why a follow ended, when it was not an error.
@@ -16,49 +20,94 @@ pub enum End {
     Left,
     /// The Run finished: its history is all there is.
     Finished,
-    /// The Pod log stream ended (the Pod went, or its container stopped).
-    StreamEnded,
+    /// The shared stream ended the follow with this final line (the Pod
+    /// went, its log broke off, or the follower fell behind).
+    Final(Bytes),
 }
 
 /// What a follow sends first.
 pub struct History {
-    /// The last records (count and bytes bounded), or `None` for every
-    /// record after `since`.
+    /// The last records (count and bytes bounded), used when `since` is `None`.
     pub tail: (usize, usize),
+    /// Every record after this one.
     pub since: Option<Cursor>,
 }
 
+/// How a follow goes live: it joins its Pod's shared stream.
+pub struct Live<S> {
+    pub subscribe: S,
+    /// How long a line may wait for a client that does not read once the
+    /// follower was dropped from the stream.
+    pub final_timeout: Duration,
+}
+
 /// Sends the history, then (unless the Run `finished`) every new record.
+///
+/// The follower joins the Pod's shared stream before it reads its history,
+/// so nothing written meanwhile is missed; what the history already covered
+/// (cursors up to the last line it read) is skipped.
 pub async fn follow(
     source: &LogSource,
     history: History,
     finished: bool,
+    live: Live<impl FnOnce() -> Subscription>,
     tx: &mpsc::Sender<Bytes>,
 ) -> Result<End, ApiError> {
-    let Some(last) = send_history(source, &history, tx).await? else {
+    if finished {
+        return Ok(match send_history(source, &history, tx).await? {
+            Some(_) => End::Finished,
+            None => End::Left,
+        });
+    }
+    let sub = (live.subscribe)();
+    let queue = &sub.queue;
+    // A follower that falls behind while its history is sent ends there:
+    // its client resumes after the last record it got.
+    let sent = tokio::select! {
+        sent = send_history(source, &history, tx) => sent?,
+        () = queue.dropped() => {
+            return Ok(match queue.take_end() {
+                Some(line) => End::Final(line),
+                None => End::Left,
+            });
+        }
+    };
+    let Some(last) = sent else {
         return Ok(End::Left);
     };
-    if finished {
-        return Ok(End::Finished);
-    }
-    // Live: the stream starts at the second of the last line read (every
-    // line of that second is seen, so cursors match) and skips up to it.
-    let since = last.map_or(source.floor, |c| c.stamp.secs);
-    let mut scan = source.scan(since, None, true).await?;
+    let mut deadline: Option<Instant> = None;
     loop {
         let next = tokio::select! {
-            n = scan.next(&source.filter) => n,
+            n = queue.next() => n,
             () = tx.closed() => return Ok(End::Left),
         };
-        match next {
-            Ok(Some((cursor, Some(rec)))) if Some(cursor) > last => {
-                if !send(tx, &rec).await {
-                    return Ok(End::Left);
+        let line = match next {
+            Next::Record(cursor, line) => {
+                if last.is_some_and(|l| cursor <= l) || cursor.stamp.secs < source.floor {
+                    continue;
+                }
+                line
+            }
+            Next::End(line) => return Ok(End::Final(line)),
+        };
+        // Once dropped from the stream, what is left gets `final_timeout`
+        // to reach a client that does not read.
+        if deadline.is_none() {
+            tokio::select! {
+                r = tx.send(line.clone()) => {
+                    if r.is_err() {
+                        return Ok(End::Left);
+                    }
+                    continue;
+                }
+                () = queue.dropped() => {
+                    deadline = Some(Instant::now() + live.final_timeout);
                 }
             }
-            Ok(Some(_)) => {}
-            Ok(None) => return Ok(End::StreamEnded),
-            Err(error) => return Err(error),
+        }
+        let at = deadline.unwrap_or_else(Instant::now);
+        if !matches!(tokio::time::timeout_at(at, tx.send(line)).await, Ok(Ok(()))) {
+            return Ok(End::Left);
         }
     }
 }

@@ -16,6 +16,7 @@ use kube::{Api, Client};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
+use super::fanout::{Fanout, PodKey, QueueLimits};
 use super::filter::{LogRecord, RunFilter};
 use super::follow::{End, History};
 use super::params::LogQuery;
@@ -47,6 +48,22 @@ pub struct LogApi {
     /// Follows end with a final `Status` line when the process stops.
     pub lifecycle: Lifecycle,
     pub limits: LogLimits,
+    /// One upstream `pods/log` follow per Pod, shared by its followers.
+    pub fanout: Arc<Fanout>,
+}
+
+impl LogApi {
+    /// The fan-out for `limits`.
+    pub fn fanout(metrics: &Metrics, limits: &LogLimits) -> Arc<Fanout> {
+        Fanout::new(
+            metrics.clone(),
+            QueueLimits {
+                records: limits.follower_buffer_records,
+                bytes: limits.follower_buffer_bytes,
+            },
+            limits.clock_skew_secs,
+        )
+    }
 }
 
 /// Bounds of the Run-log reader.
@@ -59,6 +76,9 @@ pub struct LogLimits {
     pub follower_buffer_records: usize,
     /// Bytes of NDJSON a follower may have waiting before it is ended as fallen behind.
     pub follower_buffer_bytes: usize,
+    /// How long a follow's final line may take to reach a client that does
+    /// not read before the connection is closed.
+    pub follower_final_timeout: std::time::Duration,
 }
 
 impl Default for LogLimits {
@@ -67,6 +87,7 @@ impl Default for LogLimits {
             clock_skew_secs: super::reader::DEFAULT_CLOCK_SKEW_SECS,
             follower_buffer_records: DEFAULT_FOLLOWER_BUFFER_RECORDS,
             follower_buffer_bytes: DEFAULT_FOLLOWER_BUFFER_BYTES,
+            follower_final_timeout: std::time::Duration::from_secs(10),
         }
     }
 }
@@ -225,7 +246,7 @@ pub async fn serve(
     if run.assignment().is_some() {
         check_pod(&pods, &run).await?;
     }
-    let (tx, rx) = mpsc::channel::<Bytes>(64);
+    let (tx, rx) = mpsc::channel::<Bytes>(16);
     let metrics = api.metrics.clone();
     tokio::spawn(async move {
         // The follow's place is freed however the follow ends.
@@ -244,26 +265,25 @@ pub async fn serve(
         };
         let lifecycle = api.lifecycle.clone();
         let _stream = lifecycle.track();
+        let grace = api.limits.follower_final_timeout;
         tokio::select! {
             res = follow(api, runs, pods, run, query, &tx) => {
                 match res {
                     Ok(None) => {}
-                    Ok(Some(line)) => {
-                        let _ = tx.send(line).await;
-                    }
+                    Ok(Some(line)) => final_line(&tx, line, grace).await,
                     Err(error) => {
                         tracing::debug!(%error, namespace = %ns, run = %name, "follow ended");
-                        let _ = tx.send(error.status_line()).await;
+                        final_line(&tx, error.status_line(), grace).await;
                     }
                 }
             }
             why = revoked => {
                 tracing::info!(reason = %why, namespace = %ns, run = %name, "ending a follow whose access ended");
                 let status = why.to_api_error();
-                let _ = tx.send(status.status_line()).await;
+                final_line(&tx, status.status_line(), grace).await;
             }
             () = lifecycle.stopping() => {
-                let _ = tx.send(ApiError::shutting_down().status_line()).await;
+                final_line(&tx, ApiError::shutting_down().status_line(), grace).await;
             }
         }
     });
@@ -365,6 +385,14 @@ async fn follow(
     let Some((pod, _)) = run.assignment() else {
         return Ok(None);
     };
+    let key = PodKey {
+        namespace: run.metadata.namespace.clone().unwrap_or_default(),
+        name: pod.to_owned(),
+        uid: run
+            .assignment()
+            .map(|(_, u)| u.to_owned())
+            .unwrap_or_default(),
+    };
     let pod = pod.to_owned();
     let source = source_for(&api, pods.clone(), &run, &pod, &query);
     let history = History {
@@ -372,7 +400,13 @@ async fn follow(
         since: query.since_cursor,
     };
     let finished = source.until.is_some() || run.is_terminal();
-    let ended = match super::follow::follow(&source, history, finished, tx).await {
+    let uid = run.metadata.uid.clone().unwrap_or_default();
+    let subscribe = || api.fanout.subscribe(&pods, key, &uid, query.stream);
+    let live = super::follow::Live {
+        subscribe,
+        final_timeout: api.limits.follower_final_timeout,
+    };
+    let ended = match super::follow::follow(&source, history, finished, live, tx).await {
         Ok(ended) => ended,
         Err(error) => {
             // A read of the Pod log failed: 404 when the Pod went, else 503
@@ -384,15 +418,15 @@ async fn follow(
     };
     match ended {
         End::Left => Ok(None),
+        End::Final(line) => Ok(Some(line)),
         End::Finished => Ok(Some(run_finished_line(run.phase()))),
-        End::StreamEnded => {
-            // Gone or replaced: 404; otherwise the container's log ended.
-            check_pod(&pods, &run).await?;
-            Err(ApiError::unavailable(format!(
-                "the log stream of pod {pod:?} ended; reconnect with sinceCursor to continue"
-            )))
-        }
     }
+}
+
+/// Sends a follow's final line, giving up after `grace` on a client that
+/// does not read (dropping the sender then closes the answer).
+async fn final_line(tx: &mpsc::Sender<Bytes>, line: Bytes, grace: std::time::Duration) {
+    let _ = tokio::time::timeout(grace, tx.send(line)).await;
 }
 
 /// A failed read of a followed Pod log, as the follow's final line says it:
