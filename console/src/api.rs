@@ -1,6 +1,7 @@
 //! The Console JSON API (`/api/...`). Every read uses the caller's own
 //! token; only public-read summaries use the Console's ServiceAccount.
 
+pub mod access;
 pub mod logs;
 pub mod objects;
 pub mod runs;

@@ -11,7 +11,7 @@ use kruntimes_core::observe::{Observer, observe};
 use kruntimes_core::routes::{self, Route};
 
 use crate::api::session::{self, MAX_LOGIN_BODY};
-use crate::api::{logs, namespaces, runs, runtimes, workflowruns};
+use crate::api::{access, logs, namespaces, runs, runtimes, workflowruns};
 use crate::origin::credentials;
 use crate::state::ConsoleState;
 
@@ -45,6 +45,11 @@ pub static API_ROUTES: &[Route<Arc<ConsoleState>>] = &[
         path: "/api/namespaces/{ns}/runs/{name}/logs",
         name: "run-logs",
         methods: || get(logs::logs),
+    },
+    Route {
+        path: "/api/namespaces/{ns}/runs/{name}/operations/access",
+        name: "run-operations-access",
+        methods: || get(access::operations),
     },
     Route {
         path: "/api/namespaces/{ns}/runtimes",

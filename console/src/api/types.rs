@@ -243,6 +243,21 @@ pub struct SessionInfo {
     pub public_read: Option<bool>,
 }
 
+/// `GET /api/namespaces/{ns}/runs/{name}/operations/access`: whether the
+/// caller may run session operations on the Run, asked with their own token
+/// (a SelfSubjectAccessReview), so the session panel can say so before
+/// anyone types a command.
+#[derive(Debug, Serialize, TS)]
+#[ts(optional_fields)]
+pub struct AccessDecision {
+    pub allowed: bool,
+    /// Why, as the authorizer said it (often empty).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The question asked: `create runs/operations` on this Run.
+    pub access: AccessRequest,
+}
+
 /// `POST /api/session` request body. The token is validated with TokenReview.
 #[derive(Debug, Deserialize, TS)]
 pub struct SessionLogin {
@@ -881,6 +896,7 @@ pub fn typescript() -> String {
     decl::<AccessRequest>(&mut out);
     decl::<SessionLogin>(&mut out);
     decl::<SessionInfo>(&mut out);
+    decl::<AccessDecision>(&mut out);
     decl::<ListResponse<()>>(&mut out);
     decl::<Meta>(&mut out);
     decl::<Condition>(&mut out);

@@ -58,6 +58,32 @@ async fn kube(req: Request<kube::client::Body>) -> Result<Response<Full<Bytes>>,
             201,
             json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "status": status}),
         )
+    } else if path == "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+        && user_token.is_some()
+    {
+        // alice may run operations on team-a/shell, and only that; bob may not.
+        let review: Value = body
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        let a = &review["spec"]["resourceAttributes"];
+        let asked = a["verb"] == "create"
+            && a["group"] == "kruntimes.io"
+            && a["resource"] == "runs"
+            && a["subresource"] == "operations"
+            && a["namespace"] == "team-a"
+            && a["name"] == "shell";
+        let allowed = asked && user_token.as_deref() == Some("alice-token");
+        let reason = if allowed {
+            "RBAC: allowed by RoleBinding \"operators/team-a\""
+        } else {
+            ""
+        };
+        (
+            201,
+            json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                   "spec": review["spec"], "status": {"allowed": allowed, "reason": reason}}),
+        )
     } else if let Some(user) = user_token {
         let who = if user == "alice-token" {
             "alice"
@@ -381,4 +407,49 @@ async fn a_wrong_method_on_an_api_route_is_405() {
         .unwrap();
     let (code, _, _) = send(&app, req).await;
     assert_eq!(code, StatusCode::METHOD_NOT_ALLOWED);
+}
+
+#[tokio::test]
+async fn the_operations_access_check_asks_with_the_callers_own_token() {
+    let app = app(state(true, None));
+    let path = "/api/namespaces/team-a/runs/shell/operations/access";
+    for (token, allowed) in [("alice-token", true), ("bob-token", false)] {
+        let cookie = login(&app, token).await;
+        let req = request("GET", path)
+            .header(header::COOKIE, cookie)
+            .body(Body::empty())
+            .unwrap();
+        let (code, _, body) = send(&app, req).await;
+        assert_eq!(code, StatusCode::OK, "{body}");
+        assert_eq!(body["allowed"], allowed, "{token}: {body}");
+        assert_eq!(
+            body["access"],
+            json!({"verb": "create", "group": "kruntimes.io", "resource": "runs",
+                   "subresource": "operations", "namespace": "team-a", "name": "shell"}),
+        );
+        assert_eq!(body.get("reason").is_some(), allowed, "{body}");
+    }
+    // Another Run is not covered by alice's grant: the question names the Run.
+    let cookie = login(&app, "alice-token").await;
+    let req = request("GET", "/api/namespaces/team-a/runs/other/operations/access")
+        .header(header::COOKIE, cookie)
+        .body(Body::empty())
+        .unwrap();
+    let (_, _, body) = send(&app, req).await;
+    assert_eq!(body["allowed"], false, "{body}");
+    // Without credentials it is 401, even with public read on (never the ServiceAccount's answer).
+    let (code, _, body) = send(&app, request("GET", path).body(Body::empty()).unwrap()).await;
+    assert_error(code, &body, StatusCode::UNAUTHORIZED, "log in");
+    // A bad name is 400 and asks nothing.
+    let (code, _, body) = send(
+        &app,
+        request(
+            "GET",
+            "/api/namespaces/team-a/runs/Not_A_Name/operations/access",
+        )
+        .body(Body::empty())
+        .unwrap(),
+    )
+    .await;
+    assert_error(code, &body, StatusCode::BAD_REQUEST, "run");
 }

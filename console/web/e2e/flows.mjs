@@ -42,13 +42,12 @@ test('viewer: log in, filter Runs, Run detail, log tail then follow, DAG pan, jo
   assert(page.url().endsWith(`/namespaces/${NS}/runs/build-running`), `unexpected URL ${page.url()}`);
   await page.locator('#overview').getByText('bash-pool-0').waitFor();
 
-  // Logs: the tail first...
+  // Logs: an active Run is followed from the start, and a line appended to
+  // the Pod log during the test appears.
   const logs = page.locator('#logs');
-  await eventually('the log tail', async () => (await logs.locator('.log-state').innerText()).startsWith('Last '));
-  await eventually('tail lines', async () => (await logs.locator('.log-line').count()) > 0);
-  // ...then follow, and a line appended to the Pod log during the test appears.
-  await logs.getByLabel('Follow').check();
+  assert(await logs.getByLabel('Follow').isChecked(), 'Follow is not on for a Running Run');
   await eventually('the follow stream', async () => (await logs.locator('.log-state').first().innerText()).includes('Following'));
+  await eventually('tail lines', async () => (await logs.locator('.log-line').count()) > 0);
   const ctx = await api(env.viewer);
   const run = await getJson(ctx, `/api/namespaces/${NS}/runs/build-running`);
   await ctx.dispose();
@@ -142,7 +141,7 @@ test('operator: session command output, cancel a long one, run again', async (br
   // A long command shows progress and can be cancelled.
   await eventually('the input to be free again', () => cmd.isEnabled());
   await cmd.fill('sleep 30');
-  await panel.getByRole('button', { name: 'Run again' }).click();
+  await panel.getByRole('button', { name: 'Run', exact: true }).click();
   const cancel = panel.getByRole('button', { name: 'Cancel' });
   await eventually('Cancel to be enabled', () => cancel.isEnabled());
   await out.locator('.ev-progress').first().waitFor();
@@ -158,16 +157,15 @@ test('operator: session command output, cancel a long one, run again', async (br
   await close(page);
 });
 
-test('viewer: the Session panel explains that operations are forbidden', async (browser) => {
+test('viewer: the Session panel explains that operations are forbidden before anything is typed', async (browser) => {
   const page = await newPage(browser);
   await login(page, env.viewer, 'viewer');
   await page.goto(`${env.url}/namespaces/${NS}/runs/shell-session`);
   const panel = page.locator('#session');
   const cmd = panel.getByRole('textbox', { name: 'Command' });
-  await eventually('the command input to be enabled', () => cmd.isEnabled());
-  await cmd.fill('echo should-not-run');
-  await panel.getByRole('button', { name: 'Run', exact: true }).click();
   const forbidden = panel.locator('.state-forbidden');
+  await forbidden.waitFor();
+  assert(!(await cmd.isEnabled()), 'the viewer can type a command');
   await forbidden.waitFor();
   const text = await forbidden.innerText();
   assert(text.includes('kubectl auth can-i create runs.kruntimes.io/shell-session --subresource=operations -n team-a'), `no can-i line:\n${text}`);

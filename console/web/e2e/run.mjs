@@ -5,6 +5,8 @@
 // Prints one line per test and a final "N passed, N failed".
 import { runAll } from './harness.mjs';
 import './flows.mjs';
+import './logs.mjs';
+import './defects.mjs';
 import './pages.mjs';
 
 const ok = await runAll();

@@ -9,7 +9,8 @@ import {
   operationsSocketUrl,
 } from '../src/api/client';
 import { ApiError } from '../src/api/errors';
-import type { LogRecord } from '../src/api/types';
+// Records of a server without cursors: the fallback the viewer keeps.
+import type { CursorRecord as LogRecord } from '../src/api/logTypes';
 
 /** Replaces `fetch` with `answer`, recording every call. */
 function stubFetch(answer: (url: string, init: RequestInit) => Response | Promise<Response>) {

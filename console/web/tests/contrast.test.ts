@@ -1,9 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 
-// Button text must stay readable in every Style and Theme, hovered or not
-// (WCAG AA: 4.5:1 for normal text). Checked on the tokens themselves, so a
-// hover colour cannot slip through because the browser run did not hover.
+// Button and link text must stay readable in every Style and Theme, hovered
+// or not (WCAG AA: 4.5:1 for normal text). Checked on the tokens themselves,
+// so a hover colour cannot slip through because the browser run did not
+// hover. Links use --link on surfaces and --link-tint on tinted areas (the
+// page background, hovered rows), as base.css sets --link-here.
 
 const css = readFileSync(new URL('../src/styles/tokens.css', import.meta.url), 'utf8');
 
@@ -25,11 +27,16 @@ const PAIRS: [string, string][] = [
   ['--btn-primary-fg', '--btn-primary-hover-bg'],
   ['--btn-fg', '--btn-bg'],
   ['--btn-fg', '--btn-hover-bg'],
+  ['--link', '--surface'],
+  ['--link-tint', '--surface'],
+  ['--link-tint', '--bg'],
+  ['--link-tint', '--surface-hover'],
+  ['--link-tint', '--surface-muted'],
 ];
 
 const HEX = /^#[0-9a-fA-F]{6}$/;
 
-describe('button colour tokens', () => {
+describe('button and link colour tokens', () => {
   it('keep 4.5:1 between text and background in every block that sets both', () => {
     let checked = 0;
     for (const block of css.matchAll(/([^{}]+)\{([^{}]*)\}/g)) {
@@ -45,6 +52,6 @@ describe('button colour tokens', () => {
       }
     }
     // Every Style × Theme sets its button colours; fewer pairs means the parse broke.
-    expect(checked).toBeGreaterThanOrEqual(12);
+    expect(checked).toBeGreaterThanOrEqual(12 + 5 * 6);
   });
 });

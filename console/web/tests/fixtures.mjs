@@ -138,6 +138,7 @@ export function logRecords(n, startSeconds = 600) {
           : `test_module_${i}.py::test_case_${i} PASSED [${Math.min(100, i)}%]`,
       pod: 'python-pool-7d9f4',
       time: new Date(NOW - (startSeconds - i) * 1000).toISOString(),
+      cursor: `${Math.floor((NOW - (startSeconds - i) * 1000) / 1000)}.000000000-0`,
     });
   }
   return out;

@@ -2,7 +2,8 @@
 import { act, renderHook, waitFor } from '@testing-library/react';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { LogBuffer, backoffMs, useRunLogStream, type RunLogStreamOptions } from '../src/api/logStream';
-import type { LogRecord } from '../src/api/types';
+// Records of a server without cursors: the fallback the viewer keeps.
+import type { CursorRecord as LogRecord } from '../src/api/logTypes';
 
 const rec = (message: string, s?: number): LogRecord => ({
   stream: 'stdout',

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { LogRecord } from '../src/api/types';
+// Records of a server without cursors: the fallback the viewer keeps.
+import type { CursorRecord as LogRecord } from '../src/api/logTypes';
 import {
   INITIAL_FOLLOW,
   ResumeMatcher,

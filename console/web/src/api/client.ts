@@ -8,15 +8,15 @@
  */
 import { ApiError, isApiErrorBody, toApiError } from './errors';
 import { NdjsonSplitter } from '../lib/ndjson';
+import { isLogEndStatus, type CursorRecord, type CursorRunLog, type LogEndStatus, type LogWindow } from './logTypes';
 import type {
+  AccessDecision,
   AccessRequest,
-  LogRecord,
   LogStreamLine,
   NamespaceList,
   RunDetail,
   RunList,
   RunListQuery,
-  RunLog,
   RuntimeDetail,
   RuntimeList,
   SessionInfo,
@@ -131,56 +131,77 @@ export function getRun(ns: string, name: string): Promise<RunDetail> {
   });
 }
 
-function logAccess(ns: string, name: string): AccessRequest {
+export function logAccess(ns: string, name: string): AccessRequest {
   return { verb: 'get', group: LOG_GROUP, resource: 'runs', subresource: 'log', namespace: ns, name };
 }
 
-export function getRunLogTail(ns: string, name: string, tail: number): Promise<RunLog> {
-  return request<RunLog>(`/api/namespaces/${seg(ns)}/runs/${seg(name)}/logs${query({ tail })}`, {
-    access: logAccess(ns, name),
-  });
+/**
+ * A plain read of a Run's log: the newest `tail` records, or with a cursor
+ * the first `tail` after it (`sinceCursor`) or the last `tail` before it
+ * (`beforeCursor`, for "load older").
+ */
+export function getRunLogTail(ns: string, name: string, w: number | LogWindow): Promise<CursorRunLog> {
+  const win = typeof w === 'number' ? { tail: w } : w;
+  return request<CursorRunLog>(
+    `/api/namespaces/${seg(ns)}/runs/${seg(name)}/logs${query({ tail: win.tail, sinceCursor: win.sinceCursor, beforeCursor: win.beforeCursor })}`,
+    { access: logAccess(ns, name) },
+  );
 }
+
+/** Where a follow starts: the newest `tail` records, or everything after `sinceCursor`. */
+export type FollowFrom = { tail: number } | { sinceCursor: string };
 
 /**
  * Follows a Run's log: calls `onRecord` for every NDJSON record as it
- * arrives. Resolves when the server ends the stream; rejects with an
- * ApiError on an HTTP error or an `{"error":...}` line; aborts with `signal`.
- * `onOpen` is called once the server accepted the request (headers received).
+ * arrives. Resolves when the server ends the stream, with its final `Status`
+ * line when it sent one (the Run finished, the Pod went away, the follower
+ * fell behind...); rejects with an ApiError on an HTTP error or an
+ * `{"error":...}` line; aborts with `signal`. `onOpen` is called once the
+ * server accepted the request (headers received).
  */
 export async function followRunLog(
   ns: string,
   name: string,
-  tail: number,
-  onRecord: (r: LogRecord) => void,
+  from: number | FollowFrom,
+  onRecord: (r: CursorRecord) => void,
   signal: AbortSignal,
   onOpen?: () => void,
-): Promise<void> {
+): Promise<LogEndStatus | undefined> {
   const access = logAccess(ns, name);
+  const start = typeof from === 'number' ? { tail: from } : from;
   let res: Response;
   try {
     res = await fetch(
-      `/api/namespaces/${seg(ns)}/runs/${seg(name)}/logs${query({ follow: true, tail })}`,
+      `/api/namespaces/${seg(ns)}/runs/${seg(name)}/logs${query({
+        follow: true,
+        ...('sinceCursor' in start ? { sinceCursor: start.sinceCursor } : { tail: start.tail }),
+      })}`,
       { credentials: 'same-origin', headers: { Accept: 'application/x-ndjson' }, signal },
     );
   } catch {
-    if (signal.aborted) return;
+    if (signal.aborted) return undefined;
     throw toApiError(0, undefined, access);
   }
   if (!res.ok) throw toApiError(res.status, await readBody(res), access);
   onOpen?.();
-  if (!res.body) return;
+  if (!res.body) return undefined;
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
   const splitter = new NdjsonSplitter();
+  let end: LogEndStatus | undefined;
   const handle = (line: string) => {
-    let value: LogStreamLine;
+    let value: LogStreamLine | LogEndStatus;
     try {
-      value = JSON.parse(line) as LogStreamLine;
+      value = JSON.parse(line) as LogStreamLine | LogEndStatus;
     } catch {
       return; // a torn line cannot be shown faithfully; skip it
     }
+    if (isLogEndStatus(value)) {
+      end = value;
+      return;
+    }
     if (isApiErrorBody(value)) throw toApiError(value.error.code, value, access);
     if (typeof value === 'object' && value !== null && 'message' in value) {
-      onRecord(value as LogRecord);
+      onRecord(value as CursorRecord);
     }
   };
   try {
@@ -191,12 +212,15 @@ export async function followRunLog(
     }
     for (const line of splitter.flush()) handle(line);
   } catch (e) {
-    if (signal.aborted) return;
+    if (signal.aborted) return undefined;
     if (e instanceof ApiError) throw e;
+    // The stream broke after its Status line: the end was told all the same.
+    if (end) return end;
     throw new ApiError(0, 'StreamClosed', 'The log stream was interrupted.', access);
   } finally {
     reader.releaseLock();
   }
+  return end;
 }
 
 export function listRuntimes(ns: string): Promise<RuntimeList> {
@@ -234,6 +258,14 @@ export function operationsSocketUrl(ns: string, name: string, uid: string): stri
 /** Opens the operations socket. The browser sends the session cookie; the server injects it. */
 export function openOperationsSocket(ns: string, name: string, uid: string): WebSocket {
   return new WebSocket(operationsSocketUrl(ns, name, uid));
+}
+
+/**
+ * Whether the caller may run session operations on the Run: a
+ * SelfSubjectAccessReview the Console sends with the caller's own token.
+ */
+export function getOperationsAccess(ns: string, name: string): Promise<AccessDecision> {
+  return request<AccessDecision>(`/api/namespaces/${seg(ns)}/runs/${seg(name)}/operations/access`);
 }
 
 /** The access a session operation needs, for explaining a 403. */

@@ -1,21 +1,41 @@
 /**
  * `useRunLogStream`: a Run's log as the viewer shows it. It reads the bounded
- * tail or follows the NDJSON stream, reconnects a dropped follow with back-off,
- * de-duplicates the records a reconnect re-sends, batches arrivals into one
- * update per animation frame and caps what is kept in memory.
+ * tail (or the window around a deep-linked cursor) or follows the NDJSON
+ * stream, resumes a dropped follow exactly where it stopped (`sinceCursor`
+ * of the last record shown) with back-off, pages back on request
+ * (`beforeCursor` of the first), ends on the stream's final `Status` line,
+ * batches arrivals into one update per animation frame and caps what is kept
+ * in memory. Records without cursors (an older server) fall back to
+ * re-reading the tail and skipping what it re-sends.
  */
-import { useEffect, useEffectEvent, useState, useSyncExternalStore } from 'react';
-import { ResumeMatcher } from '../lib/logs';
-import { followRunLog, getRunLogTail } from './client';
+import { useEffect, useEffectEvent, useRef, useState, useSyncExternalStore } from 'react';
+import { ResumeMatcher, indexOfCursor } from '../lib/logs';
+import { followRunLog, getRunLogTail, logAccess } from './client';
 import { ApiError } from './errors';
-import type { LogRecord, RunLog } from './types';
+import type { CursorRecord, CursorRunLog, LogEndStatus } from './logTypes';
+
+type LogRecord = CursorRecord;
 
 /** Lines kept in memory; beyond this the oldest are dropped and counted. */
 export const MAX_LINES = 250_000;
 /** Longest wait between two reconnects of a follow. */
 const MAX_BACKOFF_MS = 10_000;
 
-export type LogStreamStatus = 'loading' | 'ready' | 'connecting' | 'following' | 'reconnecting' | 'ended' | 'error';
+export type LogStreamStatus =
+  | 'loading'
+  | 'ready'
+  | 'connecting'
+  | 'following'
+  | 'reconnecting'
+  | 'ended'
+  /** The follow ended with `Status` Success: the Run finished. */
+  | 'finished'
+  | 'error';
+
+/** Pages "load older" walks back at most to find a deep-linked record. */
+const MAX_ANCHOR_PAGES = 20;
+/** Records read before a deep-linked record, for context. */
+const ANCHOR_CONTEXT = 50;
 
 /**
  * The records in memory: one array that grows in place, so large logs are
@@ -30,6 +50,8 @@ export interface LogLines {
   dropped: number;
   /** Indexes into `lines` before which records may be missing (a reconnect found no overlap). */
   gaps: ReadonlySet<number>;
+  /** Records put before the first one so far ("load older"), for keeping the view in place. */
+  prepended: number;
 }
 
 export interface RunLogStreamOptions {
@@ -41,6 +63,15 @@ export interface RunLogStreamOptions {
   active: boolean;
   /** Told how many records were appended, once per batch. */
   onAppend?: (count: number) => void;
+  /** A deep-linked record's cursor: the first read is the window around it instead of the tail. */
+  anchor?: string | null;
+}
+
+/** "Load older": whether records before the first loaded one may exist, and the state of reading them. */
+export interface OlderState {
+  available: boolean;
+  loading: boolean;
+  error: unknown;
 }
 
 export interface RunLogStream {
@@ -54,6 +85,13 @@ export interface RunLogStream {
   retryIn: number;
   /** Reads the tail again with the same options. */
   reload: () => void;
+  /** The final `Status` line of the follow, once it ended with one. */
+  end: LogEndStatus | null;
+  older: OlderState;
+  /** Reads the `tail` records before the first loaded one and puts them in front. */
+  loadOlder: () => void;
+  /** The deep-linked record: null without one; `found` once it was looked for. */
+  anchor: { cursor: string; found: boolean | null } | null;
 }
 
 /** Wait before reconnect number `failures` (1, 2, ...): 1 s doubling up to 10 s. */
@@ -69,6 +107,7 @@ export class LogBuffer {
   private lines: LogRecord[] = [];
   private gaps = new Set<number>();
   private dropped = 0;
+  private prepended = 0;
   private pending: LogRecord[] = [];
   private frame = 0;
   private snap: LogLines;
@@ -76,7 +115,7 @@ export class LogBuffer {
   private readonly appendListeners = new Set<(count: number) => void>();
 
   constructor(private readonly max = MAX_LINES) {
-    this.snap = { lines: this.lines, version: 0, dropped: 0, gaps: this.gaps };
+    this.snap = { lines: this.lines, version: 0, dropped: 0, gaps: this.gaps, prepended: 0 };
   }
 
   subscribe = (listener: () => void): (() => void) => {
@@ -109,6 +148,19 @@ export class LogBuffer {
     this.lines = records.slice();
     this.gaps = new Set();
     this.dropped = 0;
+    this.prepended = 0;
+    this.publish();
+  }
+
+  /** Puts older records in front of the first one ("load older"); the gap marks move with their lines. */
+  prepend(records: readonly LogRecord[]): void {
+    if (records.length === 0) return;
+    this.flush();
+    this.lines = [...records, ...this.lines];
+    const shifted = new Set<number>();
+    for (const g of this.gaps) shifted.add(g + records.length);
+    this.gaps = shifted;
+    this.prepended += records.length;
     this.publish();
   }
 
@@ -149,7 +201,7 @@ export class LogBuffer {
   }
 
   private publish(): void {
-    this.snap = { lines: this.lines, version: this.snap.version + 1, dropped: this.dropped, gaps: this.gaps };
+    this.snap = { lines: this.lines, version: this.snap.version + 1, dropped: this.dropped, gaps: this.gaps, prepended: this.prepended };
     for (const l of this.listeners) l();
   }
 }
@@ -172,20 +224,63 @@ interface Progress {
   retryIn: number;
 }
 
+const firstCursor = (rs: readonly LogRecord[]) => rs[0]?.cursor;
+const lastCursor = (rs: readonly LogRecord[]) => rs[rs.length - 1]?.cursor;
+
+/** Whether a plain read says that older records exist before its first one. */
+function olderAfter(log: CursorRunLog): boolean {
+  return log.truncated && firstCursor(log.records) !== undefined;
+}
+
+/**
+ * The first read of a deep link: a little context before the record, then
+ * the records from it on. When nothing comes before it (it is the first
+ * record, or not a record of this Run) the tail is read and paged back until
+ * the record is found, at most MAX_ANCHOR_PAGES times.
+ */
+async function readAround(ns: string, run: string, cursor: string, tail: number): Promise<{ records: LogRecord[]; older: boolean; truncated: CursorRunLog }> {
+  const before = await getRunLogTail(ns, run, { tail: ANCHOR_CONTEXT, beforeCursor: cursor });
+  const from = lastCursor(before.records);
+  if (from) {
+    const after = await getRunLogTail(ns, run, { tail, sinceCursor: from });
+    return { records: [...before.records, ...after.records], older: olderAfter(before), truncated: after };
+  }
+  const last = await getRunLogTail(ns, run, tail);
+  let records = last.records;
+  let older = olderAfter(last);
+  for (let page = 0; older && indexOfCursor(records, cursor) < 0 && page < MAX_ANCHOR_PAGES; page++) {
+    const first = firstCursor(records)!;
+    const prev = await getRunLogTail(ns, run, { tail: 500, beforeCursor: first });
+    records = [...prev.records, ...records];
+    older = olderAfter(prev);
+  }
+  return { records, older, truncated: last };
+}
+
 /**
  * A Run's log: the bounded tail (`follow: false`, one request per change of
- * `tail` or `reload()`), or the followed stream (`follow: true`), which on a
- * drop re-requests the tail after a back-off and skips what it already has.
- * 4xx answers other than 409 (no Pod yet) stop a follow.
+ * `tail` or `reload()`), or the followed stream (`follow: true`). A follow
+ * starts after the last record loaded (`sinceCursor`), else with the tail; on
+ * a drop it resumes after the last record shown. It stops on 4xx answers
+ * other than 409 (no Pod yet), on a final `Status` Failure 401/403/404, and
+ * on a `Status` Success (the Run finished); other failures reconnect.
  */
-export function useRunLogStream(ns: string, run: string, { tail, follow, active, onAppend }: RunLogStreamOptions): RunLogStream {
+export function useRunLogStream(ns: string, run: string, { tail, follow, active, onAppend, anchor = null }: RunLogStreamOptions): RunLogStream {
   const [buffer] = useState(() => new LogBuffer());
   const records = useSyncExternalStore(buffer.subscribe, buffer.snapshot);
   const [reloads, setReloads] = useState(0);
+  // What was read first: a change (another tail, a reload) replaces what is shown.
+  const base = [ns, run, tail, reloads, anchor ?? ''].join('\u0000');
   // The request the reports belong to; `reload()` re-reads a tail and leaves a follow alone.
-  const key = [ns, run, tail, follow ? 'follow' : `tail ${reloads}`].join('\u0000');
+  // A follow of a Run that finishes meanwhile is opened again after its last
+  // record: the server then sends what is left and its final Status line.
+  const key = [ns, run, tail, follow ? `follow ${active ? 'active' : 'done'}` : `tail ${reloads}`, anchor ?? ''].join('\u0000');
+  const loadedRef = useRef<string | null>(null);
   const [progress, setProgress] = useState<Progress>({ key: '', status: 'loading', error: null, retryIn: 0 });
   const [truncated, setTruncated] = useState<{ cut: boolean; by?: string }>({ cut: false });
+  const [end, setEnd] = useState<{ key: string; status: LogEndStatus } | null>(null);
+  const [older, setOlder] = useState<OlderState>({ available: false, loading: false, error: null });
+  const [found, setFound] = useState<{ base: string; found: boolean } | null>(null);
 
   const isActive = useEffectEvent(() => active);
   const appended = useEffectEvent((count: number) => onAppend?.(count));
@@ -198,55 +293,80 @@ export function useRunLogStream(ns: string, run: string, { tail, follow, active,
     };
   }, [buffer]);
 
-  // Tail mode: one bounded request.
   useEffect(() => {
-    if (follow) return;
-    let cancelled = false;
-    getRunLogTail(ns, run, tail).then(
-      (log: RunLog) => {
-        if (cancelled) return;
-        buffer.replace(log.records);
-        setTruncated({ cut: log.truncated, ...(log.truncatedBy ? { by: log.truncatedBy } : {}) });
-        setProgress({ key, status: 'ready', error: null, retryIn: 0 });
-      },
-      (e: unknown) => {
-        if (cancelled) return;
-        buffer.replace([]);
-        setProgress({ key, status: 'error', error: e, retryIn: 0 });
-      },
-    );
-    return () => {
-      cancelled = true;
-    };
-  }, [buffer, key, ns, run, tail, follow]);
-
-  // Follow mode: stream, and on a drop re-request the tail and skip what we have.
-  useEffect(() => {
-    if (!follow) return;
     const ctrl = new AbortController();
-    // The failure of the last attempt: shown while reconnecting, cleared once a stream opens or ends.
     let error: unknown = null;
-    const report = (status: LogStreamStatus, retryIn = 0) => setProgress({ key, status, error, retryIn });
-    void (async () => {
+    const report = (status: LogStreamStatus, retryIn = 0) => {
+      if (!ctrl.signal.aborted) setProgress({ key, status, error, retryIn });
+    };
+    const fresh = loadedRef.current !== base;
+
+    /** The first read: the tail, or the window around the anchor. Keeps what is loaded when only `follow` changed. */
+    const firstRead = async (): Promise<boolean> => {
+      if (!fresh && (!follow || buffer.length > 0)) return true;
+      if (follow && !anchor) {
+        // A follow without an anchor starts with the tail itself.
+        buffer.replace([]);
+        setOlder({ available: false, loading: false, error: null });
+        loadedRef.current = base;
+        return true;
+      }
+      try {
+        if (anchor) {
+          const got = await readAround(ns, run, anchor, tail);
+          if (ctrl.signal.aborted) return false;
+          buffer.replace(got.records);
+          setFound({ base, found: indexOfCursor(got.records, anchor) >= 0 });
+          setOlder({ available: got.older, loading: false, error: null });
+          setTruncated({ cut: got.truncated.truncated, ...(got.truncated.truncatedBy ? { by: got.truncated.truncatedBy } : {}) });
+        } else {
+          const log = await getRunLogTail(ns, run, tail);
+          if (ctrl.signal.aborted) return false;
+          buffer.replace(log.records);
+          setOlder({ available: olderAfter(log), loading: false, error: null });
+          setTruncated({ cut: log.truncated, ...(log.truncatedBy ? { by: log.truncatedBy } : {}) });
+        }
+        loadedRef.current = base;
+        return true;
+      } catch (e) {
+        if (ctrl.signal.aborted) return false;
+        buffer.replace([]);
+        if (anchor) setFound({ base, found: false });
+        error = e;
+        report('error');
+        return false;
+      }
+    };
+
+    const followLoop = async () => {
       let failures = 0;
       let connected = false;
       while (!ctrl.signal.aborted) {
         buffer.flush();
-        const matcher = new ResumeMatcher(buffer.records, tail);
+        const since = lastCursor(buffer.records);
+        // Without cursors, a reconnect re-reads the tail and skips what it re-sends.
+        const matcher = since ? null : new ResumeMatcher(buffer.records, tail);
         let gapMarked = false;
+        let startedEmpty = buffer.length === 0;
         if (connected) report('reconnecting');
         try {
-          await followRunLog(
+          const ended = await followRunLog(
             ns,
             run,
-            tail,
+            since ? { sinceCursor: since } : { tail },
             (r) => {
               failures = 0;
-              const out = matcher.push(r);
+              if (since && r.cursor === since) return;
+              const out = matcher ? matcher.push(r) : [r];
               if (out.length === 0) return;
-              if (matcher.gap && !gapMarked && buffer.length > 0) {
+              if (matcher?.gap && !gapMarked && buffer.length > 0) {
                 gapMarked = true;
                 buffer.markGap();
+              }
+              if (startedEmpty && out[0]?.cursor) {
+                // The first records of a follow from the tail: older ones may exist.
+                startedEmpty = false;
+                setOlder((o) => ({ ...o, available: true }));
               }
               buffer.enqueue(out);
             },
@@ -257,11 +377,27 @@ export function useRunLogStream(ns: string, run: string, { tail, follow, active,
             },
           );
           if (ctrl.signal.aborted) return;
-          matcher.finish();
-          error = null;
-          if (!isActive()) {
-            report('ended');
+          matcher?.finish();
+          buffer.flush();
+          if (ended?.status === 'Success') {
+            error = null;
+            setEnd({ key, status: ended });
+            report('finished');
             return;
+          }
+          if (ended) {
+            error = new ApiError(ended.code, ended.reason ?? 'Error', ended.message ?? `the log stream ended (${ended.code})`, logAccess(ns, run));
+            if (ended.code === 401 || ended.code === 403 || ended.code === 404) {
+              setEnd({ key, status: ended });
+              report('error');
+              return;
+            }
+          } else {
+            error = null;
+            if (!isActive()) {
+              report('ended');
+              return;
+            }
           }
         } catch (e) {
           if (ctrl.signal.aborted) return;
@@ -277,9 +413,33 @@ export function useRunLogStream(ns: string, run: string, { tail, follow, active,
         report('reconnecting', Math.round(wait / 1000));
         await sleep(wait, ctrl.signal);
       }
+    };
+
+    void (async () => {
+      if (!(await firstRead())) return;
+      if (ctrl.signal.aborted) return;
+      if (follow) await followLoop();
+      else report('ready');
     })();
     return () => ctrl.abort();
-  }, [buffer, key, ns, run, tail, follow]);
+    // `base` and `key` name every input that matters here.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [buffer, base, key]);
+
+  const loadOlder = () => {
+    const first = firstCursor(buffer.records);
+    if (!first || older.loading) return;
+    setOlder((o) => ({ ...o, loading: true, error: null }));
+    getRunLogTail(ns, run, { tail, beforeCursor: first }).then(
+      (log) => {
+        // Another read replaced the lines meanwhile: these belong to nothing shown.
+        if (firstCursor(buffer.records) !== first) return;
+        buffer.prepend(log.records);
+        setOlder({ available: log.truncated && log.records.length > 0, loading: false, error: null });
+      },
+      (e: unknown) => setOlder((o) => ({ ...o, loading: false, error: e })),
+    );
+  };
 
   // Until the current request reports, it is loading (tail) or connecting
   // (follow); a follow keeps showing the previous failure until it opens.
@@ -291,5 +451,9 @@ export function useRunLogStream(ns: string, run: string, { tail, follow, active,
     truncated,
     retryIn: current ? progress.retryIn : 0,
     reload: () => setReloads((n) => n + 1),
+    end: end?.key === key ? end.status : null,
+    older,
+    loadOlder,
+    anchor: anchor ? { cursor: anchor, found: found?.base === base ? found.found : null } : null,
   };
 }

@@ -88,6 +88,24 @@ export type SessionInfo = {
 };
 
 /**
+ * `GET /api/namespaces/{ns}/runs/{name}/operations/access`: whether the
+ * caller may run session operations on the Run, asked with their own token
+ * (a SelfSubjectAccessReview), so the session panel can say so before
+ * anyone types a command.
+ */
+export type AccessDecision = {
+  allowed: boolean;
+  /**
+   * Why, as the authorizer said it (often empty).
+   */
+  reason?: string;
+  /**
+   * The question asked: `create runs/operations` on this Run.
+   */
+  access: AccessRequest;
+};
+
+/**
  * A list answer. `continue` is the Kubernetes continue token for the next page
  * (absent on the last page). `summary` is `true` when the list was served as a
  * public-read summary without the caller's credential: items then carry only

@@ -117,3 +117,18 @@ export const TerminalIcon = () => (
     <path d="M7 9l3 3-3 3M13 15h4" />
   </Icon>
 );
+
+/** The folded navigation: three bars. */
+export const MenuIcon = () => (
+  <Icon>
+    <path d="M4 7h16M4 12h16M4 17h16" />
+  </Icon>
+);
+
+/** Copy to the clipboard: two sheets. */
+export const CopyIcon = () => (
+  <Icon>
+    <rect x="8" y="8" width="12" height="12" rx="2" />
+    <path d="M16 8V5.5A1.5 1.5 0 0 0 14.5 4h-9A1.5 1.5 0 0 0 4 5.5v9A1.5 1.5 0 0 0 5.5 16H8" />
+  </Icon>
+);

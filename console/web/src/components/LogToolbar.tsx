@@ -1,4 +1,4 @@
-/** The log viewer's controls: tail size, follow, wrap, timestamps, search with a match count, download. */
+/** The log viewer's controls: tail size, follow, wrap, timestamps, search with a match count and an only-matching filter, download. */
 import { useId, type KeyboardEvent } from 'react';
 import { MAX_TAIL } from '../lib/logs';
 import { DownloadIcon, SearchIcon } from './Icons';
@@ -20,6 +20,9 @@ export interface LogToolbarProps {
   matchCount: number;
   currentMatch: number;
   onStepMatch: (direction: 1 | -1) => void;
+  /** Show only the lines that match the search. */
+  onlyMatching: boolean;
+  onOnlyMatching: (only: boolean) => void;
   /** Download is offered when there are lines. */
   canDownload: boolean;
   onDownload: () => void;
@@ -81,7 +84,7 @@ export function LogToolbar(p: LogToolbarProps) {
             id={`${id}-q`}
             className="input"
             type="search"
-            placeholder="Search"
+            placeholder="Search loaded lines"
             value={p.query}
             onChange={(e) => p.onQuery(e.target.value)}
             onKeyDown={onSearchKey}
@@ -96,7 +99,11 @@ export function LogToolbar(p: LogToolbarProps) {
             ↓
           </button>
         </div>
-        <button type="button" className="button small" onClick={p.onDownload} disabled={!p.canDownload}>
+        <label className="check">
+          <input type="checkbox" checked={p.onlyMatching} onChange={(e) => p.onOnlyMatching(e.target.checked)} />
+          Only matching lines
+        </label>
+        <button type="button" className="button small" onClick={p.onDownload} disabled={!p.canDownload} title="Download every line loaded">
           <DownloadIcon /> Download
         </button>
       </div>

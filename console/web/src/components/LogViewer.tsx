@@ -1,12 +1,14 @@
 /**
  * Renders a log: the toolbar it is given, the state line (loading, following,
- * paused with a resume button, dropped and missing lines), errors, and the
- * lines themselves, virtualised so 100,000+ stay smooth, with line numbers as
- * #L<n> deep links, search highlights and an optional timestamp column. It
- * reads nothing itself: the records come from useRunLogStream (see RunLogView).
+ * paused with a resume button, finished, dropped and missing lines), "load
+ * older", errors, and the lines themselves, virtualised so 100,000+ stay
+ * smooth, with line numbers as deep links that name the record's cursor
+ * (#L<cursor>; #L<n> for records without one), search highlights, an
+ * only-matching filter and an optional timestamp column. It reads nothing
+ * itself: the records come from useRunLogStream (see RunLogView).
  */
 import { useVirtualizer } from '@tanstack/react-virtual';
-import { useLayoutEffect, useRef, type ReactNode } from 'react';
+import { useLayoutEffect, useMemo, useRef, type ReactNode } from 'react';
 import { useLocation, useNavigate } from 'react-router';
 import { ApiError } from '../api/errors';
 import type { RunLogStream } from '../api/logStream';
@@ -14,9 +16,11 @@ import { logTime } from '../lib/format';
 import {
   atBottom,
   highlight,
+  indexOfCursor,
   isPaused,
-  lineHash,
+  parseCursorHash,
   parseLineHash,
+  recordHash,
   tailSummary,
   type FollowEvent,
   type FollowState,
@@ -34,6 +38,10 @@ export interface LogViewerProps {
   run: string;
   /** The records and the state of reading them. */
   log: Omit<RunLogStream, 'reload'>;
+  /** The Pod the Run is assigned to (a 409 then is not "no Pod yet"); null: known to have none yet; undefined: not known. */
+  assignedPod?: string | null | undefined;
+  /** Show only the lines of `search.lines`. */
+  onlyMatching?: boolean;
   /** The controls shown above the log (e.g. a LogToolbar). */
   toolbar?: ReactNode;
   follow: FollowState;
@@ -50,12 +58,17 @@ export interface LogViewerProps {
   height: number;
 }
 
-export function LogViewer({ run, log, toolbar, follow, onFollowEvent, wrap, timestamps, search, jump, anchorPrefix, height }: LogViewerProps) {
+export function LogViewer({ run, log, assignedPod, onlyMatching = false, toolbar, follow, onFollowEvent, wrap, timestamps, search, jump, anchorPrefix, height }: LogViewerProps) {
   const navigate = useNavigate();
   const location = useLocation();
-  const { status, error, retryIn, truncated } = log;
-  const { lines, version, dropped, gaps } = log.records;
-  const count = lines.length;
+  const { status, error, retryIn, truncated, end, older } = log;
+  const { lines, version, dropped, gaps, prepended } = log.records;
+  const total = lines.length;
+  // The rows shown: every line, or only the matching ones (indexes into `lines`).
+  const rows = useMemo(() => (onlyMatching ? [...search.lines].sort((a, b) => a - b) : null), [onlyMatching, search.lines]);
+  const count = rows ? rows.length : total;
+  const lineAt = (row: number) => (rows ? rows[row]! : row);
+  const rowOf = (line: number) => (rows ? rows.indexOf(line) : line);
 
   const scrollRef = useRef<HTMLDivElement>(null);
   const virtualizer = useVirtualizer({
@@ -65,14 +78,29 @@ export function LogViewer({ run, log, toolbar, follow, onFollowEvent, wrap, time
     overscan: 30,
   });
 
-  // Stay at the bottom while pinned (and on the first load of a tail).
-  const selected = parseLineHash(location.hash, anchorPrefix);
+  // The selected lines: the record a #L<cursor> link names, or a #L<n>[-L<m>] range of line numbers.
+  const selCursor = parseCursorHash(location.hash, anchorPrefix);
+  const selNumbers = selCursor ? null : parseLineHash(location.hash, anchorPrefix);
+  // eslint-disable-next-line react-hooks/exhaustive-deps
+  const selIndex = useMemo(() => (selCursor ? indexOfCursor(lines, selCursor) : -1), [selCursor, version]);
+  const isSelected = (index: number) => {
+    if (selCursor) return index === selIndex;
+    if (!selNumbers) return false;
+    const n = index + 1 + dropped;
+    return n >= selNumbers.from && n <= selNumbers.to;
+  };
+
+  // Stay at the bottom while pinned (and on the first load of a tail); a deep
+  // link scrolls to its line once; lines put in front keep the view in place.
   const jumpedRef = useRef(false);
+  const prependedRef = useRef(prepended);
   useLayoutEffect(() => {
     const el = scrollRef.current;
+    const added = prepended - prependedRef.current;
+    prependedRef.current = prepended;
     if (!el || count === 0) return;
-    if (selected && !jumpedRef.current) {
-      const idx = selected.from - 1 - dropped;
+    if ((selCursor || selNumbers) && !jumpedRef.current) {
+      const idx = rowOf(selCursor ? selIndex : selNumbers!.from - 1 - dropped);
       if (idx >= 0 && idx < count) {
         jumpedRef.current = true;
         onFollowEvent({ type: 'scrolled', atBottom: false });
@@ -80,12 +108,19 @@ export function LogViewer({ run, log, toolbar, follow, onFollowEvent, wrap, time
         return;
       }
     }
+    if (added > 0 && !rows) {
+      el.scrollTop += added * ROW_HEIGHT;
+      return;
+    }
     if (follow.pinned) el.scrollTop = el.scrollHeight;
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [version, follow.pinned, count]);
 
   useLayoutEffect(() => {
-    if (jump) virtualizer.scrollToIndex(jump.line, { align: 'center' });
+    if (!jump) return;
+    const row = rowOf(jump.line);
+    if (row >= 0) virtualizer.scrollToIndex(row, { align: 'center' });
+    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [jump, virtualizer]);
 
   const onScroll = () => {
@@ -101,24 +136,36 @@ export function LogViewer({ run, log, toolbar, follow, onFollowEvent, wrap, time
   };
 
   const forbidden = error instanceof ApiError && error.isForbidden ? error : null;
-  const notAssigned = error instanceof ApiError && error.status === 409;
+  // 409: the log cannot be read yet. Without a Pod that is "not assigned yet";
+  // with one, the server's own words say why (the container has not started...).
+  const conflict = error instanceof ApiError && error.status === 409;
+  const notAssigned = conflict && !assignedPod;
+  // A follow of a Run without a Pod waits on the server until it has one.
+  const awaitingPod = assignedPod === null && total === 0 && (status === 'connecting' || status === 'following');
+  const waiting = awaitingPod || (conflict && (status === 'error' || status === 'reconnecting'));
   const paused = isPaused(follow);
   const statusText = (() => {
     switch (status) {
       case 'loading':
         return 'Loading…';
       case 'connecting':
-        return 'Connecting…';
+        return awaitingPod ? 'Waiting for a Pod…' : 'Connecting…';
       case 'following':
-        return 'Following';
+        return awaitingPod ? 'Waiting for a Pod…' : 'Following';
       case 'reconnecting': {
+        if (conflict) {
+          const what = notAssigned ? 'Waiting for a Pod' : `Waiting for the log of Pod ${assignedPod}`;
+          return retryIn ? `${what}; trying again in ${retryIn}s…` : `${what}…`;
+        }
         const why = error ? 'Connection lost' : 'Stream closed';
         return retryIn ? `${why}; reconnecting in ${retryIn}s…` : 'Reconnecting…';
       }
       case 'ended':
         return 'Stream ended';
+      case 'finished':
+        return 'Run finished';
       case 'error':
-        return notAssigned ? 'No Pod yet' : 'Error';
+        return notAssigned ? 'No Pod yet' : conflict ? 'Log not readable yet' : 'Error';
       case 'ready':
         return tailSummary(count, truncated.cut, truncated.by);
     }
@@ -129,7 +176,7 @@ export function LogViewer({ run, log, toolbar, follow, onFollowEvent, wrap, time
       {toolbar}
 
       <div className="log-status small" role="status" aria-live="polite">
-        <span className={`log-state is-${notAssigned && status === 'error' ? 'waiting' : status}`}>
+        <span className={`log-state is-${waiting ? 'waiting' : status}`}>
           <span className="dot" aria-hidden="true" />
           {statusText}
         </span>
@@ -139,8 +186,10 @@ export function LogViewer({ run, log, toolbar, follow, onFollowEvent, wrap, time
             Paused
           </span>
         )}
+        {status === 'finished' && end?.message && <span className="muted">{end.message}</span>}
         <span className="muted">
-          {count.toLocaleString()} line{count === 1 ? '' : 's'}
+          {rows ? `${count.toLocaleString()} of ` : ''}
+          {total.toLocaleString()} line{total === 1 ? '' : 's'}
           {dropped > 0 ? ` · ${dropped.toLocaleString()} older lines dropped from memory` : ''}
           {gaps.size > 0 ? ' · some lines may be missing where marked' : ''}
         </span>
@@ -153,10 +202,24 @@ export function LogViewer({ run, log, toolbar, follow, onFollowEvent, wrap, time
 
       {forbidden ? (
         <Forbidden access={forbidden.access} message={forbidden.message} />
-      ) : error && status === 'error' && notAssigned ? (
+      ) : awaitingPod ? (
         <p className="notice" role="status">
-          This Run has not been assigned to a Runtime Pod yet, so it has no log. Turn on <strong>Follow</strong> to wait
-          for it.
+          This Run has not been assigned to a Runtime Pod yet, so it has no log. The log opens when it is.
+        </p>
+      ) : waiting && notAssigned ? (
+        <p className="notice" role="status">
+          This Run has not been assigned to a Runtime Pod yet, so it has no log.{' '}
+          {status === 'error' ? (
+            <>
+              Turn on <strong>Follow</strong> to wait for it.
+            </>
+          ) : (
+            'The log opens when it is.'
+          )}
+        </p>
+      ) : waiting ? (
+        <p className="notice" role="status">
+          The Run is assigned to Pod <code>{assignedPod}</code>, but its log cannot be read yet: {error instanceof Error ? error.message : String(error)}
         </p>
       ) : error && status === 'error' ? (
         <div className="state state-error" role="alert">
@@ -164,7 +227,7 @@ export function LogViewer({ run, log, toolbar, follow, onFollowEvent, wrap, time
           <p className="state-body prose">{error instanceof Error ? error.message : String(error)}</p>
         </div>
       ) : null}
-      {status === 'reconnecting' && error instanceof Error && (
+      {status === 'reconnecting' && !conflict && error instanceof Error && (
         <p className="notice warning small" role="status">
           {error.message}
         </p>
@@ -172,7 +235,7 @@ export function LogViewer({ run, log, toolbar, follow, onFollowEvent, wrap, time
 
       <div
         ref={scrollRef}
-        hidden={status === 'error' && count === 0}
+        hidden={(status === 'error' || awaitingPod) && count === 0}
         className="log-scroll"
         style={{ maxHeight: height, height: wrap ? height : Math.max(MIN_HEIGHT, count * ROW_HEIGHT + 14) }}
         onScroll={onScroll}
@@ -181,23 +244,39 @@ export function LogViewer({ run, log, toolbar, follow, onFollowEvent, wrap, time
         aria-live="off"
         aria-label={`Log of Run ${run}`}
       >
-        {count === 0 && (status === 'ready' || status === 'following' || status === 'ended') && (
-          <p className="log-empty muted">No log records{follow.follow ? ' yet; waiting for output' : ''}.</p>
+        {(older.available || older.loading || older.error != null) && !rows && count > 0 && (
+          <div className="log-older">
+            <button type="button" className="button small" onClick={log.loadOlder} disabled={older.loading}>
+              {older.loading ? 'Loading older lines…' : 'Load older'}
+            </button>
+            {older.error != null && (
+              <span className="small danger-text" role="alert">
+                Could not load older lines: {older.error instanceof Error ? older.error.message : String(older.error)}
+              </span>
+            )}
+          </div>
+        )}
+        {count === 0 && (status === 'ready' || status === 'following' || status === 'ended' || status === 'finished') && (
+          <p className="log-empty muted">
+            {rows ? 'No loaded line matches.' : `No log records${follow.follow && status === 'following' ? ' yet; waiting for output' : ''}.`}
+          </p>
         )}
         <div style={{ height: virtualizer.getTotalSize(), position: 'relative', minWidth: '100%' }}>
           {virtualizer.getVirtualItems().map((v) => {
-            const r = lines[v.index]!;
-            const n = v.index + 1 + dropped;
-            const isSel = selected !== null && n >= selected.from && n <= selected.to;
-            const isCur = search.current?.line === v.index;
+            const index = lineAt(v.index);
+            const r = lines[index]!;
+            const n = index + 1 + dropped;
+            const isSel = isSelected(index);
+            const isCur = search.current?.line === index;
             const cls = [
               'log-line',
               r.stream === 'stderr' ? 'stderr' : '',
               isSel ? 'selected' : '',
-              search.lines.has(v.index) ? 'has-match' : '',
+              search.lines.has(index) ? 'has-match' : '',
               isCur ? 'current-match' : '',
-              gaps.has(v.index) ? 'gap-before' : '',
+              gaps.has(index) ? 'gap-before' : '',
             ].join(' ');
+            const hash = recordHash(r, n, anchorPrefix);
             return (
               <div
                 key={v.key}
@@ -208,12 +287,13 @@ export function LogViewer({ run, log, toolbar, follow, onFollowEvent, wrap, time
               >
                 <a
                   className="ln"
-                  href={lineHash(n, anchorPrefix)}
-                  id={`${anchorPrefix}${n}`}
+                  href={hash}
+                  id={hash.slice(1)}
+                  data-cursor={r.cursor}
                   onClick={(e) => {
                     e.preventDefault();
                     jumpedRef.current = true;
-                    navigate({ pathname: location.pathname, search: location.search, hash: lineHash(n, anchorPrefix) }, { replace: true, preventScrollReset: true });
+                    navigate({ pathname: location.pathname, search: location.search, hash }, { replace: true, preventScrollReset: true });
                   }}
                   tabIndex={-1}
                   aria-label={`Line ${n}`}
@@ -225,7 +305,7 @@ export function LogViewer({ run, log, toolbar, follow, onFollowEvent, wrap, time
                   {r.stream === 'stderr' ? 'err' : ''}
                 </span>
                 <span className="msg">
-                  {search.query && search.lines.has(v.index)
+                  {search.query && search.lines.has(index)
                     ? highlight(r.message, search.query).map((p, i) => (p.hit ? <mark key={i}>{p.text}</mark> : <span key={i}>{p.text}</span>))
                     : r.message}
                   {r.truncated && (

@@ -1,12 +1,15 @@
 /**
  * A Run's log on a page: useRunLogStream reads it, LogToolbar holds the
- * controls, LogViewer renders it. Bounded tail, live follow with a visible
- * paused state, wrap and timestamp toggles, search with a match count, line
- * deep links, download of what is shown.
+ * controls, LogViewer renders it. Bounded tail, live follow (on by default
+ * for an active Run) with a visible paused state, "load older", wrap and
+ * timestamp toggles, search over everything loaded with a match count and an
+ * "only matching lines" filter, line deep links that name the record's
+ * cursor, download of everything loaded.
  */
 import { useDeferredValue, useMemo, useReducer, useState } from 'react';
+import { useLocation } from 'react-router';
 import { useRunLogStream } from '../api/logStream';
-import { INITIAL_FOLLOW, clampTail, followReducer, logText, searchLines, stepMatch } from '../lib/logs';
+import { INITIAL_FOLLOW, clampTail, followReducer, logText, parseCursorHash, searchLines, stepMatch } from '../lib/logs';
 import { LogToolbar } from './LogToolbar';
 import { LogViewer } from './LogViewer';
 
@@ -20,12 +23,19 @@ export interface RunLogViewProps {
   anchorPrefix?: string;
   /** Height of the scroll area in CSS pixels. */
   height?: number;
+  /** The Pod the Run is assigned to (a 409 then means its log is not readable yet); null: none yet; undefined: not known. */
+  assignedPod?: string | null | undefined;
 }
 
-export function RunLogView({ ns, run, active, defaultTail = 100, anchorPrefix = 'L', height = 420 }: RunLogViewProps) {
+export function RunLogView({ ns, run, active, defaultTail = 100, anchorPrefix = 'L', height = 420, assignedPod }: RunLogViewProps) {
+  const location = useLocation();
   const [tail, setTail] = useState(clampTail(defaultTail));
   const [tailDraft, setTailDraft] = useState(String(clampTail(defaultTail)));
-  const [follow, dispatch] = useReducer(followReducer, INITIAL_FOLLOW);
+  // The record a deep link names, as the page was opened (a click on a line later only marks it).
+  const [anchor] = useState(() => parseCursorHash(location.hash, anchorPrefix));
+  // An active Run is followed from the start; a finished one shows its tail.
+  const [follow, dispatch] = useReducer(followReducer, { ...INITIAL_FOLLOW, follow: active, pinned: !anchor });
+  const [onlyMatching, setOnlyMatching] = useState(false);
   const [wrap, setWrap] = useState(false);
   const [timestamps, setTimestamps] = useState(false);
   const [query, setQuery] = useState('');
@@ -38,6 +48,7 @@ export function RunLogView({ ns, run, active, defaultTail = 100, anchorPrefix = 
     tail,
     follow: follow.follow,
     active,
+    anchor,
     onAppend: (count) => dispatch({ type: 'appended', count }),
   });
   const { records } = log;
@@ -85,6 +96,8 @@ export function RunLogView({ ns, run, active, defaultTail = 100, anchorPrefix = 
     <LogViewer
       run={run}
       log={log}
+      assignedPod={assignedPod}
+      onlyMatching={onlyMatching && !!deferredQuery}
       toolbar={
         <LogToolbar
           tailDraft={tailDraft}
@@ -101,6 +114,8 @@ export function RunLogView({ ns, run, active, defaultTail = 100, anchorPrefix = 
           matchCount={matchCount}
           currentMatch={current}
           onStepMatch={goToMatch}
+          onlyMatching={onlyMatching}
+          onOnlyMatching={setOnlyMatching}
           canDownload={lines.length > 0}
           onDownload={download}
         />

@@ -1,20 +1,40 @@
 /**
  * Session panel of a session Run: runs one command per WebSocket operation
- * against `/v1/.../operations:ws` and renders its events in order. The only
- * control in the Console that changes anything.
+ * against `/v1/.../operations:ws` and renders its events in order, with one
+ * updating progress line, a command history (arrow keys) and "Copy output".
+ * Before anyone types, it asks whether the caller may run operations (a
+ * SelfSubjectAccessReview with their own token); without the permission it
+ * is read-only and names the missing verb. The only control in the Console
+ * that changes anything.
  */
-import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
-import { getSession, openOperationsSocket, operationsAccess } from '../api/client';
+import { useQuery } from '@tanstack/react-query';
+import { useEffect, useId, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
+import { getOperationsAccess, getSession, openOperationsSocket, operationsAccess } from '../api/client';
+import { ApiError } from '../api/errors';
 import type { SessionClientFrame } from '../api/requests';
 import type { RunDetail } from '../api/types';
-import { classifyClose, decodeOutput, explainRefusal, heartbeatMs, parseServerFrame, toOperation, type ParsedFrame } from '../lib/session';
-import { TerminalIcon } from './Icons';
+import { classifyClose, decodeOutput, explainRefusal, heartbeatMs, parseServerFrame, toOperation } from '../lib/session';
+import { CommandHistory, appendEntry, commandPlaceholder, outputText, type Entry } from '../lib/sessionPanel';
+import { CopyIcon, TerminalIcon } from './Icons';
 import { Forbidden } from './States';
 
-type Entry =
-  | { kind: 'command'; text: string }
-  | { kind: 'event'; frame: ParsedFrame; text?: string }
-  | { kind: 'transport'; tone: 'info' | 'error'; text: string };
+/** Copies `text`: the Clipboard API where the page may use it, else a selected text area. */
+async function copyText(text: string): Promise<void> {
+  if (navigator.clipboard?.writeText) {
+    await navigator.clipboard.writeText(text);
+    return;
+  }
+  const area = document.createElement('textarea');
+  area.value = text;
+  area.setAttribute('readonly', '');
+  area.style.position = 'fixed';
+  area.style.opacity = '0';
+  document.body.appendChild(area);
+  area.select();
+  const ok = document.execCommand('copy');
+  area.remove();
+  if (!ok) throw new Error('the browser refused to copy');
+}
 
 type OpState = 'idle' | 'connecting' | 'running' | 'done' | 'failed';
 
@@ -32,10 +52,24 @@ export function SessionPanel({ run }: { run: RunDetail }) {
   const [state, setState] = useState<OpState>('idle');
   const [operationID, setOperationID] = useState<string | null>(null);
   const [forbidden, setForbidden] = useState(false);
+  const [copied, setCopied] = useState<{ ok: boolean; text: string } | null>(null);
+  const [history] = useState(() => new CommandHistory());
   const wsRef = useRef<WebSocket | null>(null);
   const outRef = useRef<HTMLDivElement>(null);
 
-  const add = (e: Entry) => setEntries((prev) => [...prev, e]);
+  // May this account run operations here? Asked once the Run is Ready, before anyone types.
+  const can = useQuery({
+    queryKey: ['operations-access', ns, name],
+    queryFn: () => getOperationsAccess(ns, name),
+    enabled: ready,
+    staleTime: 30_000,
+    retry: false,
+  });
+  const denied = can.data?.allowed === false;
+  const loggedOut = can.error instanceof ApiError && can.error.isUnauthorized;
+  const readOnly = denied || loggedOut;
+
+  const add = (e: Entry) => setEntries((prev) => appendEntry(prev, e));
 
   // Close the socket when leaving the page. This does not release the session Run.
   useEffect(() => () => wsRef.current?.close(1000, 'page closed'), []);
@@ -51,9 +85,11 @@ export function SessionPanel({ run }: { run: RunDetail }) {
 
   const start = (e: FormEvent) => {
     e.preventDefault();
-    if (!ready || !uid) return;
+    if (!ready || !uid || readOnly) return;
     const op = toOperation(line, stdin || undefined);
     if (!op) return;
+    history.push(line);
+    setCopied(null);
     wsRef.current?.close(1000, 'new operation');
     setForbidden(false);
     setOperationID(null);
@@ -161,12 +197,48 @@ export function SessionPanel({ run }: { run: RunDetail }) {
   const busy = state === 'connecting' || state === 'running';
   const hasRun = entries.length > 0;
 
+  const onCommandKey = (e: KeyboardEvent<HTMLInputElement>) => {
+    if (e.key !== 'ArrowUp' && e.key !== 'ArrowDown') return;
+    const next = e.key === 'ArrowUp' ? history.older(line) : history.newer();
+    if (next === null) return;
+    e.preventDefault();
+    setLine(next);
+  };
+
+  const copy = () => {
+    const text = outputText(entries);
+    copyText(text).then(
+      () => setCopied({ ok: true, text: 'Output copied.' }),
+      (err: unknown) => setCopied({ ok: false, text: `Could not copy: ${err instanceof Error ? err.message : String(err)}` }),
+    );
+  };
+
   return (
     <div className="session">
       {!ready && (
         <p className="notice" role="status">
           The session panel is available once the Run is <strong>Ready</strong> (now{' '}
           <strong>{run.status.phase ?? 'Unknown'}</strong>).
+        </p>
+      )}
+      {ready && denied && can.data && (
+        <div className="session-readonly" role="status">
+          <p className="notice">
+            <strong>Read-only.</strong> You cannot run commands in this session: the <code>{can.data.access.verb}</code>{' '}
+            verb on <code>runs/{can.data.access.subresource}</code> is missing. The log and details stay readable.
+          </p>
+          <Forbidden access={can.data.access} message={can.data.reason} />
+        </div>
+      )}
+      {ready && loggedOut && (
+        <p className="notice" role="status">
+          <strong>Read-only.</strong> Log in to run commands in this session.
+        </p>
+      )}
+      {ready && can.isError && !loggedOut && (
+        <p className="notice warning small" role="status">
+          Could not check whether you may run commands ({can.error instanceof Error ? can.error.message : String(can.error)}); the
+          Console checks again when you run one.
         </p>
       )}
       <form className="session-form" onSubmit={start} aria-label="Run a command in the session">
@@ -182,13 +254,15 @@ export function SessionPanel({ run }: { run: RunDetail }) {
             className="input mono grow"
             value={line}
             onChange={(e) => setLine(e.target.value)}
-            placeholder={ready ? 'python -c "print(42)"' : 'Waiting for the Run to be Ready'}
-            disabled={!ready || busy}
+            onKeyDown={onCommandKey}
+            placeholder={!ready ? 'Waiting for the Run to be Ready' : readOnly ? 'Read-only: you may not run commands here' : commandPlaceholder(run.spec.runtime)}
+            disabled={!ready || busy || readOnly || can.isPending}
+            aria-describedby={`${id}-hint`}
             spellCheck={false}
             autoComplete="off"
           />
-          <button type="submit" className="button primary" disabled={!ready || busy || !line.trim()}>
-            {hasRun && !busy ? 'Run again' : 'Run'}
+          <button type="submit" className="button primary" disabled={!ready || busy || readOnly || can.isPending || !line.trim()}>
+            Run
           </button>
           <button type="button" className="button" onClick={cancel} disabled={!busy || !operationID}>
             Cancel
@@ -205,16 +279,26 @@ export function SessionPanel({ run }: { run: RunDetail }) {
             rows={3}
             value={stdin}
             onChange={(e) => setStdin(e.target.value)}
-            disabled={!ready || busy}
+            disabled={!ready || busy || readOnly}
           />
         </details>
-        <p className="muted small">
-          Each Run starts a new operation over a new connection.
+        <p className="muted small" id={`${id}-hint`}>
+          Each Run starts a new operation over a new connection. ↑ and ↓ walk the commands run here.
           {lease ? ` While connected, heartbeats keep the ${lease}s lease alive.` : ''} Closing the page does not end
           the session Run.
         </p>
       </form>
       {forbidden && <Forbidden access={operationsAccess(ns, name)} />}
+      {hasRun && (
+        <div className="session-tools">
+          <button type="button" className="button small" onClick={copy}>
+            <CopyIcon /> Copy output
+          </button>
+          <span className={`small ${copied && !copied.ok ? 'danger-text' : 'muted'}`} role="status">
+            {copied?.text ?? ''}
+          </span>
+        </div>
+      )}
       {hasRun && (
         <div className="session-output" ref={outRef} role="log" aria-label="Session events" tabIndex={0}>
           {entries.map((e, i) => (

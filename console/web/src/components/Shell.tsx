@@ -1,10 +1,10 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { useEffect, type ReactNode } from 'react';
-import { NavLink, Outlet, useNavigate, useParams } from 'react-router';
+import { useEffect, useState, type ReactNode } from 'react';
+import { NavLink, Outlet, useLocation, useNavigate, useParams } from 'react-router';
 import { logout, onUnauthorized } from '../api/client';
 import { queryKeys, useSession } from '../api/queries';
 import { lastNamespace, rememberNamespace } from '../lib/namespace';
-import { AboutIcon, LogoutIcon, RunsIcon, RuntimesIcon, SettingsIcon, WorkflowIcon } from './Icons';
+import { AboutIcon, LogoutIcon, MenuIcon, RunsIcon, RuntimesIcon, SettingsIcon, WorkflowIcon } from './Icons';
 import { NamespaceSelect } from './NamespaceSelect';
 
 function NavItem({ to, icon, label }: { to: string; icon: ReactNode; label: string }) {
@@ -53,6 +53,11 @@ export function Shell() {
   const { ns: routeNs } = useParams();
   const ns = routeNs ?? lastNamespace();
   const qc = useQueryClient();
+  const location = useLocation();
+  // On narrow screens the navigation folds behind a Menu button; going to a page folds it again.
+  const [nav, setNav] = useState({ open: false, at: location.pathname });
+  if (nav.open && nav.at !== location.pathname) setNav({ open: false, at: location.pathname });
+  const navOpen = nav.open && nav.at === location.pathname;
 
   useEffect(() => {
     if (routeNs) rememberNamespace(routeNs);
@@ -67,6 +72,15 @@ export function Shell() {
         Skip to content
       </a>
       <header className="topbar">
+        <button
+          type="button"
+          className="button subtle nav-toggle"
+          aria-expanded={navOpen}
+          aria-controls="main-nav"
+          onClick={() => setNav({ open: !navOpen, at: location.pathname })}
+        >
+          <MenuIcon /> Menu
+        </button>
         <NavLink to={`/namespaces/${ns}/runs`} className="brand" aria-label="Kruntimes Console home">
           <img src="/favicon.svg" alt="" width="22" height="22" />
           <span>Kruntimes Console</span>
@@ -75,8 +89,8 @@ export function Shell() {
         <div className="topbar-spacer" />
         <Account />
       </header>
-      <div className="sidebar-col">
-      <nav className="sidebar" aria-label="Main">
+      <div className={`sidebar-col ${navOpen ? 'open' : ''}`}>
+      <nav className="sidebar" id="main-nav" aria-label="Main">
         <p className="nav-group" id="nav-resources">
           Kruntimes resources
         </p>

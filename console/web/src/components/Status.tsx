@@ -15,20 +15,24 @@ export function StatusGlyph({ tone, size = 14 }: { tone: Tone; size?: number }) 
   );
 }
 
-/** A phase label: round glyph plus the phase word. */
+/**
+ * A phase label: round glyph plus the phase word. A Run without a phase has
+ * no status yet (its controller has not written one): said so, not "Unknown".
+ */
 export function PhaseBadge({ phase }: { phase: string | undefined }) {
   const tone = phaseTone(phase);
+  const none = !phase || phase === 'Unknown';
   return (
-    <span className={`badge tone-${tone}`}>
+    <span className={`badge tone-${tone}`} title={none ? 'No phase reported yet: the controller has not written a status' : undefined}>
       <StatusGlyph tone={tone} size={12} />
-      <span>{phase ?? 'Unknown'}</span>
+      <span>{none ? 'No status yet' : phase}</span>
     </span>
   );
 }
 
-/** A True/False/Unknown condition status as a compact badge. */
-export function ConditionBadge({ status, label }: { status: string | undefined; label?: string }) {
-  const tone: Tone = status === 'True' ? 'success' : status === 'False' ? 'danger' : 'neutral';
+/** A True/False/Unknown condition status as a compact badge; `tone` overrides the colour (a wait is not a failure). */
+export function ConditionBadge({ status, label, tone: given }: { status: string | undefined; label?: string; tone?: Tone }) {
+  const tone: Tone = given ?? (status === 'True' ? 'success' : status === 'False' ? 'danger' : 'neutral');
   return (
     <span className={`badge tone-${tone}`}>
       <StatusGlyph tone={tone} size={12} />

@@ -31,7 +31,15 @@ export function duration(start?: string, end?: string, now: number = Date.now())
   return `${h}h ${String(m % 60).padStart(2, '0')}m`;
 }
 
-/** Local date-time, second precision, stable across locales (YYYY-MM-DD HH:MM:SS). */
+/** The zone of a local time as `UTC` or `UTC±HH:MM` (JavaScript's offset has the other sign). */
+export function zoneOf(d: Date): string {
+  const off = -d.getTimezoneOffset();
+  if (off === 0) return 'UTC';
+  const a = Math.abs(off);
+  return `UTC${off > 0 ? '+' : '-'}${String(Math.floor(a / 60)).padStart(2, '0')}:${String(a % 60).padStart(2, '0')}`;
+}
+
+/** Local date-time, second precision, stable across locales, with its zone (YYYY-MM-DD HH:MM:SS UTC+01:00). */
 export function dateTime(timestamp: string | undefined): string {
   if (!timestamp) return '—';
   const d = new Date(timestamp);
@@ -39,15 +47,39 @@ export function dateTime(timestamp: string | undefined): string {
   const p = (n: number) => String(n).padStart(2, '0');
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(
     d.getMinutes(),
-  )}:${p(d.getSeconds())}`;
+  )}:${p(d.getSeconds())} ${zoneOf(d)}`;
 }
 
-/** Log timestamp: time of day with milliseconds, ISO when the date is not today. */
+/** "maxAttempts" → "Max attempts". */
+function words(key: string): string {
+  const w = key.replace(/([a-z0-9])([A-Z])/g, '$1 $2').replace(/[_-]+/g, ' ').toLowerCase();
+  return w.charAt(0).toUpperCase() + w.slice(1);
+}
+
+/**
+ * A JSON value (a Run's retry policy) as readable pairs: nested objects
+ * flatten to "Backoff initial", lists join with commas.
+ */
+export function describeValue(value: unknown, prefix = ''): Array<[string, string]> {
+  if (value === null || value === undefined) return [];
+  if (typeof value !== 'object') return [[prefix || 'Value', String(value)]];
+  if (Array.isArray(value)) {
+    return [[prefix || 'Values', value.map((v) => (typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v))).join(', ')]];
+  }
+  const out: Array<[string, string]> = [];
+  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+    const label = prefix ? `${prefix} ${words(k).toLowerCase()}` : words(k);
+    out.push(...describeValue(v, label));
+  }
+  return out;
+}
+
+/** Log timestamp: ISO 8601 in UTC with milliseconds and its zone marker (2025-01-01 10:00:00.123Z). */
 export function logTime(timestamp: string | undefined): string {
   if (!timestamp) return '';
   const d = new Date(timestamp);
   if (Number.isNaN(d.getTime())) return timestamp;
-  return d.toISOString().replace('T', ' ').replace('Z', '');
+  return d.toISOString().replace('T', ' ');
 }
 
 export function bytes(n: number | undefined): string {

@@ -2,7 +2,7 @@
  * Pure logic of the log viewer: resuming a follow without duplicates, search,
  * the follow/paused state machine, `#L<n>` deep links and the download text.
  */
-import type { LogRecord } from '../api/types';
+import { CURSOR_RE, type CursorRecord } from '../api/logTypes';
 
 /** Largest tail the API accepts. */
 export const MAX_TAIL = 500;
@@ -12,9 +12,9 @@ export function clampTail(n: number): number {
   return Math.min(MAX_TAIL, Math.max(1, Math.round(n)));
 }
 
-/** Identity of a record for de-duplication: its time and message. */
-export function recordKey(r: LogRecord): string {
-  return `${r.time ?? ''}\u0000${r.message}`;
+/** Identity of a record for de-duplication: its cursor, else its time and message. */
+export function recordKey(r: CursorRecord): string {
+  return r.cursor ? `c\u0000${r.cursor}` : `${r.time ?? ''}\u0000${r.message}`;
 }
 
 /**
@@ -34,7 +34,7 @@ export class ResumeMatcher {
   private readonly keys: string[];
   /** Candidate start offsets into `keys` that still match what arrived. */
   private candidates: number[] | null = null;
-  private held: LogRecord[] = [];
+  private held: CursorRecord[] = [];
   /** Number of held records proven to be duplicates by a completed candidate. */
   private completed = 0;
   private passthrough: boolean;
@@ -42,14 +42,14 @@ export class ResumeMatcher {
   gap = false;
 
   /** `history`: the records already shown (only the last `window` are considered). */
-  constructor(history: readonly LogRecord[], window: number = MAX_TAIL) {
+  constructor(history: readonly CursorRecord[], window: number = MAX_TAIL) {
     const start = Math.max(0, history.length - window);
     this.keys = history.slice(start).map(recordKey);
     this.passthrough = this.keys.length === 0;
   }
 
   /** Feeds one incoming record; returns the records to append now (possibly none). */
-  push(r: LogRecord): LogRecord[] {
+  push(r: CursorRecord): CursorRecord[] {
     if (this.passthrough) return [r];
     const k = recordKey(r);
     const i = this.held.length;
@@ -75,7 +75,7 @@ export class ResumeMatcher {
   }
 
   /** The stream ended: every held record matched history, so all are duplicates. */
-  finish(): LogRecord[] {
+  finish(): CursorRecord[] {
     this.held = [];
     this.passthrough = true;
     return [];
@@ -88,11 +88,11 @@ export class ResumeMatcher {
 
 /** Convenience for batches: de-duplicates `incoming` against `history`. */
 export function mergeResumed(
-  history: readonly LogRecord[],
-  incoming: readonly LogRecord[],
-): { append: LogRecord[]; gap: boolean } {
+  history: readonly CursorRecord[],
+  incoming: readonly CursorRecord[],
+): { append: CursorRecord[]; gap: boolean } {
   const m = new ResumeMatcher(history);
-  const append: LogRecord[] = [];
+  const append: CursorRecord[] = [];
   for (const r of incoming) append.push(...m.push(r));
   append.push(...m.finish());
   return { append, gap: m.gap };
@@ -231,8 +231,36 @@ export function lineHash(n: number, prefix = 'L'): string {
   return `#${prefix}${n}`;
 }
 
+/**
+ * A line's lasting deep link: `#L<cursor>` (`#S2L<cursor>` with a prefix).
+ * The cursor names the record itself, so the link shows the same line
+ * however many lines are written after it or loaded before it.
+ */
+export function cursorHash(cursor: string, prefix = 'L'): string {
+  return `#${prefix}${cursor}`;
+}
+
+/** The cursor a `#L<cursor>` fragment names, or null (line numbers are not cursors). */
+export function parseCursorHash(hash: string, prefix = 'L'): string | null {
+  const p = prefix.replace(/[^A-Za-z0-9]/g, '');
+  if (!hash.startsWith(`#${p}`)) return null;
+  const c = hash.slice(p.length + 1);
+  return CURSOR_RE.test(c) ? c : null;
+}
+
+/** The deep link of a record: its cursor when it has one, else its line number. */
+export function recordHash(r: CursorRecord, n: number, prefix = 'L'): string {
+  return r.cursor ? cursorHash(r.cursor, prefix) : lineHash(n, prefix);
+}
+
+/** Index of the record with `cursor` in `records`, or -1. */
+export function indexOfCursor(records: readonly CursorRecord[], cursor: string): number {
+  for (let i = records.length - 1; i >= 0; i--) if (records[i]!.cursor === cursor) return i;
+  return -1;
+}
+
 /** The text of the shown records, one per line, as the viewer shows them. */
-export function logText(records: readonly LogRecord[], timestamps: boolean): string {
+export function logText(records: readonly CursorRecord[], timestamps: boolean): string {
   let out = '';
   for (const r of records) {
     if (timestamps && r.time) out += `${r.time} `;

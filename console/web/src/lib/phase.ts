@@ -31,3 +31,44 @@ const TERMINAL: ReadonlySet<string> = new Set<string>([...TERMINAL_PHASES, 'Skip
 export function isTerminal(phase: string | undefined): boolean {
   return !!phase && TERMINAL.has(phase);
 }
+
+/** Reasons of a False condition that name an expected wait, not a failure. */
+const WAIT_REASONS: ReadonlySet<string> = new Set([
+  'NoCapacity',
+  'Pending',
+  'Waiting',
+  'Queued',
+  'Unscheduled',
+  'NotScheduled',
+  'Scheduling',
+  'Assigning',
+  'ContainerCreating',
+  'PodPending',
+  'PodNotReady',
+  'NotReady',
+  'Starting',
+  'Initializing',
+  'NoReadyPods',
+  'WaitingForPod',
+  'WaitingForRuntime',
+]);
+/** Reasons that name a failure whatever the phase. */
+const FAILURE_RE = /fail|error|invalid|denied|forbidden|crash|backoff|oom|evicted|rejected|timeout|timedout|notfound/i;
+
+/**
+ * The tone of a condition: True is success; False is a failure (red) only
+ * when its reason says so or the Run ended without succeeding. An expected
+ * wait (Scheduled=False/NoCapacity on a Pending Run) is pending, not red.
+ * `phase` is the Run's phase (`''` when it has none yet); without it (a
+ * Runtime's conditions) False is red unless its reason names a wait.
+ */
+export function conditionTone(status: string | undefined, reason: string | undefined, phase?: string): Tone {
+  if (status === 'True') return 'success';
+  if (status !== 'False') return 'neutral';
+  if (reason && FAILURE_RE.test(reason)) return 'danger';
+  if (reason && WAIT_REASONS.has(reason)) return isTerminal(phase) ? 'neutral' : 'pending';
+  // Not a Run's condition (no phase given): False is a problem, as before.
+  if (phase === undefined) return 'danger';
+  if (!isTerminal(phase)) return 'pending';
+  return phase === 'Succeeded' || phase === 'Cancelled' ? 'neutral' : 'danger';
+}

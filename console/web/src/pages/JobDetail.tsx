@@ -136,7 +136,8 @@ function JobBody({
 
   return (
     <>
-      <PageHeader title={spec?.name ?? job} crumbs={crumbs} badge={<PhaseBadge phase={st?.phase ?? 'Pending'} />} />
+      {/* A job the Workflow Run does not declare has no phase at all: no badge. */}
+      <PageHeader title={spec?.name ?? job} crumbs={crumbs} badge={spec ? <PhaseBadge phase={st?.phase ?? 'Pending'} /> : undefined} />
       <div className={`job-layout ${railOpen ? '' : 'rail-closed'}`}>
         <nav className="job-rail panel" aria-label="All jobs">
           <div className="panel-head">

@@ -1,5 +1,5 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { useEffect, useId, useState, type FormEvent } from 'react';
+import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
 import { useNavigate, useSearchParams } from 'react-router';
 import { login } from '../api/client';
 import { ApiError } from '../api/errors';
@@ -33,6 +33,7 @@ export function LoginPage() {
   const session = useSession();
   const id = useId();
   const next = safeNext(params.get('next')) ?? `/namespaces/${lastNamespace()}/runs`;
+  const input = useRef<HTMLInputElement>(null);
 
   useEffect(() => {
     document.title = 'Log in · Kruntimes Console';
@@ -45,6 +46,12 @@ export function LoginPage() {
       qc.setQueryData(queryKeys.session, info);
       void qc.invalidateQueries();
       navigate(next, { replace: true });
+    },
+    // The Connect button was disabled while connecting, which drops focus to
+    // the page: put it back on the token, which the error now describes.
+    onError: () => {
+      input.current?.focus();
+      input.current?.select();
     },
   });
 
@@ -71,6 +78,7 @@ export function LoginPage() {
             Kubernetes bearer token
           </label>
           <input
+            ref={input}
             id={`${id}-token`}
             className="input wide"
             type="password"

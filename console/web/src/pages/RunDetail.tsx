@@ -7,8 +7,9 @@ import { KeyValues, PageHeader, Panel, TableWrap } from '../components/Page';
 import { SessionPanel } from '../components/SessionPanel';
 import { ConditionBadge, PhaseBadge, StatusGlyph } from '../components/Status';
 import { ErrorState, Forbidden, Loading } from '../components/States';
-import { age, bytes, dateTime, duration } from '../lib/format';
-import { isTerminal } from '../lib/phase';
+import { ApiError } from '../api/errors';
+import { age, bytes, dateTime, describeValue, duration } from '../lib/format';
+import { conditionTone, isTerminal } from '../lib/phase';
 
 function modeOf(run: RunDetail): string {
   const m = run.spec.mode;
@@ -18,22 +19,28 @@ function modeOf(run: RunDetail): string {
   return 'unknown';
 }
 
-/** Conditions, most recent transition last, as a vertical timeline. */
-export function ConditionsTimeline({ conditions }: { conditions: Condition[] | undefined }) {
+/**
+ * Conditions, most recent transition last, as a vertical timeline. A False
+ * condition is red only when it is a failure; an expected wait
+ * (Scheduled=False/NoCapacity while Pending) is shown as waiting.
+ */
+export function ConditionsTimeline({ conditions, phase }: { conditions: Condition[] | undefined; phase?: string | undefined }) {
   if (!conditions?.length) return <p className="muted">No conditions reported yet.</p>;
   const sorted = [...conditions].sort(
     (a, b) => Date.parse(a.lastTransitionTime ?? '') - Date.parse(b.lastTransitionTime ?? '') || 0,
   );
   return (
     <ol className="timeline">
-      {sorted.map((c) => (
-        <li key={c.type} className={`tl-item status-${c.status}`}>
+      {sorted.map((c) => {
+        const tone = conditionTone(c.status, c.reason, phase);
+        return (
+        <li key={c.type} className={`tl-item status-${c.status} tone-${tone}`}>
           <span className="tl-dot" aria-hidden="true">
-            <StatusGlyph tone={c.status === 'True' ? 'success' : c.status === 'False' ? 'danger' : 'neutral'} size={14} />
+            <StatusGlyph tone={tone} size={14} />
           </span>
           <div className="tl-body">
             <div className="tl-head">
-              <strong>{c.type}</strong> <ConditionBadge status={c.status} />
+              <strong>{c.type}</strong> <ConditionBadge status={c.status} tone={tone} />
               {c.reason && <span className="tag">{c.reason}</span>}
               <span className="muted small" title={dateTime(c.lastTransitionTime)}>
                 {c.lastTransitionTime ? `${dateTime(c.lastTransitionTime)} · ${age(c.lastTransitionTime)} ago` : ''}
@@ -42,7 +49,8 @@ export function ConditionsTimeline({ conditions }: { conditions: Condition[] | u
             {c.message && <p className="tl-msg">{c.message}</p>}
           </div>
         </li>
-      ))}
+        );
+      })}
     </ol>
   );
 }
@@ -79,6 +87,21 @@ function OutputValue({ value }: { value: unknown }) {
   );
 }
 
+/** A retry policy as readable pairs ("Max attempts 3 · Backoff 10s"), not raw JSON. */
+function RetryPolicy({ value }: { value: unknown }) {
+  const pairs = describeValue(value);
+  if (pairs.length === 0) return <span className="muted">none</span>;
+  return (
+    <ul className="inline-pairs" aria-label="Retry policy">
+      {pairs.map(([k, v]) => (
+        <li key={k}>
+          <span className="muted">{k}</span> <strong>{v}</strong>
+        </li>
+      ))}
+    </ul>
+  );
+}
+
 export function RunDetailPage() {
   const { ns = 'default', name = '' } = useParams();
   const q = useRun(ns, name);
@@ -87,6 +110,9 @@ export function RunDetailPage() {
   const crumbs = [{ label: ns }, { label: 'Runs', to: `/namespaces/${ns}/runs` }, { label: name }];
   if (q.isPending) return (<><PageHeader title={name} crumbs={crumbs} /><Loading what="the Run" /></>);
   if (!run) return (<><PageHeader title={name} crumbs={crumbs} /><ErrorState error={q.error} what="this Run" /></>);
+  // Deleted (or never there): what was shown before is not this Run any more.
+  if (q.error instanceof ApiError && q.error.isNotFound)
+    return (<><PageHeader title={name} crumbs={crumbs} /><ErrorState error={q.error} what="this Run" /></>);
 
   const st = run.status;
   const mode = modeOf(run);
@@ -107,14 +133,21 @@ export function RunDetailPage() {
             items={[
               ['Runtime', <Link key="rt" to={`/namespaces/${ns}/runtimes/${run.spec.runtime}`}>{run.spec.runtime}</Link>],
               ['Mode', <span key="m">{mode}{run.spec.mode.session?.leaseSeconds ? ` · lease ${run.spec.mode.session.leaseSeconds}s` : ''}</span>],
-              ['Assigned Pod', st.assignedPod ? <code key="p">{st.assignedPod}</code> : undefined],
+              [
+                'Assigned Pod',
+                st.assignedPod ? (
+                  <Link key="p" className="mono" to={`/namespaces/${ns}/runtimes/${run.spec.runtime}#pod-${st.assignedPod}`} title="The Pod on its Runtime's page">
+                    {st.assignedPod}
+                  </Link>
+                ) : undefined,
+              ],
               ['Attempt', st.attempt],
               ['Created', run.metadata.creationTimestamp ? `${dateTime(run.metadata.creationTimestamp)} (${age(run.metadata.creationTimestamp)} ago)` : undefined],
               ['Started', st.startTime ? dateTime(st.startTime) : undefined],
               ['Completed', st.completionTime ? dateTime(st.completionTime) : undefined],
               ['Duration', st.startTime ? duration(st.startTime, st.completionTime) : undefined],
               ['Timeout', run.spec.timeout],
-              ['Retry policy', run.spec.retryPolicy ? <code key="r">{JSON.stringify(run.spec.retryPolicy)}</code> : undefined],
+              ['Retry policy', run.spec.retryPolicy ? <RetryPolicy key="r" value={run.spec.retryPolicy} /> : undefined],
               ['Endpoint', st.endpoint?.url ? <code key="e" className="wrap-anywhere">{st.endpoint.url}</code> : undefined],
               ['UID', run.metadata.uid ? <code key="u">{run.metadata.uid}</code> : undefined],
             ]}
@@ -130,7 +163,7 @@ export function RunDetailPage() {
           )}
         </Panel>
         <Panel title="Conditions" id="conditions">
-          <ConditionsTimeline conditions={st.conditions} />
+          <ConditionsTimeline conditions={st.conditions} phase={st.phase ?? ''} />
         </Panel>
       </div>
 
@@ -141,7 +174,7 @@ export function RunDetailPage() {
       )}
 
       <Panel title="Logs" id="logs">
-        <RunLogView ns={ns} run={name} active={active} />
+        <RunLogView ns={ns} run={name} active={active} assignedPod={st.assignedPod || null} />
       </Panel>
 
       <div className="grid-2">

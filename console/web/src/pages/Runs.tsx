@@ -21,17 +21,9 @@ export function RunsPage() {
   const assignedPod = params.get('assignedPod') ?? '';
   const limit = Number(params.get('limit')) || 50;
   const [live, setLive] = useState(true);
-  // Continue tokens of the pages before the current one (index 0 = first page).
-  const [pages, setPages] = useState<string[]>([]);
+  // The page is in the URL: the continue tokens of the pages read so far (`cont`, one per page after the first).
+  const pages = params.getAll('cont');
   const cont = pages[pages.length - 1];
-
-  const filterKey = `${ns}|${phase}|${runtime}|${labelSelector}|${assignedPod}|${limit}`;
-  // New filters start again at the first page (adjusted while rendering, not in an effect).
-  const [pagedKey, setPagedKey] = useState(filterKey);
-  if (pagedKey !== filterKey) {
-    setPagedKey(filterKey);
-    setPages([]);
-  }
 
   const q: RunListQuery = useMemo(
     () => ({
@@ -44,8 +36,19 @@ export function RunsPage() {
     }),
     [phase, runtime, labelSelector, assignedPod, limit, cont],
   );
-  // Only the first page refreshes live; later pages hold their continue token's snapshot.
+  // Only the first page refreshes live: a continue token reads the list as it
+  // was when page 1 was read, so reading it again shows nothing new.
   const runs = useRuns(ns, q, { live: live && !cont });
+  const setLiveAndRead = (on: boolean) => {
+    setLive(on);
+    if (on) void runs.refetch();
+  };
+  const goToPage = (next: string[]) => {
+    const p = new URLSearchParams(params);
+    p.delete('cont');
+    for (const c of next) p.append('cont', c);
+    setParams(p);
+  };
   const runtimes = useRuntimes(ns, { live: false });
 
   const [draftSelector, setDraftSelector] = useState(labelSelector);
@@ -59,6 +62,8 @@ export function RunsPage() {
     const next = new URLSearchParams(params);
     if (value) next.set(key, value);
     else next.delete(key);
+    // Other filters start again at the first page.
+    next.delete('cont');
     setParams(next, { replace: true });
   };
 
@@ -77,7 +82,15 @@ export function RunsPage() {
         title="Runs"
         crumbs={[{ label: ns }, { label: 'Runs' }]}
         actions={
-          <LiveToggle live={live} onChange={setLive} updatedAt={runs.dataUpdatedAt} fetching={runs.isFetching} />
+          cont ? (
+            <div className="live">
+              <span className="muted small" role="status">
+                Page {pages.length + 1} as listed at {runs.dataUpdatedAt ? dateTime(new Date(runs.dataUpdatedAt).toISOString()) : '…'}; only page 1 refreshes.
+              </span>
+            </div>
+          ) : (
+            <LiveToggle live={live} onChange={setLiveAndRead} updatedAt={runs.dataUpdatedAt} fetching={runs.isFetching} />
+          )
         }
       />
       <form className="filters" onSubmit={onSelector} aria-label="Filter Runs">
@@ -247,18 +260,18 @@ export function RunsPage() {
             </table>
           </TableWrap>
           <div className="pager" role="navigation" aria-label="Pages">
-            <button type="button" className="button" disabled={pages.length === 0} onClick={() => setPages((p) => p.slice(0, -1))}>
+            <button type="button" className="button" disabled={pages.length === 0} onClick={() => goToPage(pages.slice(0, -1))}>
               ← Previous
             </button>
             <span className="muted small">
-              Page {pages.length + 1} · {data.items.length} Runs
+              Page {pages.length + 1} · {runs.isPlaceholderData ? 'loading…' : `${data.items.length} Runs`}
               {data.remainingItemCount !== undefined ? ` · ${data.remainingItemCount} more` : ''}
             </span>
             <button
               type="button"
               className="button"
               disabled={!data.continue}
-              onClick={() => data.continue && setPages((p) => [...p, data.continue!])}
+              onClick={() => data.continue && goToPage([...pages, data.continue])}
             >
               Next →
             </button>

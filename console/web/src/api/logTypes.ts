@@ -1,0 +1,36 @@
+/**
+ * The Run-log cursor contract as the viewer reads it: records carry
+ * `cursor` (`./types` says so), but a record from a server without cursors
+ * is still shown, so here the cursor may be missing; a follow ends with a
+ * Kubernetes `Status` line.
+ */
+import type { LogRecord, RunLog } from './types';
+
+/** A record as a server sends it: with its cursor (`"<secs>.<nanos9>-<seq>"`, opaque to clients), or without on an older server. */
+export type CursorRecord = Omit<LogRecord, 'cursor'> & { cursor?: string };
+
+/** A plain read whose records carry cursors. */
+export type CursorRunLog = Omit<RunLog, 'records'> & { records: CursorRecord[] };
+
+/** The last line of a follow that the server ended: a Kubernetes `Status`. */
+export interface LogEndStatus {
+  kind: 'Status';
+  status: 'Success' | 'Failure';
+  code: number;
+  reason?: string;
+  message?: string;
+}
+
+export function isLogEndStatus(value: unknown): value is LogEndStatus {
+  return typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'Status';
+}
+
+/** Where a plain read starts: the newest `tail`, the records after a cursor, or those before one. */
+export interface LogWindow {
+  tail: number;
+  sinceCursor?: string;
+  beforeCursor?: string;
+}
+
+/** A cursor is `[0-9.-]` only; anything else in a URL fragment is not one. */
+export const CURSOR_RE = /^\d+\.\d{9}-\d+$/;
