@@ -10,8 +10,9 @@ use axum::routing::get;
 use kruntimes_core::observe::{Observer, observe};
 use kruntimes_core::routes::{self, Route};
 
+use crate::api::namespaces::namespaces;
 use crate::api::session::{self, MAX_LOGIN_BODY};
-use crate::api::{logs, namespaces, runs, runtimes, workflowruns};
+use crate::api::{logs, runs, runtimes, workflowruns};
 use crate::origin::credentials;
 use crate::state::ConsoleState;
 

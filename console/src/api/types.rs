@@ -236,6 +236,28 @@ pub struct NamespaceItem {
     /// `Active` or `Terminating`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
+    /// Whether the caller may list Runs here (a SelfSubjectAccessReview with
+    /// the caller's own token). Absent on public summaries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub readable: Option<bool>,
+}
+
+/// `GET /api/namespaces`: the namespaces the caller can read. A caller who may
+/// list namespaces gets all of them, each marked `readable` or not; one who
+/// may not gets only those where a SelfSubjectAccessReview allows listing
+/// Runs. `home` is where the UI lands when nothing is remembered: the
+/// ServiceAccount's own namespace (from the TokenReview username
+/// `system:serviceaccount:NS:NAME`) when the caller may read it, else the
+/// first readable namespace.
+#[derive(Debug, Serialize, TS)]
+#[ts(optional_fields)]
+pub struct NamespaceList {
+    pub items: Vec<NamespaceItem>,
+    /// `true` when served as a public-read summary (no credential).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub home: Option<String>,
 }
 
 /// The condition with the latest `lastTransitionTime`.
@@ -737,7 +759,6 @@ pub struct WorkflowRunDetail {
 }
 
 /// `GET /api/namespaces`. A 403 means the UI falls back to free-text namespace entry.
-pub type NamespaceList = ListResponse<NamespaceItem>;
 pub type RunList = ListResponse<RunListItem>;
 pub type RuntimeList = ListResponse<RuntimeListItem>;
 pub type WorkflowRunList = ListResponse<WorkflowRunListItem>;
@@ -867,11 +888,7 @@ pub fn typescript() -> String {
     decl::<Section<()>>(&mut out);
     decl::<Items<()>>(&mut out);
     decl::<NamespaceItem>(&mut out);
-    alias::<NamespaceList>(
-        &mut out,
-        "NamespaceList",
-        "`GET /api/namespaces`. A 403 means the UI falls back to free-text namespace entry.",
-    );
+    decl::<NamespaceList>(&mut out);
     decl::<Phase>(&mut out);
     phases(&mut out, "RUN_PHASES", "Every Run phase.", &Phase::ALL);
     phases(

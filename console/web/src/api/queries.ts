@@ -3,6 +3,7 @@ import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import * as api from './client';
 import { ApiError } from './errors';
 import type { RunListQuery } from './types';
+import { landingNamespace, rememberedNamespace } from '../lib/namespace';
 
 /** How often visible lists and details refresh. */
 export const LIVE_INTERVAL_MS = 5000;
@@ -36,6 +37,15 @@ export function useSession() {
 
 export function useNamespaces() {
   return useQuery({ queryKey: queryKeys.namespaces, queryFn: api.listNamespaces, staleTime: 60_000 });
+}
+
+/** The namespace to land in (see landingNamespace); `ready` once the namespace list answered or failed. */
+export function useLandingNamespace(): { ns: string; ready: boolean } {
+  const session = useSession();
+  const list = useNamespaces();
+  const ready = !session.isPending && !list.isPending;
+  const usable = session.data?.authenticated || list.data?.summary ? list.data : undefined;
+  return { ns: landingNamespace(rememberedNamespace(), usable), ready };
 }
 
 export function useRuns(ns: string, q: RunListQuery, opts: Live = {}) {

@@ -160,10 +160,30 @@ export type NamespaceItem = {
    * `Active` or `Terminating`.
    */
   phase?: string;
+  /**
+   * Whether the caller may list Runs here (a SelfSubjectAccessReview with
+   * the caller's own token). Absent on public summaries.
+   */
+  readable?: boolean;
 };
 
-/** `GET /api/namespaces`. A 403 means the UI falls back to free-text namespace entry. */
-export type NamespaceList = ListResponse<NamespaceItem>;
+/**
+ * `GET /api/namespaces`: the namespaces the caller can read. A caller who may
+ * list namespaces gets all of them, each marked `readable` or not; one who
+ * may not gets only those where a SelfSubjectAccessReview allows listing
+ * Runs. `home` is where the UI lands when nothing is remembered: the
+ * ServiceAccount's own namespace (from the TokenReview username
+ * `system:serviceaccount:NS:NAME`) when the caller may read it, else the
+ * first readable namespace.
+ */
+export type NamespaceList = {
+  items: Array<NamespaceItem>;
+  /**
+   * `true` when served as a public-read summary (no credential).
+   */
+  summary?: boolean;
+  home?: string;
+};
 
 /**
  * `status.phase` of a Run. `Ready` is active and non-terminal (session and function Runs).

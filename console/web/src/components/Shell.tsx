@@ -2,8 +2,8 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useEffect, type ReactNode } from 'react';
 import { NavLink, Outlet, useNavigate, useParams } from 'react-router';
 import { logout, onUnauthorized } from '../api/client';
-import { queryKeys, useSession } from '../api/queries';
-import { lastNamespace, rememberNamespace } from '../lib/namespace';
+import { queryKeys, useLandingNamespace, useSession } from '../api/queries';
+import { rememberNamespace } from '../lib/namespace';
 import { AboutIcon, LogoutIcon, RunsIcon, RuntimesIcon, SettingsIcon, WorkflowIcon } from './Icons';
 import { NamespaceSelect } from './NamespaceSelect';
 
@@ -51,7 +51,8 @@ function Account() {
 
 export function Shell() {
   const { ns: routeNs } = useParams();
-  const ns = routeNs ?? lastNamespace();
+  const landing = useLandingNamespace();
+  const ns = routeNs ?? landing.ns;
   const qc = useQueryClient();
 
   useEffect(() => {
