@@ -461,6 +461,7 @@ pub struct Items<T> {
 
 /// `GET /api/namespaces/{ns}/runs/{name}`.
 #[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
 pub struct RunDetail {
     pub metadata: Meta,
     pub spec: RunSpecView,
@@ -469,6 +470,22 @@ pub struct RunDetail {
     pub pod: Section<PodSection>,
     /// Needs `list events` in the namespace. Items oldest first.
     pub events: Section<Items<EventInfo>>,
+    /// The WorkflowRun job whose step started this Run (found by the step's
+    /// `runName` among the namespace's WorkflowRuns; needs `list
+    /// workflowruns`). `absent` when no WorkflowRun names it.
+    pub workflow_run: Section<StepOwner>,
+}
+
+/// Where a Run sits in a WorkflowRun: the WorkflowRun, the job and the step.
+#[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
+pub struct StepOwner {
+    pub name: String,
+    pub job: String,
+    /// The step's name, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
 }
 
 /// One row of the Runtime list. In a public-read summary only `metadata.name`,
@@ -911,6 +928,7 @@ pub fn typescript() -> String {
     decl::<PodInfo>(&mut out);
     decl::<EventInfo>(&mut out);
     decl::<PodSection>(&mut out);
+    decl::<StepOwner>(&mut out);
     decl::<RunDetail>(&mut out);
     decl::<Cut>(&mut out);
     decl::<LogRecord>(&mut out);

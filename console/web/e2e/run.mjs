@@ -5,6 +5,7 @@
 // Prints one line per test and a final "N passed, N failed".
 import { runAll } from './harness.mjs';
 import './flows.mjs';
+import './dag.mjs';
 import './namespaces.mjs';
 import './pages.mjs';
 

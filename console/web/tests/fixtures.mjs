@@ -117,6 +117,7 @@ export function runDetail(name) {
             { type: 'Normal', reason: 'Started', message: 'runtimed started the invocation', involvedObject: `Pod/${item.assignedPod ?? 'python-pool-7d9f4'}`, lastTime: ago(60 * 19) },
           ],
         },
+    workflowRun: { state: 'absent', message: 'no WorkflowRun step started this Run' },
   };
 }
 

@@ -401,6 +401,18 @@ export type PodSection = {
 };
 
 /**
+ * Where a Run sits in a WorkflowRun: the WorkflowRun, the job and the step.
+ */
+export type StepOwner = {
+  name: string;
+  job: string;
+  /**
+   * The step's name, when it has one.
+   */
+  step?: string;
+};
+
+/**
  * `GET /api/namespaces/{ns}/runs/{name}`.
  */
 export type RunDetail = {
@@ -415,6 +427,12 @@ export type RunDetail = {
    * Needs `list events` in the namespace. Items oldest first.
    */
   events: Section<Items<EventInfo>>;
+  /**
+   * The WorkflowRun job whose step started this Run (found by the step's
+   * `runName` among the namespace's WorkflowRuns; needs `list
+   * workflowruns`). `absent` when no WorkflowRun names it.
+   */
+  workflowRun: Section<StepOwner>;
 };
 
 /**

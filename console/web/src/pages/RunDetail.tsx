@@ -107,7 +107,27 @@ export function RunDetailPage() {
             items={[
               ['Runtime', <Link key="rt" to={`/namespaces/${ns}/runtimes/${run.spec.runtime}`}>{run.spec.runtime}</Link>],
               ['Mode', <span key="m">{mode}{run.spec.mode.session?.leaseSeconds ? ` · lease ${run.spec.mode.session.leaseSeconds}s` : ''}</span>],
-              ['Assigned Pod', st.assignedPod ? <code key="p">{st.assignedPod}</code> : undefined],
+              [
+                'Assigned Pod',
+                st.assignedPod ? (
+                  <Link key="p" className="mono" to={`/namespaces/${ns}/runtimes/${run.spec.runtime}#pod-${st.assignedPod}`}>
+                    {st.assignedPod}
+                  </Link>
+                ) : undefined,
+              ],
+              [
+                'Workflow Run',
+                run.workflowRun.state === 'ok' ? (
+                  <span key="wr">
+                    <Link to={`/namespaces/${ns}/workflowruns/${run.workflowRun.name}`}>{run.workflowRun.name}</Link>
+                    {' · job '}
+                    <Link to={`/namespaces/${ns}/workflowruns/${run.workflowRun.name}/jobs/${encodeURIComponent(run.workflowRun.job)}`}>
+                      {run.workflowRun.job}
+                    </Link>
+                    {run.workflowRun.step ? ` · step ${run.workflowRun.step}` : ''}
+                  </span>
+                ) : undefined,
+              ],
               ['Attempt', st.attempt],
               ['Created', run.metadata.creationTimestamp ? `${dateTime(run.metadata.creationTimestamp)} (${age(run.metadata.creationTimestamp)} ago)` : undefined],
               ['Started', st.startTime ? dateTime(st.startTime) : undefined],

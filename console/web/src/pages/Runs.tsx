@@ -218,9 +218,12 @@ export function RunsPage() {
                     <>
                     <td className="mono">
                       {r.assignedPod ? (
-                        <button type="button" className="linklike" title="Show Runs on this Pod" onClick={() => setParam('assignedPod', r.assignedPod!)}>
+                        <Link
+                          title="Show the Runs on this Pod"
+                          to={`/namespaces/${ns}/runs?assignedPod=${encodeURIComponent(r.assignedPod)}`}
+                        >
                           {r.assignedPod}
-                        </button>
+                        </Link>
                       ) : (
                         <span className="muted">—</span>
                       )}

@@ -78,7 +78,11 @@ export function RuntimeDetailPage() {
               <tbody>
                 {rt.pods.items.map((p) => (
                   <tr key={p.uid} id={`pod-${p.name}`}>
-                    <td className="mono">{p.name}</td>
+                    <td className="mono">
+                      <Link to={`/namespaces/${ns}/runs?assignedPod=${encodeURIComponent(p.name)}`} title="The Runs on this Pod">
+                        {p.name}
+                      </Link>
+                    </td>
                     <td>
                       <PhaseBadge phase={p.phase} />
                     </td>
