@@ -12,7 +12,7 @@ use kruntimes_core::routes::{self, Route};
 
 use crate::api::namespaces::namespaces;
 use crate::api::session::{self, MAX_LOGIN_BODY};
-use crate::api::{logs, runs, runtimes, workflowruns};
+use crate::api::{logs, manifest, runs, runtimes, workflowruns};
 use crate::origin::credentials;
 use crate::state::ConsoleState;
 
@@ -48,6 +48,11 @@ pub static API_ROUTES: &[Route<Arc<ConsoleState>>] = &[
         methods: || get(logs::logs),
     },
     Route {
+        path: "/api/namespaces/{ns}/runs/{name}/manifest",
+        name: "run-manifest",
+        methods: || get(manifest::run),
+    },
+    Route {
         path: "/api/namespaces/{ns}/runtimes",
         name: "runtimes",
         methods: || get(runtimes::list),
@@ -58,6 +63,11 @@ pub static API_ROUTES: &[Route<Arc<ConsoleState>>] = &[
         methods: || get(runtimes::detail),
     },
     Route {
+        path: "/api/namespaces/{ns}/runtimes/{name}/manifest",
+        name: "runtime-manifest",
+        methods: || get(manifest::runtime),
+    },
+    Route {
         path: "/api/namespaces/{ns}/workflowruns",
         name: "workflowruns",
         methods: || get(workflowruns::list),
@@ -66,6 +76,11 @@ pub static API_ROUTES: &[Route<Arc<ConsoleState>>] = &[
         path: "/api/namespaces/{ns}/workflowruns/{name}",
         name: "workflowrun",
         methods: || get(workflowruns::detail),
+    },
+    Route {
+        path: "/api/namespaces/{ns}/workflowruns/{name}/manifest",
+        name: "workflowrun-manifest",
+        methods: || get(manifest::workflow_run),
     },
 ];
 

@@ -476,6 +476,18 @@ pub struct RunDetail {
     pub workflow_run: Section<StepOwner>,
 }
 
+/// `GET /api/namespaces/{ns}/{runs|runtimes|workflowruns}/{name}/manifest`:
+/// the whole object, sanitized by the server (env values, managed fields,
+/// secret and ConfigMap references and annotations that embed a copy of the
+/// object are hidden), for the YAML view.
+#[derive(Debug, Serialize, TS)]
+pub struct ObjectManifest {
+    #[ts(type = "Record<string, unknown>")]
+    pub object: Value,
+    /// The JSON paths of what was hidden or removed, e.g. `spec.env[0]`.
+    pub hidden: Vec<String>,
+}
+
 /// Where a Run sits in a WorkflowRun: the WorkflowRun, the job and the step.
 #[derive(Debug, Serialize, TS)]
 #[serde(rename_all = "camelCase")]
@@ -929,6 +941,7 @@ pub fn typescript() -> String {
     decl::<EventInfo>(&mut out);
     decl::<PodSection>(&mut out);
     decl::<StepOwner>(&mut out);
+    decl::<ObjectManifest>(&mut out);
     decl::<RunDetail>(&mut out);
     decl::<Cut>(&mut out);
     decl::<LogRecord>(&mut out);

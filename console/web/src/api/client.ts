@@ -13,6 +13,7 @@ import type {
   LogRecord,
   LogStreamLine,
   NamespaceList,
+  ObjectManifest,
   RunDetail,
   RunList,
   RunListQuery,
@@ -128,6 +129,16 @@ export function listRuns(ns: string, q: RunListQuery = {}): Promise<RunList> {
 export function getRun(ns: string, name: string): Promise<RunDetail> {
   return request<RunDetail>(`/api/namespaces/${seg(ns)}/runs/${seg(name)}`, {
     access: { verb: 'get', group: GROUP, resource: 'runs', namespace: ns, name },
+  });
+}
+
+/** The kinds with a YAML view, by their plural resource name. */
+export type ManifestResource = 'runs' | 'runtimes' | 'workflowruns';
+
+/** The whole object, sanitized by the server, for the YAML view. */
+export function getManifest(resource: ManifestResource, ns: string, name: string): Promise<ObjectManifest> {
+  return request<ObjectManifest>(`/api/namespaces/${seg(ns)}/${resource}/${seg(name)}/manifest`, {
+    access: { verb: 'get', group: GROUP, resource, namespace: ns, name },
   });
 }
 

@@ -23,6 +23,7 @@ export const queryKeys = {
   runtime: (ns: string, name: string) => ['runtime', ns, name] as const,
   workflowRuns: (ns: string) => ['workflowruns', ns] as const,
   workflowRun: (ns: string, name: string) => ['workflowrun', ns, name] as const,
+  manifest: (resource: string, ns: string, name: string) => ['manifest', resource, ns, name] as const,
 };
 
 type Live = { live?: boolean };
@@ -86,5 +87,14 @@ export function useWorkflowRun(ns: string, name: string, opts: Live = {}) {
     queryKey: queryKeys.workflowRun(ns, name),
     queryFn: () => api.getWorkflowRun(ns, name),
     ...liveOptions(opts.live),
+  });
+}
+
+/** The sanitized object for the YAML view, read only while it is shown. */
+export function useManifest(resource: api.ManifestResource, ns: string, name: string, enabled: boolean) {
+  return useQuery({
+    queryKey: queryKeys.manifest(resource, ns, name),
+    queryFn: () => api.getManifest(resource, ns, name),
+    enabled,
   });
 }

@@ -413,6 +413,20 @@ export type StepOwner = {
 };
 
 /**
+ * `GET /api/namespaces/{ns}/{runs|runtimes|workflowruns}/{name}/manifest`:
+ * the whole object, sanitized by the server (env values, managed fields,
+ * secret and ConfigMap references and annotations that embed a copy of the
+ * object are hidden), for the YAML view.
+ */
+export type ObjectManifest = {
+  object: Record<string, unknown>;
+  /**
+   * The JSON paths of what was hidden or removed, e.g. `spec.env[0]`.
+   */
+  hidden: Array<string>;
+};
+
+/**
  * `GET /api/namespaces/{ns}/runs/{name}`.
  */
 export type RunDetail = {

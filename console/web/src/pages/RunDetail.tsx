@@ -9,6 +9,7 @@ import { ConditionBadge, PhaseBadge, StatusGlyph } from '../components/Status';
 import { ErrorState, Forbidden, Loading } from '../components/States';
 import { age, bytes, dateTime, duration } from '../lib/format';
 import { isTerminal } from '../lib/phase';
+import { ManifestView } from '../components/ManifestView';
 
 function modeOf(run: RunDetail): string {
   const m = run.spec.mode;
@@ -278,6 +279,9 @@ export function RunDetailPage() {
           </SectionView>
         </Panel>
       </div>
+      <Panel title="YAML" id="yaml">
+        <ManifestView resource="runs" ns={ns} name={name} />
+      </Panel>
     </>
   );
 }

@@ -5,6 +5,7 @@ import { ConditionBadge, PhaseBadge } from '../components/Status';
 import { ErrorState, Forbidden, Loading } from '../components/States';
 import { age, dateTime } from '../lib/format';
 import { ConditionsTimeline } from './RunDetail';
+import { ManifestView } from '../components/ManifestView';
 
 export function RuntimeDetailPage() {
   const { ns = 'default', name = '' } = useParams();
@@ -130,6 +131,9 @@ export function RuntimeDetailPage() {
             </table>
           </TableWrap>
         )}
+      </Panel>
+      <Panel title="YAML" id="yaml">
+        <ManifestView resource="runtimes" ns={ns} name={name} />
       </Panel>
     </>
   );

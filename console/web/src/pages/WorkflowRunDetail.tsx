@@ -7,6 +7,7 @@ import { PhaseBadge } from '../components/Status';
 import { ErrorState, Loading } from '../components/States';
 import { age, bounded, dateTime, duration } from '../lib/format';
 import { ConditionsTimeline } from './RunDetail';
+import { ManifestView } from '../components/ManifestView';
 
 /** The same graph as a table: one row per job, in stage order. */
 export function DagTable({ wr, ns }: { wr: WorkflowRunDetail; ns: string }) {
@@ -153,6 +154,9 @@ export function WorkflowRunDetailPage() {
           <ConditionsTimeline conditions={wr.status.conditions} />
         </Panel>
       </div>
+      <Panel title="YAML" id="yaml">
+        <ManifestView resource="workflowruns" ns={ns} name={name} />
+      </Panel>
     </>
   );
 }
