@@ -7,6 +7,7 @@ import { runAll } from './harness.mjs';
 import './flows.mjs';
 import './dag.mjs';
 import './yaml.mjs';
+import './timeline.mjs';
 import './namespaces.mjs';
 import './pages.mjs';
 

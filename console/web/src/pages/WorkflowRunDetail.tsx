@@ -2,6 +2,7 @@ import { Link, useParams, useSearchParams } from 'react-router';
 import { useWorkflowRun } from '../api/queries';
 import type { WorkflowRunDetail } from '../api/types';
 import { DagView, useDag } from '../components/DagView';
+import { JobTimeline } from '../components/JobTimeline';
 import { KeyValues, PageHeader, Panel, TableWrap } from '../components/Page';
 import { PhaseBadge } from '../components/Status';
 import { ErrorState, Loading } from '../components/States';
@@ -88,7 +89,8 @@ export function DagTable({ wr, ns }: { wr: WorkflowRunDetail; ns: string }) {
 export function WorkflowRunDetailPage() {
   const { ns = 'default', wr: name = '' } = useParams();
   const [params, setParams] = useSearchParams();
-  const view = params.get('view') === 'table' ? 'table' : 'graph';
+  const v = params.get('view');
+  const view = v === 'table' || v === 'timeline' ? v : 'graph';
   const q = useWorkflowRun(ns, name);
   const wr = q.data;
   const crumbs = [{ label: ns }, { label: 'Workflow Runs', to: `/namespaces/${ns}/workflowruns` }, { label: name }];
@@ -96,9 +98,9 @@ export function WorkflowRunDetailPage() {
   if (!wr) return (<><PageHeader title={name} crumbs={crumbs} /><ErrorState error={q.error} what="this Workflow Run" /></>);
 
   const children = Object.entries(wr.status.jobs ?? {}).filter(([, j]) => j.workflowRunName);
-  const setView = (v: 'graph' | 'table') => {
+  const setView = (v: 'graph' | 'table' | 'timeline') => {
     const next = new URLSearchParams(params);
-    if (v === 'table') next.set('view', 'table');
+    if (v !== 'graph') next.set('view', v);
     else next.delete('view');
     setParams(next, { replace: true });
   };
@@ -118,10 +120,13 @@ export function WorkflowRunDetailPage() {
             <button type="button" className="button small" aria-pressed={view === 'table'} onClick={() => setView('table')}>
               Table
             </button>
+            <button type="button" className="button small" aria-pressed={view === 'timeline'} onClick={() => setView('timeline')}>
+              Timeline
+            </button>
           </div>
         }
       >
-        {view === 'graph' ? <DagView wr={wr} ns={ns} /> : <DagTable wr={wr} ns={ns} />}
+        {view === 'graph' ? <DagView wr={wr} ns={ns} /> : view === 'table' ? <DagTable wr={wr} ns={ns} /> : <JobTimeline wr={wr} ns={ns} />}
       </Panel>
       <div className="grid-2">
         <Panel title="Overview">
