@@ -557,6 +557,42 @@ pub struct RuntimePod {
     pub capacity: BTreeMap<String, String>,
     /// Runs whose `status.assignedPod` is this Pod. `forbidden`/`error` are per Runtime, not per Pod.
     pub runs: Vec<AssignedRun>,
+    /// Capacity used and free per resource: for `runs` (and `slots`) the
+    /// active Runs assigned here count one each; other resources have no
+    /// per-Run figure, so only their capacity is known.
+    pub usage: Vec<CapacityUse>,
+}
+
+/// One resource of a Runtime Pod's capacity.
+#[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
+pub struct CapacityUse {
+    pub resource: String,
+    /// As annotated (`kruntimes.io/capacity.<resource>`).
+    pub capacity: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(as = "Option<i32>")]
+    pub used: Option<i64>,
+    /// `capacity - used`, never below 0; absent when either is unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(as = "Option<i32>")]
+    pub free: Option<i64>,
+}
+
+/// A Pending Run waiting for this Runtime, in the queue's order (oldest first).
+#[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
+pub struct QueuedRun {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub creation_timestamp: Option<String>,
+    /// Reason of the `Scheduled=False` condition, e.g. `NoCapacity`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// `spec.capacity` of a Runtime.
@@ -603,6 +639,8 @@ pub struct RuntimeDetail {
     pub status: RuntimeStatusView,
     /// Needs `list pods` (and `list runs` for `runs`) in the namespace.
     pub pods: Section<Items<RuntimePod>>,
+    /// The Pending Runs of this Runtime, oldest first. Needs `list runs`.
+    pub queue: Section<Items<QueuedRun>>,
 }
 
 /// Counts of jobs by observed phase; `total` is the number of `spec.jobs`.
@@ -958,7 +996,9 @@ pub fn typescript() -> String {
         "`GET /api/namespaces/{ns}/runtimes`.",
     );
     decl::<AssignedRun>(&mut out);
+    decl::<CapacityUse>(&mut out);
     decl::<RuntimePod>(&mut out);
+    decl::<QueuedRun>(&mut out);
     decl::<RuntimeCapacity>(&mut out);
     decl::<RuntimeSpecView>(&mut out);
     decl::<RuntimeStatusView>(&mut out);

@@ -8,6 +8,7 @@ import './flows.mjs';
 import './dag.mjs';
 import './yaml.mjs';
 import './timeline.mjs';
+import './capacity.mjs';
 import './namespaces.mjs';
 import './pages.mjs';
 

@@ -539,6 +539,22 @@ export type AssignedRun = {
 };
 
 /**
+ * One resource of a Runtime Pod's capacity.
+ */
+export type CapacityUse = {
+  resource: string;
+  /**
+   * As annotated (`kruntimes.io/capacity.<resource>`).
+   */
+  capacity: string;
+  used?: number;
+  /**
+   * `capacity - used`, never below 0; absent when either is unknown.
+   */
+  free?: number;
+};
+
+/**
  * A Pod of a Runtime (`runtime=<name>` label).
  */
 export type RuntimePod = {
@@ -560,6 +576,25 @@ export type RuntimePod = {
    * Runs whose `status.assignedPod` is this Pod. `forbidden`/`error` are per Runtime, not per Pod.
    */
   runs: Array<AssignedRun>;
+  /**
+   * Capacity used and free per resource: for `runs` (and `slots`) the
+   * active Runs assigned here count one each; other resources have no
+   * per-Run figure, so only their capacity is known.
+   */
+  usage: Array<CapacityUse>;
+};
+
+/**
+ * A Pending Run waiting for this Runtime, in the queue's order (oldest first).
+ */
+export type QueuedRun = {
+  name: string;
+  creationTimestamp?: string;
+  /**
+   * Reason of the `Scheduled=False` condition, e.g. `NoCapacity`.
+   */
+  reason?: string;
+  message?: string;
 };
 
 /**
@@ -598,6 +633,10 @@ export type RuntimeDetail = {
    * Needs `list pods` (and `list runs` for `runs`) in the namespace.
    */
   pods: Section<Items<RuntimePod>>;
+  /**
+   * The Pending Runs of this Runtime, oldest first. Needs `list runs`.
+   */
+  queue: Section<Items<QueuedRun>>;
 };
 
 /** Phase of a WorkflowRun, a job, or a step. Free string; the known values get colours. */

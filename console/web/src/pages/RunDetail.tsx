@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { Link, useParams } from 'react-router';
-import { useRun } from '../api/queries';
+import { useRun, useRuntime } from '../api/queries';
 import type { Condition, RunDetail, Section } from '../api/types';
 import { RunLogView } from '../components/RunLogView';
 import { KeyValues, PageHeader, Panel, TableWrap } from '../components/Page';
@@ -9,6 +9,7 @@ import { ConditionBadge, PhaseBadge, StatusGlyph } from '../components/Status';
 import { ErrorState, Forbidden, Loading } from '../components/States';
 import { age, bytes, dateTime, duration } from '../lib/format';
 import { isTerminal } from '../lib/phase';
+import { waiting, waitingSentence } from '../lib/capacity';
 import { ManifestView } from '../components/ManifestView';
 
 function modeOf(run: RunDetail): string {
@@ -80,6 +81,43 @@ function OutputValue({ value }: { value: unknown }) {
   );
 }
 
+/** "Why is my Run waiting?": its Scheduled condition, its place in the queue and the Runtime's free capacity. */
+function WhyWaiting({ run, ns }: { run: RunDetail; ns: string }) {
+  const runtime = run.spec.runtime;
+  const rt = useRuntime(ns, runtime);
+  const w = waiting(run.metadata.name, rt.data);
+  const scheduled = run.status.conditions?.find((c) => c.type === 'Scheduled');
+  return (
+    <div className="why-waiting">
+      {scheduled && (
+        <p>
+          <strong>{scheduled.reason ?? 'Not scheduled'}</strong>
+          {scheduled.message ? `: ${scheduled.message}` : ''}
+        </p>
+      )}
+      {rt.isPending ? (
+        <Loading what="the Runtime's capacity" />
+      ) : rt.isError ? (
+        <ErrorState error={rt.error} what={`Runtime ${runtime}`} />
+      ) : (
+        <>
+          <p>{waitingSentence(w, runtime)}</p>
+          <KeyValues
+            items={[
+              ['Place in the queue', w.position !== null ? `${w.position} of ${w.queued}` : undefined],
+              ['Ready Pods', w.readyPods !== null ? `${w.readyPods} of ${w.pods}` : undefined],
+              ['Free Run places', w.free !== null ? `${w.free} of ${w.capacity}` : undefined],
+            ]}
+          />
+        </>
+      )}
+      <p>
+        <Link to={`/namespaces/${ns}/runtimes/${runtime}#queue`}>Capacity and queue of Runtime {runtime}</Link>
+      </p>
+    </div>
+  );
+}
+
 export function RunDetailPage() {
   const { ns = 'default', name = '' } = useParams();
   const q = useRun(ns, name);
@@ -101,6 +139,11 @@ export function RunDetailPage() {
       {q.isError && <ErrorState error={q.error} what="the latest state" />}
       {st.message && (
         <p className={`notice ${st.phase === 'Failed' || st.phase === 'Timeout' ? 'danger' : ''}`}>{st.message}</p>
+      )}
+      {(st.phase ?? 'Pending') === 'Pending' && (
+        <Panel title="Why is this Run waiting?" id="waiting">
+          <WhyWaiting run={run} ns={ns} />
+        </Panel>
       )}
       <div className="grid-2">
         <Panel title="Overview" id="overview">
