@@ -9,6 +9,7 @@ pub mod runs;
 pub mod runtimes;
 pub mod session;
 pub mod types;
+pub mod watch;
 pub mod workflowruns;
 
 use axum::body::Bytes;

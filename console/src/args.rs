@@ -230,6 +230,16 @@ pub struct Args {
     #[arg(long, default_value_t = 32)]
     pub max_follows_per_caller: usize,
 
+    /// Open /api watch streams (live lists and details) in total; each holds
+    /// one Kubernetes watch per kind it follows. More get 429 with Retry-After.
+    #[arg(long, default_value_t = 512)]
+    pub max_watches: usize,
+
+    /// Open /api watch streams of one caller (user name); more get 429 with
+    /// Retry-After.
+    #[arg(long, default_value_t = 8)]
+    pub max_watches_per_caller: usize,
+
     /// Open connections from one peer IP address on the aggregated API
     /// listener. kube-apiserver's aggregator brings every caller's request
     /// from its own address, so this is high.
@@ -269,6 +279,8 @@ impl Args {
             ("--max-connections", self.max_connections),
             ("--max-follows", self.max_follows),
             ("--max-follows-per-caller", self.max_follows_per_caller),
+            ("--max-watches", self.max_watches),
+            ("--max-watches-per-caller", self.max_watches_per_caller),
             (
                 "--access-max-concurrent-calls",
                 self.access_max_concurrent_calls,

@@ -12,7 +12,7 @@ use kruntimes_core::routes::{self, Route};
 
 use crate::api::namespaces::namespaces;
 use crate::api::session::{self, MAX_LOGIN_BODY};
-use crate::api::{logs, manifest, runs, runtimes, workflowruns};
+use crate::api::{logs, manifest, runs, runtimes, watch, workflowruns};
 use crate::origin::credentials;
 use crate::state::ConsoleState;
 
@@ -31,6 +31,11 @@ pub static API_ROUTES: &[Route<Arc<ConsoleState>>] = &[
         path: "/api/namespaces",
         name: "namespaces",
         methods: || get(namespaces),
+    },
+    Route {
+        path: "/api/namespaces/{ns}/watch",
+        name: "watch",
+        methods: || get(watch::watch),
     },
     Route {
         path: "/api/namespaces/{ns}/runs",

@@ -488,6 +488,78 @@ pub struct ObjectManifest {
     pub hidden: Vec<String>,
 }
 
+/// One line of `GET /api/namespaces/{ns}/watch` (NDJSON). `type` is
+/// `ADDED`, `MODIFIED` or `DELETED` (with `kind` and `name`: read it again),
+/// `BOOKMARK` (resume `kind` from `resourceVersion`), `RESYNC` (too old to
+/// resume: read every `kind` object again), `ERROR` (that kind's watch
+/// ended: `code`, `message`), `HEARTBEAT`, or `END` (the stream ends:
+/// `code` 401/403 when access was revoked, 503 on shutdown).
+#[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
+pub struct WatchLine {
+    /// `runs`, `runtimes` or `workflowruns`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(rename = "type")]
+    #[ts(
+        type = "'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'RESYNC' | 'ERROR' | 'HEARTBEAT' | 'END'"
+    )]
+    pub type_: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource_version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl WatchLine {
+    fn of(type_: &str) -> Self {
+        Self {
+            kind: None,
+            type_: type_.to_owned(),
+            name: None,
+            resource_version: None,
+            code: None,
+            message: None,
+        }
+    }
+    pub fn bookmark(kind: &str, rv: &str) -> Self {
+        Self {
+            kind: Some(kind.to_owned()),
+            resource_version: Some(rv.to_owned()),
+            ..Self::of("BOOKMARK")
+        }
+    }
+    pub fn resync(kind: &str, rv: &str) -> Self {
+        Self {
+            type_: "RESYNC".into(),
+            ..Self::bookmark(kind, rv)
+        }
+    }
+    pub fn error(kind: &str, code: u16, message: String) -> Self {
+        Self {
+            kind: Some(kind.to_owned()),
+            code: Some(code),
+            message: Some(message),
+            ..Self::of("ERROR")
+        }
+    }
+    pub fn end(code: u16, message: String) -> Self {
+        Self {
+            code: Some(code),
+            message: Some(message),
+            ..Self::of("END")
+        }
+    }
+    pub fn heartbeat() -> Self {
+        Self::of("HEARTBEAT")
+    }
+}
+
 /// Where a Run sits in a WorkflowRun: the WorkflowRun, the job and the step.
 #[derive(Debug, Serialize, TS)]
 #[serde(rename_all = "camelCase")]
@@ -980,6 +1052,7 @@ pub fn typescript() -> String {
     decl::<PodSection>(&mut out);
     decl::<StepOwner>(&mut out);
     decl::<ObjectManifest>(&mut out);
+    decl::<WatchLine>(&mut out);
     decl::<RunDetail>(&mut out);
     decl::<Cut>(&mut out);
     decl::<LogRecord>(&mut out);

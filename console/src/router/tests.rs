@@ -192,6 +192,13 @@ fn state(public_read: bool, client_ca_pem: Option<&str>) -> Arc<ConsoleState> {
             4,
             "--max-follows-per-caller",
         ),
+        watches: Caps::new(
+            "open watch streams",
+            8,
+            "--max-watches",
+            2,
+            "--max-watches-per-caller",
+        ),
         recheck: Recheck {
             tokens,
             access,

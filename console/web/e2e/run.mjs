@@ -9,6 +9,7 @@ import './dag.mjs';
 import './yaml.mjs';
 import './timeline.mjs';
 import './capacity.mjs';
+import './watch.mjs';
 import './namespaces.mjs';
 import './pages.mjs';
 

@@ -2,6 +2,7 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import * as api from './client';
 import { ApiError } from './errors';
+import { useLive } from './watch';
 import type { RunListQuery } from './types';
 import { landingNamespace, rememberedNamespace } from '../lib/namespace';
 
@@ -28,8 +29,13 @@ export const queryKeys = {
 
 type Live = { live?: boolean };
 
-function liveOptions(live: boolean | undefined): { refetchInterval: number | false } {
-  return { refetchInterval: live === false ? false : LIVE_INTERVAL_MS };
+/**
+ * Polling every 5 s is the fallback while the namespace watch is not live;
+ * a paused view (`live: false`) neither polls nor takes the watch's updates.
+ */
+function useLiveOptions(live: boolean | undefined): { refetchInterval: number | false; meta: { paused: boolean } } {
+  const watch = useLive();
+  return { refetchInterval: live === false || watch.state === 'live' ? false : LIVE_INTERVAL_MS, meta: { paused: live === false } };
 }
 
 export function useSession() {
@@ -54,23 +60,23 @@ export function useRuns(ns: string, q: RunListQuery, opts: Live = {}) {
     queryKey: queryKeys.runs(ns, q),
     queryFn: () => api.listRuns(ns, q),
     placeholderData: keepPreviousData,
-    ...liveOptions(opts.live),
+    ...useLiveOptions(opts.live),
   });
 }
 
 export function useRun(ns: string, name: string, opts: Live = {}) {
-  return useQuery({ queryKey: queryKeys.run(ns, name), queryFn: () => api.getRun(ns, name), ...liveOptions(opts.live) });
+  return useQuery({ queryKey: queryKeys.run(ns, name), queryFn: () => api.getRun(ns, name), ...useLiveOptions(opts.live) });
 }
 
 export function useRuntimes(ns: string, opts: Live = {}) {
-  return useQuery({ queryKey: queryKeys.runtimes(ns), queryFn: () => api.listRuntimes(ns), ...liveOptions(opts.live) });
+  return useQuery({ queryKey: queryKeys.runtimes(ns), queryFn: () => api.listRuntimes(ns), ...useLiveOptions(opts.live) });
 }
 
 export function useRuntime(ns: string, name: string, opts: Live = {}) {
   return useQuery({
     queryKey: queryKeys.runtime(ns, name),
     queryFn: () => api.getRuntime(ns, name),
-    ...liveOptions(opts.live),
+    ...useLiveOptions(opts.live),
   });
 }
 
@@ -78,7 +84,7 @@ export function useWorkflowRuns(ns: string, opts: Live = {}) {
   return useQuery({
     queryKey: queryKeys.workflowRuns(ns),
     queryFn: () => api.listWorkflowRuns(ns),
-    ...liveOptions(opts.live),
+    ...useLiveOptions(opts.live),
   });
 }
 
@@ -86,7 +92,7 @@ export function useWorkflowRun(ns: string, name: string, opts: Live = {}) {
   return useQuery({
     queryKey: queryKeys.workflowRun(ns, name),
     queryFn: () => api.getWorkflowRun(ns, name),
-    ...liveOptions(opts.live),
+    ...useLiveOptions(opts.live),
   });
 }
 

@@ -427,6 +427,26 @@ export type ObjectManifest = {
 };
 
 /**
+ * One line of `GET /api/namespaces/{ns}/watch` (NDJSON). `type` is
+ * `ADDED`, `MODIFIED` or `DELETED` (with `kind` and `name`: read it again),
+ * `BOOKMARK` (resume `kind` from `resourceVersion`), `RESYNC` (too old to
+ * resume: read every `kind` object again), `ERROR` (that kind's watch
+ * ended: `code`, `message`), `HEARTBEAT`, or `END` (the stream ends:
+ * `code` 401/403 when access was revoked, 503 on shutdown).
+ */
+export type WatchLine = {
+  /**
+   * `runs`, `runtimes` or `workflowruns`.
+   */
+  kind?: string;
+  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'RESYNC' | 'ERROR' | 'HEARTBEAT' | 'END';
+  name?: string;
+  resourceVersion?: string;
+  code?: number;
+  message?: string;
+};
+
+/**
  * `GET /api/namespaces/{ns}/runs/{name}`.
  */
 export type RunDetail = {

@@ -6,6 +6,7 @@ import { queryKeys, useLandingNamespace, useSession } from '../api/queries';
 import { rememberNamespace } from '../lib/namespace';
 import { AboutIcon, LogoutIcon, RunsIcon, RuntimesIcon, SettingsIcon, WorkflowIcon } from './Icons';
 import { NamespaceSelect } from './NamespaceSelect';
+import { LiveProvider } from '../api/watch';
 
 function NavItem({ to, icon, label }: { to: string; icon: ReactNode; label: string }) {
   return (
@@ -52,6 +53,7 @@ function Account() {
 export function Shell() {
   const { ns: routeNs } = useParams();
   const landing = useLandingNamespace();
+  const session = useSession();
   const ns = routeNs ?? landing.ns;
   const qc = useQueryClient();
 
@@ -96,7 +98,9 @@ export function Shell() {
       </nav>
       </div>
       <main id="main" className="main" tabIndex={-1}>
-        <Outlet />
+        <LiveProvider ns={routeNs} enabled={session.data?.authenticated === true}>
+          <Outlet />
+        </LiveProvider>
       </main>
     </div>
   );

@@ -11,6 +11,7 @@ import { age, bytes, dateTime, duration } from '../lib/format';
 import { isTerminal } from '../lib/phase';
 import { waiting, waitingSentence } from '../lib/capacity';
 import { ManifestView } from '../components/ManifestView';
+import { LiveBadge } from '../components/LiveToggle';
 
 function modeOf(run: RunDetail): string {
   const m = run.spec.mode;
@@ -135,7 +136,7 @@ export function RunDetailPage() {
 
   return (
     <>
-      <PageHeader title={name} crumbs={crumbs} badge={<PhaseBadge phase={st.phase} />} />
+      <PageHeader title={name} crumbs={crumbs} badge={<PhaseBadge phase={st.phase} />} actions={<LiveBadge />} />
       {q.isError && <ErrorState error={q.error} what="the latest state" />}
       {st.message && (
         <p className={`notice ${st.phase === 'Failed' || st.phase === 'Timeout' ? 'danger' : ''}`}>{st.message}</p>

@@ -8,6 +8,7 @@ import { ConditionsTimeline } from './RunDetail';
 import { ManifestView } from '../components/ManifestView';
 import type { CapacityUse, RuntimeDetail } from '../api/types';
 import { waiting } from '../lib/capacity';
+import { LiveBadge } from '../components/LiveToggle';
 
 /** One resource of a Pod: used / capacity and what is free, or the capacity alone. */
 function CapacityChip({ use }: { use: CapacityUse }) {
@@ -90,7 +91,14 @@ export function RuntimeDetailPage() {
         title={name}
         crumbs={crumbs}
         badge={<ConditionBadge status={healthy ? 'True' : 'False'} label={`${rt.status.readyReplicas}/${rt.spec.replicas} ready`} />}
-        actions={<Link className="button" to={`/namespaces/${ns}/runs?runtime=${encodeURIComponent(name)}`}>Runs on this Runtime</Link>}
+        actions={
+          <>
+            <LiveBadge />
+            <Link className="button" to={`/namespaces/${ns}/runs?runtime=${encodeURIComponent(name)}`}>
+              Runs on this Runtime
+            </Link>
+          </>
+        }
       />
       {q.isError && <ErrorState error={q.error} what="the latest state" />}
       <div className="grid-2">

@@ -9,6 +9,7 @@ import { ErrorState, Loading } from '../components/States';
 import { age, bounded, dateTime, duration } from '../lib/format';
 import { ConditionsTimeline } from './RunDetail';
 import { ManifestView } from '../components/ManifestView';
+import { LiveBadge } from '../components/LiveToggle';
 
 /** The same graph as a table: one row per job, in stage order. */
 export function DagTable({ wr, ns }: { wr: WorkflowRunDetail; ns: string }) {
@@ -107,7 +108,7 @@ export function WorkflowRunDetailPage() {
 
   return (
     <>
-      <PageHeader title={name} crumbs={crumbs} badge={<PhaseBadge phase={wr.status.phase} />} />
+      <PageHeader title={name} crumbs={crumbs} badge={<PhaseBadge phase={wr.status.phase} />} actions={<LiveBadge />} />
       {q.isError && <ErrorState error={q.error} what="the latest state" />}
       <Panel
         title="Jobs"
