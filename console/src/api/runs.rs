@@ -45,6 +45,8 @@ pub struct RunQuery {
     pub assigned_pod: Option<String>,
     pub label_selector: Option<String>,
     pub created_after: Option<jiff::Timestamp>,
+    /// A substring of the name (the name search).
+    pub name: Option<String>,
     pub limit: u32,
     pub cont: Option<String>,
 }
@@ -60,11 +62,12 @@ fn run_list_query(raw: Option<&str>) -> Result<RunListQuery, ConsoleError> {
             "assignedPod" => &mut q.assigned_pod,
             "labelSelector" => &mut q.label_selector,
             "createdAfter" => &mut q.created_after,
+            "name" => &mut q.name,
             "limit" => &mut q.limit,
             "continue" => &mut q.cont,
             other => {
                 return Err(ConsoleError::bad_request(format!(
-                    "unknown parameter {other:?}; the Run list accepts phase, runtime, assignedPod, labelSelector, createdAfter, limit and continue"
+                    "unknown parameter {other:?}; the Run list accepts phase, runtime, assignedPod, labelSelector, createdAfter, name, limit and continue"
                 )));
             }
         };
@@ -118,6 +121,18 @@ pub fn parse_query(raw: Option<&str>) -> Result<RunQuery, ConsoleError> {
                 "createdAfter {t:?} is not an RFC 3339 time such as 2026-01-02T15:04:05Z"
             ))
         })?);
+    }
+    if let Some(n) = nonempty(sent.name) {
+        if n.len() > 253
+            || !n
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        {
+            return Err(ConsoleError::bad_request(format!(
+                "name {n:?} cannot be part of a Run name: lowercase letters, digits, '-' and '.', at most 253 characters"
+            )));
+        }
+        q.name = Some(n);
     }
     if let Some(v) = sent.limit {
         q.limit = query::bounded(&v, MAX_LIMIT as usize)
@@ -193,11 +208,24 @@ struct Residual<'a> {
 
 impl Residual<'_> {
     fn is_empty(&self) -> bool {
-        !self.fields && self.q.created_after.is_none() && self.q.phases.len() <= 1
+        !self.fields
+            && self.q.created_after.is_none()
+            && self.q.name.is_none()
+            && self.q.phases.len() <= 1
     }
 
     fn admits(&self, o: &Run) -> bool {
         let q = self.q;
+        if let Some(part) = &q.name
+            && !o
+                .metadata
+                .name
+                .as_deref()
+                .unwrap_or("")
+                .contains(part.as_str())
+        {
+            return false;
+        }
         if let Some(after) = q.created_after {
             let created = o.metadata.creation_timestamp.as_ref().map(|t| t.0);
             if created.is_none_or(|c| c < after) {
@@ -733,6 +761,29 @@ async fn events_section(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_name_search_is_checked_and_filters_by_substring() {
+        let q = parse_query(Some("name=build")).unwrap();
+        assert_eq!(q.name.as_deref(), Some("build"));
+        assert!(parse_query(Some("name=Build")).is_err());
+        assert!(parse_query(Some("name=a%20b")).is_err());
+        assert_eq!(parse_query(Some("name=")).unwrap().name, None);
+        let residual = Residual {
+            q: &q,
+            fields: false,
+        };
+        assert!(!residual.is_empty());
+        let run = |n: &str| -> Run {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "kruntimes.io/v1alpha1", "kind": "Run",
+                "metadata": {"name": n}, "spec": {"runtime": "bash"}
+            }))
+            .unwrap()
+        };
+        assert!(residual.admits(&run("nightly-build-3")));
+        assert!(!residual.admits(&run("lint-failed")));
+    }
 
     #[test]
     fn a_step_run_names_its_workflowrun_and_job() {

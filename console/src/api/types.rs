@@ -199,6 +199,9 @@ pub struct RunListQuery {
     pub label_selector: Option<String>,
     /// RFC 3339; only Runs created at or after this instant.
     pub created_after: Option<String>,
+    /// Only Runs whose name contains this (lowercase letters, digits, `-`
+    /// and `.`); filtered by the Console, like `createdAfter`.
+    pub name: Option<String>,
     /// Page size, 1..500, default 50.
     #[ts(type = "number", optional)]
     pub limit: Option<String>,

@@ -10,6 +10,7 @@ import './yaml.mjs';
 import './timeline.mjs';
 import './capacity.mjs';
 import './watch.mjs';
+import './lists.mjs';
 import './namespaces.mjs';
 import './pages.mjs';
 

@@ -120,6 +120,7 @@ export function listRuns(ns: string, q: RunListQuery = {}): Promise<RunList> {
       assignedPod: q.assignedPod,
       labelSelector: q.labelSelector,
       createdAfter: q.createdAfter,
+      name: q.name,
       limit: q.limit,
       continue: q.continue,
     })}`,

@@ -270,6 +270,11 @@ export type RunListQuery = {
    */
   createdAfter?: string;
   /**
+   * Only Runs whose name contains this (lowercase letters, digits, `-`
+   * and `.`); filtered by the Console, like `createdAfter`.
+   */
+  name?: string;
+  /**
    * Page size, 1..500, default 50.
    */
   limit?: number;

@@ -1,5 +1,5 @@
 import { useId, useMemo, useState, type FormEvent } from 'react';
-import { Link, useParams, useSearchParams } from 'react-router';
+import { Link, useNavigate, useParams, useSearchParams } from 'react-router';
 import { useRuns, useRuntimes } from '../api/queries';
 import type { RunListQuery } from '../api/types';
 import { RUN_PHASES } from '../api/types';
@@ -8,6 +8,7 @@ import { PageHeader, TableWrap } from '../components/Page';
 import { PhaseBadge } from '../components/Status';
 import { Empty, ErrorState, Loading } from '../components/States';
 import { age, dateTime } from '../lib/format';
+import { nextSort, parseSort, RUN_COLUMNS, sortRuns, type RunColumn } from '../lib/sort';
 
 const PAGE_SIZES = [25, 50, 100, 200, 500];
 
@@ -19,19 +20,21 @@ export function RunsPage() {
   const runtime = params.get('runtime') ?? '';
   const labelSelector = params.get('labelSelector') ?? '';
   const assignedPod = params.get('assignedPod') ?? '';
+  const name = params.get('name') ?? '';
   const limit = Number(params.get('limit')) || 50;
+  const sort = parseSort(params.get('sort'), RUN_COLUMNS);
   const [live, setLive] = useState(true);
-  // Continue tokens of the pages before the current one (index 0 = first page).
-  const [pages, setPages] = useState<string[]>([]);
+  const navigate = useNavigate();
+  // The continue tokens of the pages before this one, in the URL (?page=t1,t2)
+  // so a page can be shared and Back goes to the previous one.
+  const pages = (params.get('page') ?? '').split(',').filter(Boolean);
   const cont = pages[pages.length - 1];
-
-  const filterKey = `${ns}|${phase}|${runtime}|${labelSelector}|${assignedPod}|${limit}`;
-  // New filters start again at the first page (adjusted while rendering, not in an effect).
-  const [pagedKey, setPagedKey] = useState(filterKey);
-  if (pagedKey !== filterKey) {
-    setPagedKey(filterKey);
-    setPages([]);
-  }
+  const goPage = (next: string[]) => {
+    const p = new URLSearchParams(params);
+    if (next.length) p.set('page', next.join(','));
+    else p.delete('page');
+    navigate({ search: `?${p.toString()}` });
+  };
 
   const q: RunListQuery = useMemo(
     () => ({
@@ -39,15 +42,22 @@ export function RunsPage() {
       ...(runtime ? { runtime } : {}),
       ...(labelSelector ? { labelSelector } : {}),
       ...(assignedPod ? { assignedPod } : {}),
+      ...(name ? { name } : {}),
       limit,
       ...(cont ? { continue: cont } : {}),
     }),
-    [phase, runtime, labelSelector, assignedPod, limit, cont],
+    [phase, runtime, labelSelector, assignedPod, name, limit, cont],
   );
   // Only the first page refreshes live; later pages hold their continue token's snapshot.
   const runs = useRuns(ns, q, { live: live && !cont });
   const runtimes = useRuntimes(ns, { live: false });
 
+  const [draftName, setDraftName] = useState(name);
+  const [draftNameFor, setDraftNameFor] = useState(name);
+  if (draftNameFor !== name) {
+    setDraftNameFor(name);
+    setDraftName(name);
+  }
   const [draftSelector, setDraftSelector] = useState(labelSelector);
   const [draftFor, setDraftFor] = useState(labelSelector);
   if (draftFor !== labelSelector) {
@@ -55,19 +65,44 @@ export function RunsPage() {
     setDraftSelector(labelSelector);
   }
 
+  // A new filter starts again at the first page; sorting keeps the page.
   const setParam = (key: string, value: string) => {
     const next = new URLSearchParams(params);
     if (value) next.set(key, value);
     else next.delete(key);
+    if (key !== 'sort') next.delete('page');
     setParams(next, { replace: true });
   };
 
   const onSelector = (e: FormEvent) => {
     e.preventDefault();
-    setParam('labelSelector', draftSelector.trim());
+    const next = new URLSearchParams(params);
+    for (const [k, v] of [
+      ['labelSelector', draftSelector.trim()],
+      ['name', draftName.trim().toLowerCase()],
+    ] as const) {
+      if (v) next.set(k, v);
+      else next.delete(k);
+    }
+    next.delete('page');
+    setParams(next, { replace: true });
   };
 
-  const filtered = Boolean(phase || runtime || labelSelector || assignedPod);
+  const sortHeader = (column: RunColumn, label: string, className?: string) => {
+    const active = sort?.column === column;
+    return (
+      <th scope="col" className={className} aria-sort={active ? (sort.descending ? 'descending' : 'ascending') : 'none'}>
+        <button type="button" className="th-sort" onClick={() => setParam('sort', nextSort(sort, column))}>
+          {label}
+          <span className="sort-mark" aria-hidden="true">
+            {active ? (sort.descending ? '▼' : '▲') : '↕'}
+          </span>
+        </button>
+      </th>
+    );
+  };
+
+  const filtered = Boolean(phase || runtime || labelSelector || assignedPod || name);
   const data = runs.data;
   const summary = data?.summary === true;
 
@@ -115,6 +150,20 @@ export function RunsPage() {
               </option>
             ))}
           </select>
+        </div>
+        <div className="field">
+          <label htmlFor={`${id}-name`}>Name</label>
+          <input
+            id={`${id}-name`}
+            className="input mono"
+            type="search"
+            value={draftName}
+            placeholder="part of a name"
+            spellCheck={false}
+            autoComplete="off"
+            onChange={(e) => setDraftName(e.target.value)}
+            size={16}
+          />
         </div>
         <div className="field grow">
           <label htmlFor={`${id}-sel`}>Label selector</label>
@@ -184,25 +233,21 @@ export function RunsPage() {
               <caption className="visually-hidden">Runs in namespace {ns}</caption>
               <thead>
                 <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Phase</th>
-                  <th scope="col">Runtime</th>
+                  {sortHeader('name', 'Name')}
+                  {sortHeader('phase', 'Phase')}
+                  {sortHeader('runtime', 'Runtime')}
                   {!summary && (
                     <>
-                      <th scope="col">Assigned Pod</th>
-                      <th scope="col" className="num">
-                        Attempts
-                      </th>
+                      {sortHeader('pod', 'Assigned Pod')}
+                      {sortHeader('attempt', 'Attempts', 'num')}
                       <th scope="col">Last transition</th>
                     </>
                   )}
-                  <th scope="col" className="num">
-                    Age
-                  </th>
+                  {sortHeader('age', 'Age', 'num')}
                 </tr>
               </thead>
               <tbody>
-                {data.items.map((r) => (
+                {sortRuns(data.items, sort).map((r) => (
                   <tr key={r.metadata.uid ?? r.metadata.name}>
                     <td className="name">
                       <Link to={`/namespaces/${ns}/runs/${r.metadata.name}`}>{r.metadata.name}</Link>
@@ -250,18 +295,18 @@ export function RunsPage() {
             </table>
           </TableWrap>
           <div className="pager" role="navigation" aria-label="Pages">
-            <button type="button" className="button" disabled={pages.length === 0} onClick={() => setPages((p) => p.slice(0, -1))}>
+            <button type="button" className="button" disabled={pages.length === 0} onClick={() => goPage(pages.slice(0, -1))}>
               ← Previous
             </button>
             <span className="muted small">
-              Page {pages.length + 1} · {data.items.length} Runs
+              Page {pages.length + 1} · {data.items.length} Runs{sort ? ' (this page sorted)' : ''}
               {data.remainingItemCount !== undefined ? ` · ${data.remainingItemCount} more` : ''}
             </span>
             <button
               type="button"
               className="button"
               disabled={!data.continue}
-              onClick={() => data.continue && setPages((p) => [...p, data.continue!])}
+              onClick={() => data.continue && goPage([...pages, data.continue])}
             >
               Next →
             </button>
