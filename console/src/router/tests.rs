@@ -478,3 +478,34 @@ async fn a_caller_who_may_read_nowhere_gets_no_namespace_and_no_home() {
     assert_eq!(names(&body), ["default", "team-a", "team-b"], "{body}");
     assert_eq!(body["summary"], true, "{body}");
 }
+
+#[tokio::test]
+async fn a_watch_needs_a_credential_and_a_known_kind() {
+    let app = app(state(true, None));
+    // Public read covers summaries, never a watch.
+    let req = request("GET", "/api/namespaces/team-a/watch?runs=")
+        .body(Body::empty())
+        .unwrap();
+    let (code, _, body) = send(&app, req).await;
+    assert_error(code, &body, StatusCode::UNAUTHORIZED, "log in");
+    for (query, says) in [
+        ("pods=", "unknown parameter \"pods\""),
+        ("runs=abc", "resourceVersion"),
+        ("", "at least one"),
+    ] {
+        let req = request("GET", &format!("/api/namespaces/team-a/watch?{query}"))
+            .header(header::AUTHORIZATION, "Bearer alice-token")
+            .body(Body::empty())
+            .unwrap();
+        let (code, _, body) = send(&app, req).await;
+        assert_error(code, &body, StatusCode::BAD_REQUEST, says);
+    }
+    // A caller Kubernetes refuses gets its 403, with the access it needed.
+    let req = request("GET", "/api/namespaces/team-a/watch?runs=")
+        .header(header::AUTHORIZATION, "Bearer bob-token")
+        .body(Body::empty())
+        .unwrap();
+    let (code, _, body) = send(&app, req).await;
+    assert_error(code, &body, StatusCode::FORBIDDEN, "cannot");
+    assert_eq!(body["error"]["access"]["resource"], "runs", "{body}");
+}
