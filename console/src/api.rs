@@ -3,29 +3,25 @@
 
 pub mod access;
 pub mod logs;
+pub mod manifest;
+pub mod namespaces;
 pub mod objects;
 pub mod runs;
 pub mod runtimes;
 pub mod session;
 pub mod types;
+pub mod watch;
 pub mod workflowruns;
 
-use std::sync::Arc;
-
-use axum::Extension;
 use axum::body::Bytes;
-use axum::extract::{FromRequest, FromRequestParts, Path, State};
-use axum::response::Json;
-use k8s_openapi::api::core::v1::Namespace;
+use axum::extract::{FromRequest, FromRequestParts, Path};
 use kruntimes_core::names::{is_dns1123_label, is_dns1123_subdomain};
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::{Api, Client};
 use serde::de::DeserializeOwned;
 
-use crate::api::types::AccessRequest;
-use crate::error::{ConsoleError, KubeFailure};
+use crate::error::ConsoleError;
 use crate::state::{ConsoleState, RequestCredentials};
-use types::{ListResponse, NamespaceItem, NamespaceList};
 
 /// Who reads for this request.
 pub enum Reader {
@@ -132,40 +128,6 @@ impl<S: Send + Sync> FromRequest<S> for ApiBody {
     async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, Self::Rejection> {
         Ok(ApiBody(Bytes::from_request(req, state).await?))
     }
-}
-
-pub async fn namespaces(
-    State(state): State<Arc<ConsoleState>>,
-    Extension(caller): Extension<RequestCredentials>,
-) -> Result<Json<NamespaceList>, ConsoleError> {
-    let reader = list_reader(&state, &caller)?;
-    let api: Api<Namespace> = Api::all(reader.client().clone());
-    let list = api
-        .list(&ListParams::default().limit(500))
-        .await
-        .map_err(|e| {
-            KubeFailure::new(
-                e,
-                "listing namespaces",
-                AccessRequest {
-                    verb: "list".into(),
-                    group: String::new(),
-                    resource: "namespaces".into(),
-                    subresource: None,
-                    namespace: None,
-                    name: None,
-                },
-            )
-        })?;
-    let items = list
-        .items
-        .iter()
-        .map(|n| NamespaceItem {
-            name: n.metadata.name.clone().unwrap_or_default(),
-            phase: n.status.as_ref().and_then(|s| s.phase.clone()),
-        })
-        .collect();
-    Ok(Json(ListResponse::new(items, reader.is_public())))
 }
 
 #[cfg(test)]

@@ -253,6 +253,15 @@ pub struct Args {
     /// that does not read; then the answer is closed.
     #[arg(long, default_value = "10s")]
     pub log_follower_final_timeout: DurationArg,
+    /// Open /api watch streams (live lists and details) in total; each holds
+    /// one Kubernetes watch per kind it follows. More get 429 with Retry-After.
+    #[arg(long, default_value_t = 512)]
+    pub max_watches: usize,
+
+    /// Open /api watch streams of one caller (user name); more get 429 with
+    /// Retry-After.
+    #[arg(long, default_value_t = 8)]
+    pub max_watches_per_caller: usize,
 
     /// Open connections from one peer IP address on the aggregated API
     /// listener. kube-apiserver's aggregator brings every caller's request
@@ -303,6 +312,8 @@ impl Args {
             ("--max-connections", self.max_connections),
             ("--max-follows", self.max_follows),
             ("--max-follows-per-caller", self.max_follows_per_caller),
+            ("--max-watches", self.max_watches),
+            ("--max-watches-per-caller", self.max_watches_per_caller),
             (
                 "--log-follower-buffer-records",
                 self.log_follower_buffer_records,

@@ -210,6 +210,13 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
         public_read: args.public_read,
         metrics: metrics.clone(),
         follows: follow_caps(),
+        watches: Caps::new(
+            "open watch streams",
+            args.max_watches,
+            "--max-watches",
+            args.max_watches_per_caller,
+            "--max-watches-per-caller",
+        ),
         recheck: recheck.clone(),
         lifecycle: lifecycle.clone(),
     });

@@ -10,8 +10,9 @@ use axum::routing::get;
 use kruntimes_core::observe::{Observer, observe};
 use kruntimes_core::routes::{self, Route};
 
+use crate::api::namespaces::namespaces;
 use crate::api::session::{self, MAX_LOGIN_BODY};
-use crate::api::{access, logs, namespaces, runs, runtimes, workflowruns};
+use crate::api::{access, logs, manifest, runs, runtimes, watch, workflowruns};
 use crate::origin::credentials;
 use crate::state::ConsoleState;
 
@@ -30,6 +31,11 @@ pub static API_ROUTES: &[Route<Arc<ConsoleState>>] = &[
         path: "/api/namespaces",
         name: "namespaces",
         methods: || get(namespaces),
+    },
+    Route {
+        path: "/api/namespaces/{ns}/watch",
+        name: "watch",
+        methods: || get(watch::watch),
     },
     Route {
         path: "/api/namespaces/{ns}/runs",
@@ -52,6 +58,11 @@ pub static API_ROUTES: &[Route<Arc<ConsoleState>>] = &[
         methods: || get(access::operations),
     },
     Route {
+        path: "/api/namespaces/{ns}/runs/{name}/manifest",
+        name: "run-manifest",
+        methods: || get(manifest::run),
+    },
+    Route {
         path: "/api/namespaces/{ns}/runtimes",
         name: "runtimes",
         methods: || get(runtimes::list),
@@ -62,6 +73,11 @@ pub static API_ROUTES: &[Route<Arc<ConsoleState>>] = &[
         methods: || get(runtimes::detail),
     },
     Route {
+        path: "/api/namespaces/{ns}/runtimes/{name}/manifest",
+        name: "runtime-manifest",
+        methods: || get(manifest::runtime),
+    },
+    Route {
         path: "/api/namespaces/{ns}/workflowruns",
         name: "workflowruns",
         methods: || get(workflowruns::list),
@@ -70,6 +86,11 @@ pub static API_ROUTES: &[Route<Arc<ConsoleState>>] = &[
         path: "/api/namespaces/{ns}/workflowruns/{name}",
         name: "workflowrun",
         methods: || get(workflowruns::detail),
+    },
+    Route {
+        path: "/api/namespaces/{ns}/workflowruns/{name}/manifest",
+        name: "workflowrun-manifest",
+        methods: || get(manifest::workflow_run),
     },
 ];
 

@@ -26,6 +26,8 @@ pub struct ConsoleState {
     pub lifecycle: Lifecycle,
     /// Open `/api` log follows, in total and per caller.
     pub follows: Arc<Caps>,
+    /// Open `/api` watch streams, in total and per caller.
+    pub watches: Arc<Caps>,
     /// Re-checks an open follow's access.
     pub recheck: Recheck,
 }

@@ -8,7 +8,7 @@ use axum::response::Json;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use k8s_openapi::api::core::v1::{Event, Pod};
-use kube::api::ListParams;
+use kube::api::{DynamicObject, ListParams};
 use kube::{Api, Client};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -16,9 +16,11 @@ use serde_json::Value;
 use super::objects::{bounded_outputs, conditions, lenient, meta};
 use super::types::{
     ArtifactRef, Condition, EventInfo, Items, LastTransition, ListResponse, PodInfo, PodSection,
-    RunDetail, RunList, RunListItem, RunListQuery, RunSpecView, RunStatusView, Section,
+    RunDetail, RunList, RunListItem, RunListQuery, RunSpecView, RunStatusView, Section, StepOwner,
 };
-use super::{ApiPath, Reader, check_name, check_namespace, list_reader, user_client};
+use super::{
+    ApiPath, Reader, check_name, check_namespace, kruntimes_api, list_reader, user_client,
+};
 use crate::api::types::AccessRequest;
 use crate::error::{ConsoleError, KubeFailure};
 use crate::state::{ConsoleState, RequestCredentials};
@@ -43,6 +45,8 @@ pub struct RunQuery {
     pub assigned_pod: Option<String>,
     pub label_selector: Option<String>,
     pub created_after: Option<jiff::Timestamp>,
+    /// A substring of the name (the name search).
+    pub name: Option<String>,
     pub limit: u32,
     pub cont: Option<String>,
 }
@@ -58,11 +62,12 @@ fn run_list_query(raw: Option<&str>) -> Result<RunListQuery, ConsoleError> {
             "assignedPod" => &mut q.assigned_pod,
             "labelSelector" => &mut q.label_selector,
             "createdAfter" => &mut q.created_after,
+            "name" => &mut q.name,
             "limit" => &mut q.limit,
             "continue" => &mut q.cont,
             other => {
                 return Err(ConsoleError::bad_request(format!(
-                    "unknown parameter {other:?}; the Run list accepts phase, runtime, assignedPod, labelSelector, createdAfter, limit and continue"
+                    "unknown parameter {other:?}; the Run list accepts phase, runtime, assignedPod, labelSelector, createdAfter, name, limit and continue"
                 )));
             }
         };
@@ -116,6 +121,18 @@ pub fn parse_query(raw: Option<&str>) -> Result<RunQuery, ConsoleError> {
                 "createdAfter {t:?} is not an RFC 3339 time such as 2026-01-02T15:04:05Z"
             ))
         })?);
+    }
+    if let Some(n) = nonempty(sent.name) {
+        if n.len() > 253
+            || !n
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        {
+            return Err(ConsoleError::bad_request(format!(
+                "name {n:?} cannot be part of a Run name: lowercase letters, digits, '-' and '.', at most 253 characters"
+            )));
+        }
+        q.name = Some(n);
     }
     if let Some(v) = sent.limit {
         q.limit = query::bounded(&v, MAX_LIMIT as usize)
@@ -191,11 +208,24 @@ struct Residual<'a> {
 
 impl Residual<'_> {
     fn is_empty(&self) -> bool {
-        !self.fields && self.q.created_after.is_none() && self.q.phases.len() <= 1
+        !self.fields
+            && self.q.created_after.is_none()
+            && self.q.name.is_none()
+            && self.q.phases.len() <= 1
     }
 
     fn admits(&self, o: &Run) -> bool {
         let q = self.q;
+        if let Some(part) = &q.name
+            && !o
+                .metadata
+                .name
+                .as_deref()
+                .unwrap_or("")
+                .contains(part.as_str())
+        {
+            return false;
+        }
         if let Some(after) = q.created_after {
             let created = o.metadata.creation_timestamp.as_ref().map(|t| t.0);
             if created.is_none_or(|c| c < after) {
@@ -488,7 +518,7 @@ pub async fn detail(
     // The name goes into a URL path and a field selector: checked first.
     let invalid_pod = pod_name.filter(|p| !is_dns1123_subdomain(p));
     let valid_pod = pod_name.filter(|p| is_dns1123_subdomain(p));
-    let (pod, events) = tokio::join!(
+    let (pod, events, workflow_run) = tokio::join!(
         async {
             match invalid_pod {
                 Some(p) => Section::Error {
@@ -500,7 +530,8 @@ pub async fn detail(
                 None => pod_section(&client, &ns, valid_pod, pod_uid).await,
             }
         },
-        events_section(&client, &ns, &run_uid, valid_pod)
+        events_section(&client, &ns, &run_uid, valid_pod),
+        step_owner_section(&client, &ns, &name)
     );
     let status_out = RunStatusView {
         endpoint: status.endpoint.as_ref().map(lenient),
@@ -525,7 +556,50 @@ pub async fn detail(
         status: status_out,
         pod,
         events,
+        workflow_run,
     }))
+}
+
+/// Most WorkflowRuns searched for the step that started a Run.
+const MAX_OWNER_SEARCH: u32 = 500;
+
+/// The WorkflowRun job whose step names `run` as its `runName`.
+async fn step_owner_section(client: &Client, ns: &str, run: &str) -> Section<StepOwner> {
+    let api = kruntimes_api(client.clone(), ns, "WorkflowRun", "workflowruns");
+    match api
+        .list(&ListParams::default().limit(MAX_OWNER_SEARCH))
+        .await
+    {
+        Ok(list) => list
+            .items
+            .iter()
+            .find_map(|wr| step_owner(wr, run))
+            .map(Section::Ok)
+            .unwrap_or_else(|| Section::Absent {
+                message: "no WorkflowRun step started this Run".into(),
+            }),
+        Err(e) => Section::failed(KubeFailure::new(
+            e,
+            "listing workflowruns",
+            AccessRequest::new("list", "kruntimes.io", "workflowruns", ns, None),
+        )),
+    }
+}
+
+/// The job and step of `wr` whose `runName` is `run`.
+fn step_owner(wr: &DynamicObject, run: &str) -> Option<StepOwner> {
+    let jobs = wr.data.get("status")?.get("jobs")?.as_object()?;
+    jobs.iter().find_map(|(job, status)| {
+        let steps = status.get("steps")?.as_array()?;
+        let step = steps
+            .iter()
+            .find(|s| s.get("runName").and_then(Value::as_str) == Some(run))?;
+        Some(StepOwner {
+            name: wr.metadata.name.clone()?,
+            job: job.clone(),
+            step: step.get("name").and_then(Value::as_str).map(str::to_owned),
+        })
+    })
 }
 
 /// An entry of `status.artifactRefs`, its location (`{s3: {bucket, key}}`,
@@ -687,6 +761,49 @@ async fn events_section(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_name_search_is_checked_and_filters_by_substring() {
+        let q = parse_query(Some("name=build")).unwrap();
+        assert_eq!(q.name.as_deref(), Some("build"));
+        assert!(parse_query(Some("name=Build")).is_err());
+        assert!(parse_query(Some("name=a%20b")).is_err());
+        assert_eq!(parse_query(Some("name=")).unwrap().name, None);
+        let residual = Residual {
+            q: &q,
+            fields: false,
+        };
+        assert!(!residual.is_empty());
+        let run = |n: &str| -> Run {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "kruntimes.io/v1alpha1", "kind": "Run",
+                "metadata": {"name": n}, "spec": {"runtime": "bash"}
+            }))
+            .unwrap()
+        };
+        assert!(residual.admits(&run("nightly-build-3")));
+        assert!(!residual.admits(&run("lint-failed")));
+    }
+
+    #[test]
+    fn a_step_run_names_its_workflowrun_and_job() {
+        let wr: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "kruntimes.io/v1alpha1", "kind": "WorkflowRun",
+            "metadata": {"name": "release-1-4", "namespace": "team-a"},
+            "status": {"jobs": {
+                "build": {"steps": [{"name": "compile", "runName": "build-1"}]},
+                "lint": {"steps": [{"name": "lint", "runName": "lint-failed"}]},
+            }},
+        }))
+        .unwrap();
+        let owner = step_owner(&wr, "lint-failed").unwrap();
+        assert_eq!(
+            (owner.name.as_str(), owner.job.as_str()),
+            ("release-1-4", "lint")
+        );
+        assert_eq!(owner.step.as_deref(), Some("lint"));
+        assert!(step_owner(&wr, "other").is_none());
+    }
 
     #[test]
     fn query_parsing() {

@@ -17,8 +17,9 @@ use serde_json::Value;
 use super::objects::{conditions, lenient, meta};
 use super::runs::{RunQuery, list_runs, pod_facts};
 use super::types::{
-    AssignedRun, Condition, Items, ListResponse, RuntimeCapacity, RuntimeDetail, RuntimeList,
-    RuntimeListItem, RuntimePod, RuntimeSpecView, RuntimeStatusView, Section,
+    AssignedRun, CapacityUse, Condition, Items, ListResponse, QueuedRun, RuntimeCapacity,
+    RuntimeDetail, RuntimeList, RuntimeListItem, RuntimePod, RuntimeSpecView, RuntimeStatusView,
+    Section,
 };
 use super::{
     ApiPath, Reader, check_name, check_namespace, kruntimes_api, list_reader, user_client,
@@ -120,6 +121,12 @@ pub async fn detail(
             )
         })?;
     let rt: RuntimeObject = lenient(&o.data);
+    let mut runs = runtime_runs(&client, &ns, &name).await;
+    let pods = pods_section(&client, &ns, &name, &mut runs).await;
+    let queue = match runs {
+        Ok(r) => Section::Ok(Items { items: r.queue }),
+        Err(e) => Section::failed(e),
+    };
     Ok(Json(RuntimeDetail {
         metadata: meta(&o.metadata, false),
         spec: RuntimeSpecView {
@@ -132,18 +139,77 @@ pub async fn detail(
             ready_replicas: count(&rt.status.ready_replicas),
             conditions: conditions(rt.status.conditions.as_ref()),
         },
-        pods: pods_section(&client, &ns, &name).await,
+        pods,
+        queue,
     }))
 }
 
-/// The active Runs of this Runtime, by the Pod they are assigned to.
-async fn active_runs(
+/// The active Runs of a Runtime by the Pod they are assigned to, and its
+/// Pending Runs (the queue, oldest first).
+#[derive(Default)]
+struct RuntimeRuns {
+    by_pod: BTreeMap<String, Vec<AssignedRun>>,
+    queue: Vec<QueuedRun>,
+}
+
+/// A Pending Run as it waits: its `Scheduled` condition says why.
+fn queued(o: &Run) -> QueuedRun {
+    let scheduled = o
+        .status
+        .as_ref()
+        .and_then(|s| conditions(s.conditions.as_ref()))
+        .and_then(|cs| {
+            cs.into_iter()
+                .find(|c| c.type_.as_deref() == Some("Scheduled"))
+        });
+    let message = scheduled
+        .as_ref()
+        .and_then(|c| c.message.clone())
+        .or_else(|| o.status.as_ref().and_then(|s| s.message.clone()));
+    QueuedRun {
+        name: o.metadata.name.clone().unwrap_or_default(),
+        creation_timestamp: o
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map(|t| t.0.to_string()),
+        reason: scheduled.and_then(|c| c.reason),
+        message,
+    }
+}
+
+/// Resources whose use is one per active Run.
+const PER_RUN: &[&str] = &["runs", "slots"];
+
+/// Capacity used and free on a Pod with `capacity` and `active` Runs.
+pub fn usage(capacity: &BTreeMap<String, String>, active: usize) -> Vec<CapacityUse> {
+    capacity
+        .iter()
+        .map(|(resource, cap)| {
+            let used = PER_RUN
+                .contains(&resource.as_str())
+                .then_some(i64::try_from(active).unwrap_or(i64::MAX));
+            let free = used
+                .zip(cap.trim().parse::<i64>().ok())
+                .map(|(u, c)| (c - u).max(0));
+            CapacityUse {
+                resource: resource.clone(),
+                capacity: cap.clone(),
+                used,
+                free,
+            }
+        })
+        .collect()
+}
+
+async fn runtime_runs(
     client: &kube::Client,
     ns: &str,
     runtime: &str,
-) -> Result<BTreeMap<String, Vec<AssignedRun>>, ConsoleError> {
+) -> Result<RuntimeRuns, ConsoleError> {
     let runs: Api<Run> = Api::namespaced(client.clone(), ns);
-    let mut by_pod: BTreeMap<String, Vec<AssignedRun>> = BTreeMap::new();
+    let mut out = RuntimeRuns::default();
+    let by_pod = &mut out.by_pod;
     let mut q = RunQuery {
         runtime: Some(runtime.to_owned()),
         limit: 500,
@@ -160,6 +226,10 @@ async fn active_runs(
                 )
             })?;
         for o in &page.items {
+            if o.phase() == "Pending" {
+                out.queue.push(queued(o));
+                continue;
+            }
             let Some(pod) = o
                 .status
                 .as_ref()
@@ -188,13 +258,16 @@ async fn active_runs(
             None => break,
         }
     }
-    Ok(by_pod)
+    out.queue
+        .sort_by(|a, b| (&a.creation_timestamp, &a.name).cmp(&(&b.creation_timestamp, &b.name)));
+    Ok(out)
 }
 
 async fn pods_section(
     client: &kube::Client,
     ns: &str,
     runtime: &str,
+    runs: &mut Result<RuntimeRuns, ConsoleError>,
 ) -> Section<Items<RuntimePod>> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let list = match pods
@@ -215,10 +288,11 @@ async fn pods_section(
         }
     };
     // Runs that cannot be listed for another reason leave the Pods without them.
-    let mut by_pod = match active_runs(client, ns, runtime).await {
-        Ok(r) => r,
-        Err(e) if e.access.is_some() => return Section::failed(e),
-        Err(_) => BTreeMap::new(),
+    let mut none = BTreeMap::new();
+    let by_pod = match runs {
+        Ok(r) => &mut r.by_pod,
+        Err(e) if e.access.is_some() => return Section::failed(e.clone()),
+        Err(_) => &mut none,
     };
     let items = list
         .items
@@ -235,8 +309,10 @@ async fn pods_section(
                         .map(|r| (r.to_owned(), v.clone()))
                 })
                 .collect();
+            let runs = by_pod.remove(&facts.name).unwrap_or_default();
             RuntimePod {
-                runs: by_pod.remove(&facts.name).unwrap_or_default(),
+                usage: usage(&capacity, runs.len()),
+                runs,
                 name: facts.name,
                 uid: facts.uid,
                 phase: facts.phase,
@@ -251,4 +327,26 @@ async fn pods_section(
         })
         .collect();
     Section::Ok(Items { items })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_capacity_counts_the_active_runs_and_other_resources_only_their_capacity() {
+        let cap: BTreeMap<String, String> = [("runs", "8"), ("cpu", "2"), ("slots", "x")]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        let u = usage(&cap, 3);
+        let by: BTreeMap<&str, &CapacityUse> = u.iter().map(|c| (c.resource.as_str(), c)).collect();
+        assert_eq!((by["runs"].used, by["runs"].free), (Some(3), Some(5)));
+        assert_eq!((by["cpu"].used, by["cpu"].free), (None, None));
+        assert_eq!(by["cpu"].capacity, "2");
+        // Not a number: used is known, free is not.
+        assert_eq!((by["slots"].used, by["slots"].free), (Some(3), None));
+        // Over-assigned: never below zero.
+        assert_eq!(usage(&cap, 11)[1].free, Some(0));
+    }
 }

@@ -219,6 +219,9 @@ pub struct RunListQuery {
     pub label_selector: Option<String>,
     /// RFC 3339; only Runs created at or after this instant.
     pub created_after: Option<String>,
+    /// Only Runs whose name contains this (lowercase letters, digits, `-`
+    /// and `.`); filtered by the Console, like `createdAfter`.
+    pub name: Option<String>,
     /// Page size, 1..500, default 50.
     #[ts(type = "number", optional)]
     pub limit: Option<String>,
@@ -271,6 +274,28 @@ pub struct NamespaceItem {
     /// `Active` or `Terminating`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
+    /// Whether the caller may list Runs here (a SelfSubjectAccessReview with
+    /// the caller's own token). Absent on public summaries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub readable: Option<bool>,
+}
+
+/// `GET /api/namespaces`: the namespaces the caller can read. A caller who may
+/// list namespaces gets all of them, each marked `readable` or not; one who
+/// may not gets only those where a SelfSubjectAccessReview allows listing
+/// Runs. `home` is where the UI lands when nothing is remembered: the
+/// ServiceAccount's own namespace (from the TokenReview username
+/// `system:serviceaccount:NS:NAME`) when the caller may read it, else the
+/// first readable namespace.
+#[derive(Debug, Serialize, TS)]
+#[ts(optional_fields)]
+pub struct NamespaceList {
+    pub items: Vec<NamespaceItem>,
+    /// `true` when served as a public-read summary (no credential).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub home: Option<String>,
 }
 
 /// The condition with the latest `lastTransitionTime`.
@@ -474,6 +499,7 @@ pub struct Items<T> {
 
 /// `GET /api/namespaces/{ns}/runs/{name}`.
 #[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
 pub struct RunDetail {
     pub metadata: Meta,
     pub spec: RunSpecView,
@@ -482,6 +508,106 @@ pub struct RunDetail {
     pub pod: Section<PodSection>,
     /// Needs `list events` in the namespace. Items oldest first.
     pub events: Section<Items<EventInfo>>,
+    /// The WorkflowRun job whose step started this Run (found by the step's
+    /// `runName` among the namespace's WorkflowRuns; needs `list
+    /// workflowruns`). `absent` when no WorkflowRun names it.
+    pub workflow_run: Section<StepOwner>,
+}
+
+/// `GET /api/namespaces/{ns}/{runs|runtimes|workflowruns}/{name}/manifest`:
+/// the whole object, sanitized by the server (env values, managed fields,
+/// secret and ConfigMap references and annotations that embed a copy of the
+/// object are hidden), for the YAML view.
+#[derive(Debug, Serialize, TS)]
+pub struct ObjectManifest {
+    #[ts(type = "Record<string, unknown>")]
+    pub object: Value,
+    /// The JSON paths of what was hidden or removed, e.g. `spec.env[0]`.
+    pub hidden: Vec<String>,
+}
+
+/// One line of `GET /api/namespaces/{ns}/watch` (NDJSON). `type` is
+/// `ADDED`, `MODIFIED` or `DELETED` (with `kind` and `name`: read it again),
+/// `BOOKMARK` (resume `kind` from `resourceVersion`), `RESYNC` (too old to
+/// resume: read every `kind` object again), `ERROR` (that kind's watch
+/// ended: `code`, `message`), `HEARTBEAT`, or `END` (the stream ends:
+/// `code` 401/403 when access was revoked, 503 on shutdown).
+#[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
+pub struct WatchLine {
+    /// `runs`, `runtimes` or `workflowruns`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(rename = "type")]
+    #[ts(
+        type = "'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'RESYNC' | 'ERROR' | 'HEARTBEAT' | 'END'"
+    )]
+    pub type_: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource_version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl WatchLine {
+    fn of(type_: &str) -> Self {
+        Self {
+            kind: None,
+            type_: type_.to_owned(),
+            name: None,
+            resource_version: None,
+            code: None,
+            message: None,
+        }
+    }
+    pub fn bookmark(kind: &str, rv: &str) -> Self {
+        Self {
+            kind: Some(kind.to_owned()),
+            resource_version: Some(rv.to_owned()),
+            ..Self::of("BOOKMARK")
+        }
+    }
+    pub fn resync(kind: &str, rv: &str) -> Self {
+        Self {
+            type_: "RESYNC".into(),
+            ..Self::bookmark(kind, rv)
+        }
+    }
+    pub fn error(kind: &str, code: u16, message: String) -> Self {
+        Self {
+            kind: Some(kind.to_owned()),
+            code: Some(code),
+            message: Some(message),
+            ..Self::of("ERROR")
+        }
+    }
+    pub fn end(code: u16, message: String) -> Self {
+        Self {
+            code: Some(code),
+            message: Some(message),
+            ..Self::of("END")
+        }
+    }
+    pub fn heartbeat() -> Self {
+        Self::of("HEARTBEAT")
+    }
+}
+
+/// Where a Run sits in a WorkflowRun: the WorkflowRun, the job and the step.
+#[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
+pub struct StepOwner {
+    pub name: String,
+    pub job: String,
+    /// The step's name, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
 }
 
 /// One row of the Runtime list. In a public-read summary only `metadata.name`,
@@ -541,6 +667,42 @@ pub struct RuntimePod {
     pub capacity: BTreeMap<String, String>,
     /// Runs whose `status.assignedPod` is this Pod. `forbidden`/`error` are per Runtime, not per Pod.
     pub runs: Vec<AssignedRun>,
+    /// Capacity used and free per resource: for `runs` (and `slots`) the
+    /// active Runs assigned here count one each; other resources have no
+    /// per-Run figure, so only their capacity is known.
+    pub usage: Vec<CapacityUse>,
+}
+
+/// One resource of a Runtime Pod's capacity.
+#[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
+pub struct CapacityUse {
+    pub resource: String,
+    /// As annotated (`kruntimes.io/capacity.<resource>`).
+    pub capacity: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(as = "Option<i32>")]
+    pub used: Option<i64>,
+    /// `capacity - used`, never below 0; absent when either is unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(as = "Option<i32>")]
+    pub free: Option<i64>,
+}
+
+/// A Pending Run waiting for this Runtime, in the queue's order (oldest first).
+#[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
+pub struct QueuedRun {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub creation_timestamp: Option<String>,
+    /// Reason of the `Scheduled=False` condition, e.g. `NoCapacity`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// `spec.capacity` of a Runtime.
@@ -587,6 +749,8 @@ pub struct RuntimeDetail {
     pub status: RuntimeStatusView,
     /// Needs `list pods` (and `list runs` for `runs`) in the namespace.
     pub pods: Section<Items<RuntimePod>>,
+    /// The Pending Runs of this Runtime, oldest first. Needs `list runs`.
+    pub queue: Section<Items<QueuedRun>>,
 }
 
 /// Counts of jobs by observed phase; `total` is the number of `spec.jobs`.
@@ -772,7 +936,6 @@ pub struct WorkflowRunDetail {
 }
 
 /// `GET /api/namespaces`. A 403 means the UI falls back to free-text namespace entry.
-pub type NamespaceList = ListResponse<NamespaceItem>;
 pub type RunList = ListResponse<RunListItem>;
 pub type RuntimeList = ListResponse<RuntimeListItem>;
 pub type WorkflowRunList = ListResponse<WorkflowRunListItem>;
@@ -903,11 +1066,7 @@ pub fn typescript() -> String {
     decl::<Section<()>>(&mut out);
     decl::<Items<()>>(&mut out);
     decl::<NamespaceItem>(&mut out);
-    alias::<NamespaceList>(
-        &mut out,
-        "NamespaceList",
-        "`GET /api/namespaces`. A 403 means the UI falls back to free-text namespace entry.",
-    );
+    decl::<NamespaceList>(&mut out);
     decl::<Phase>(&mut out);
     phases(&mut out, "RUN_PHASES", "Every Run phase.", &Phase::ALL);
     phases(
@@ -930,6 +1089,9 @@ pub fn typescript() -> String {
     decl::<PodInfo>(&mut out);
     decl::<EventInfo>(&mut out);
     decl::<PodSection>(&mut out);
+    decl::<StepOwner>(&mut out);
+    decl::<ObjectManifest>(&mut out);
+    decl::<WatchLine>(&mut out);
     decl::<RunDetail>(&mut out);
     decl::<Cut>(&mut out);
     decl::<LogRecord>(&mut out);
@@ -947,7 +1109,9 @@ pub fn typescript() -> String {
         "`GET /api/namespaces/{ns}/runtimes`.",
     );
     decl::<AssignedRun>(&mut out);
+    decl::<CapacityUse>(&mut out);
     decl::<RuntimePod>(&mut out);
+    decl::<QueuedRun>(&mut out);
     decl::<RuntimeCapacity>(&mut out);
     decl::<RuntimeSpecView>(&mut out);
     decl::<RuntimeStatusView>(&mut out);

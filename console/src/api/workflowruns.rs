@@ -1,12 +1,13 @@
 //! WorkflowRuns: list and detail (jobs, needs, steps with Run links,
 //! bounded outputs, child WorkflowRun links).
 
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use axum::Extension;
 use axum::extract::State;
 use axum::response::Json;
-use kruntimes_core::run::Phase;
+use kruntimes_core::run::{Phase, Run};
 use kube::api::{DynamicObject, ListParams};
 use serde_json::Value;
 
@@ -160,7 +161,7 @@ pub async fn detail(
     check_namespace(&ns)?;
     check_name("workflowrun", &name)?;
     let client = user_client(&state, &caller)?;
-    let o = kruntimes_api(client, &ns, "WorkflowRun", "workflowruns")
+    let o = kruntimes_api(client.clone(), &ns, "WorkflowRun", "workflowruns")
         .get(&name)
         .await
         .map_err(|e| {
@@ -175,6 +176,13 @@ pub async fn detail(
         .map(|m| m.iter().map(|(k, v)| (k.clone(), job_spec(v))).collect())
         .unwrap_or_default();
     let status = &o.data["status"];
+    let mut job_statuses: Option<BTreeMap<String, JobStatus>> = status["jobs"]
+        .as_object()
+        .map(|js| js.iter().map(|(k, v)| (k.clone(), job_status(v))).collect());
+    if let Some(js) = job_statuses.as_mut() {
+        let times = step_run_times(&client, &ns, js).await;
+        fill_times(js, &times);
+    }
     Ok(Json(WorkflowRunDetail {
         metadata: meta(&o.metadata, false),
         spec: WorkflowRunSpecView {
@@ -186,10 +194,166 @@ pub async fn detail(
             start_time: present(status.get("startTime")),
             completion_time: present(status.get("completionTime")),
             conditions: conditions(status.get("conditions")),
-            jobs: status["jobs"]
-                .as_object()
-                .map(|js| js.iter().map(|(k, v)| (k.clone(), job_status(v))).collect()),
+            jobs: job_statuses,
         },
         parent_workflow_run: parent(&o),
     }))
+}
+
+/// Most Runs read to time the steps of one WorkflowRun.
+const MAX_TIMED_RUNS: u32 = 500;
+
+/// Start and completion of a step's Run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunTimes {
+    pub start: Option<String>,
+    pub completion: Option<String>,
+}
+
+/// The times of the Runs the steps name, read with the caller's token (one
+/// list of the namespace's Runs); none when the caller may not list Runs.
+async fn step_run_times(
+    client: &kube::Client,
+    ns: &str,
+    jobs: &BTreeMap<String, JobStatus>,
+) -> HashMap<String, RunTimes> {
+    let wanted: HashSet<&str> = jobs
+        .values()
+        .flat_map(|j| j.steps.iter().flatten())
+        .filter_map(|s| s.run_name.as_ref().and_then(Value::as_str))
+        .collect();
+    if wanted.is_empty() {
+        return HashMap::new();
+    }
+    let api: kube::Api<Run> = kube::Api::namespaced(client.clone(), ns);
+    let Ok(list) = api.list(&ListParams::default().limit(MAX_TIMED_RUNS)).await else {
+        return HashMap::new();
+    };
+    list.items
+        .into_iter()
+        .filter_map(|r| {
+            let name = r.metadata.name.clone()?;
+            if !wanted.contains(name.as_str()) {
+                return None;
+            }
+            let st = r.status.unwrap_or_default();
+            Some((
+                name,
+                RunTimes {
+                    start: st.start_time,
+                    completion: st.completion_time,
+                },
+            ))
+        })
+        .collect()
+}
+
+/// Steps without times take their Run's; a job without times spans its steps
+/// (its completion only once every step with a Run completed).
+pub fn fill_times(jobs: &mut BTreeMap<String, JobStatus>, runs: &HashMap<String, RunTimes>) {
+    for job in jobs.values_mut() {
+        let Some(steps) = job.steps.as_mut() else {
+            continue;
+        };
+        for step in steps.iter_mut() {
+            let Some(t) = step
+                .run_name
+                .as_ref()
+                .and_then(Value::as_str)
+                .and_then(|n| runs.get(n))
+            else {
+                continue;
+            };
+            if step.start_time.is_none() {
+                step.start_time = t.start.clone().map(Value::String);
+            }
+            if step.completion_time.is_none() {
+                step.completion_time = t.completion.clone().map(Value::String);
+            }
+        }
+        let starts: Vec<&str> = steps
+            .iter()
+            .filter_map(|s| s.start_time.as_ref().and_then(Value::as_str))
+            .collect();
+        if job.start_time.is_none()
+            && let Some(first) = starts.iter().min()
+        {
+            job.start_time = Some(Value::String((*first).to_owned()));
+        }
+        let run_steps: Vec<&StepStatus> = steps.iter().filter(|s| s.run_name.is_some()).collect();
+        let ends: Vec<&str> = run_steps
+            .iter()
+            .filter_map(|s| s.completion_time.as_ref().and_then(Value::as_str))
+            .collect();
+        if job.completion_time.is_none()
+            && !run_steps.is_empty()
+            && ends.len() == run_steps.len()
+            && let Some(last) = ends.iter().max()
+        {
+            job.completion_time = Some(Value::String((*last).to_owned()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn steps_and_jobs_take_their_times_from_the_step_runs() {
+        let mut jobs: BTreeMap<String, JobStatus> = [
+            (
+                "lint",
+                json!({"phase": "Failed", "steps": [{"name": "lint", "runName": "r1"}]}),
+            ),
+            (
+                "build",
+                json!({"phase": "Running", "steps": [
+                {"name": "a", "runName": "r2"}, {"name": "b", "runName": "r3"}]}),
+            ),
+            (
+                "given",
+                json!({"phase": "Succeeded", "startTime": "2026-01-01T00:00:00Z",
+                "steps": [{"name": "x", "runName": "r1", "startTime": "2026-01-01T00:00:01Z"}]}),
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), job_status(&v)))
+        .collect();
+        let t = |s: &str, e: Option<&str>| RunTimes {
+            start: Some(s.to_owned()),
+            completion: e.map(str::to_owned),
+        };
+        let runs: HashMap<String, RunTimes> = [
+            (
+                "r1".to_owned(),
+                t("2026-01-01T10:00:00Z", Some("2026-01-01T10:01:00Z")),
+            ),
+            (
+                "r2".to_owned(),
+                t("2026-01-01T10:02:00Z", Some("2026-01-01T10:03:00Z")),
+            ),
+            ("r3".to_owned(), t("2026-01-01T10:03:00Z", None)),
+        ]
+        .into_iter()
+        .collect();
+        fill_times(&mut jobs, &runs);
+        let lint = &jobs["lint"];
+        assert_eq!(lint.start_time, Some(json!("2026-01-01T10:00:00Z")));
+        assert_eq!(lint.completion_time, Some(json!("2026-01-01T10:01:00Z")));
+        let build = &jobs["build"];
+        assert_eq!(build.start_time, Some(json!("2026-01-01T10:02:00Z")));
+        // One step still runs: the job has no end yet.
+        assert_eq!(build.completion_time, None);
+        assert_eq!(build.steps.as_ref().unwrap()[1].completion_time, None);
+        // Times the WorkflowRun states itself win.
+        let given = &jobs["given"];
+        assert_eq!(given.start_time, Some(json!("2026-01-01T00:00:00Z")));
+        assert_eq!(
+            given.steps.as_ref().unwrap()[0].start_time,
+            Some(json!("2026-01-01T00:00:01Z"))
+        );
+    }
 }

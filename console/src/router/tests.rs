@@ -29,9 +29,11 @@ const HOST: &str = "console.test";
 const ORIGIN: &str = "https://console.test";
 const MAX_HEADER_BYTES: usize = 16 << 10;
 
-/// The stand-in kube-apiserver: `alice-token` and `bob-token` are valid;
-/// the ServiceAccount (no Authorization header) may list Runs; a user may
-/// read nothing (403, as RBAC answers).
+/// The stand-in kube-apiserver: `alice-token`, `bob-token` and `dana-token`
+/// (the ServiceAccount `team-b:ci`) are valid; the Console's ServiceAccount
+/// (no Authorization header) may list Runs and namespaces; a user may read
+/// nothing (403, as RBAC answers) but may ask where they could list Runs:
+/// alice in team-a, dana in team-a and team-b, bob nowhere.
 async fn kube(req: Request<kube::client::Body>) -> Result<Response<Full<Bytes>>, Infallible> {
     let path = req.uri().path().to_owned();
     let user_token = req
@@ -48,6 +50,7 @@ async fn kube(req: Request<kube::client::Body>) -> Result<Response<Full<Bytes>>,
         let user = match review["spec"]["token"].as_str() {
             Some("alice-token") => Some("alice"),
             Some("bob-token") => Some("bob"),
+            Some("dana-token") => Some("system:serviceaccount:team-b:ci"),
             _ => None,
         };
         let status = match user {
@@ -59,22 +62,32 @@ async fn kube(req: Request<kube::client::Body>) -> Result<Response<Full<Bytes>>,
             json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "status": status}),
         )
     } else if path == "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
-        && user_token.is_some()
+        && let Some(user) = &user_token
     {
-        // alice may run operations on team-a/shell, and only that; bob may not.
         let review: Value = body
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default();
-        let a = &review["spec"]["resourceAttributes"];
-        let asked = a["verb"] == "create"
-            && a["group"] == "kruntimes.io"
-            && a["resource"] == "runs"
-            && a["subresource"] == "operations"
-            && a["namespace"] == "team-a"
-            && a["name"] == "shell";
-        let allowed = asked && user_token.as_deref() == Some("alice-token");
-        let reason = if allowed {
+        let attrs = &review["spec"]["resourceAttributes"];
+        let ns = attrs["namespace"].as_str().unwrap_or_default();
+        // alice may run operations on team-a/shell, and only that; bob may not.
+        let operations = attrs["verb"] == "create"
+            && attrs["group"] == "kruntimes.io"
+            && attrs["resource"] == "runs"
+            && attrs["subresource"] == "operations"
+            && ns == "team-a"
+            && attrs["name"] == "shell";
+        let runs = attrs["verb"] == "list"
+            && attrs["group"] == "kruntimes.io"
+            && attrs["resource"] == "runs";
+        let allowed = (operations && user == "alice-token")
+            || (runs
+                && match user.as_str() {
+                    "alice-token" => ns == "team-a",
+                    "dana-token" => ns == "team-a" || ns == "team-b",
+                    _ => false,
+                });
+        let reason = if operations && allowed {
             "RBAC: allowed by RoleBinding \"operators/team-a\""
         } else {
             ""
@@ -97,6 +110,13 @@ async fn kube(req: Request<kube::client::Body>) -> Result<Response<Full<Bytes>>,
                 "reason": "Forbidden", "code": 403,
                 "message": format!("runs.kruntimes.io is forbidden: User \"{who}\" cannot get resource \"runs\" in API group \"kruntimes.io\" in the namespace \"team-a\""),
             }),
+        )
+    } else if path == "/api/v1/namespaces" {
+        let ns = |n: &str| json!({"metadata": {"name": n}, "status": {"phase": "Active"}});
+        (
+            200,
+            json!({"apiVersion": "v1", "kind": "NamespaceList", "metadata": {},
+                   "items": [ns("default"), ns("team-a"), ns("team-b")]}),
         )
     } else if path == "/apis/kruntimes.io/v1alpha1/namespaces/team-a/runs" {
         (
@@ -184,6 +204,13 @@ fn state(public_read: bool, client_ca_pem: Option<&str>) -> Arc<ConsoleState> {
             "--max-follows",
             4,
             "--max-follows-per-caller",
+        ),
+        watches: Caps::new(
+            "open watch streams",
+            8,
+            "--max-watches",
+            2,
+            "--max-watches-per-caller",
         ),
         recheck: Recheck {
             tokens,
@@ -452,4 +479,91 @@ async fn the_operations_access_check_asks_with_the_callers_own_token() {
     )
     .await;
     assert_error(code, &body, StatusCode::BAD_REQUEST, "run");
+}
+
+async fn namespaces_of(app: &axum::Router, token: &str) -> Value {
+    let req = request("GET", "/api/namespaces")
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .body(Body::empty())
+        .unwrap();
+    let (code, _, body) = send(app, req).await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    body
+}
+
+fn names(body: &Value) -> Vec<&str> {
+    body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["name"].as_str().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_caller_who_may_not_list_namespaces_gets_those_they_may_read() {
+    let app = app(state(false, None));
+    // alice may list Runs only in team-a: not default (the login help's old
+    // namespace), not team-b.
+    let body = namespaces_of(&app, "alice-token").await;
+    assert_eq!(names(&body), ["team-a"], "{body}");
+    assert_eq!(body["items"][0]["readable"], true, "{body}");
+    assert_eq!(body["home"], "team-a", "{body}");
+    assert!(body.get("summary").is_none(), "{body}");
+}
+
+#[tokio::test]
+async fn a_service_account_lands_in_its_own_namespace() {
+    let app = app(state(false, None));
+    // team-b comes second in the list but is the ServiceAccount's own.
+    let body = namespaces_of(&app, "dana-token").await;
+    assert_eq!(names(&body), ["team-a", "team-b"], "{body}");
+    assert_eq!(body["home"], "team-b", "{body}");
+}
+
+#[tokio::test]
+async fn a_caller_who_may_read_nowhere_gets_no_namespace_and_no_home() {
+    let app = app(state(true, None));
+    let body = namespaces_of(&app, "bob-token").await;
+    assert_eq!(body["items"], json!([]), "{body}");
+    assert!(body.get("home").is_none(), "{body}");
+    // Without a credential (public read on) the summary lists them all.
+    let req = request("GET", "/api/namespaces")
+        .body(Body::empty())
+        .unwrap();
+    let (code, _, body) = send(&app, req).await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    assert_eq!(names(&body), ["default", "team-a", "team-b"], "{body}");
+    assert_eq!(body["summary"], true, "{body}");
+}
+
+#[tokio::test]
+async fn a_watch_needs_a_credential_and_a_known_kind() {
+    let app = app(state(true, None));
+    // Public read covers summaries, never a watch.
+    let req = request("GET", "/api/namespaces/team-a/watch?runs=")
+        .body(Body::empty())
+        .unwrap();
+    let (code, _, body) = send(&app, req).await;
+    assert_error(code, &body, StatusCode::UNAUTHORIZED, "log in");
+    for (query, says) in [
+        ("pods=", "unknown parameter \"pods\""),
+        ("runs=abc", "resourceVersion"),
+        ("", "at least one"),
+    ] {
+        let req = request("GET", &format!("/api/namespaces/team-a/watch?{query}"))
+            .header(header::AUTHORIZATION, "Bearer alice-token")
+            .body(Body::empty())
+            .unwrap();
+        let (code, _, body) = send(&app, req).await;
+        assert_error(code, &body, StatusCode::BAD_REQUEST, says);
+    }
+    // A caller Kubernetes refuses gets its 403, with the access it needed.
+    let req = request("GET", "/api/namespaces/team-a/watch?runs=")
+        .header(header::AUTHORIZATION, "Bearer bob-token")
+        .body(Body::empty())
+        .unwrap();
+    let (code, _, body) = send(&app, req).await;
+    assert_error(code, &body, StatusCode::FORBIDDEN, "cannot");
+    assert_eq!(body["error"]["access"]["resource"], "runs", "{body}");
 }

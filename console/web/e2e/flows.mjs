@@ -105,9 +105,8 @@ test('viewer: log in, filter Runs, Run detail, log tail then follow, DAG pan, jo
   assert(page.url().endsWith(`/namespaces/${NS}/workflowruns/release-1-4/jobs/lint`), `unexpected URL ${page.url()}`);
   await page.getByRole('navigation', { name: 'All jobs' }).getByRole('link', { name: /publish/ }).waitFor();
   const step = page.getByRole('button', { name: /lint/ }).and(page.locator('.step-toggle'));
-  // Steps open only on request (the open ones are kept in ?step=).
-  await step.click();
-  await eventually('the step to expand', async () => (await step.getAttribute('aria-expanded')) === 'true');
+  // The failed step opens by itself (the open ones are kept in ?step=).
+  await eventually('the failed step to be open', async () => (await step.getAttribute('aria-expanded')) === 'true');
   const stepLog = page.getByRole('log', { name: 'Log of Run lint-failed' });
   await stepLog.waitFor();
   await eventually('step log lines', async () => (await stepLog.locator('.log-line').count()) > 0);

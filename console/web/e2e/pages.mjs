@@ -19,7 +19,8 @@ import {
 const NS = env.ns;
 
 async function settle(page) {
-  await page.waitForLoadState('networkidle', { timeout: 5_000 }).catch(() => {});
+  // The namespace watch keeps one request open, so the network is never idle for long.
+  await page.waitForLoadState('networkidle', { timeout: 1_000 }).catch(() => {});
   await page.locator('.state-loading').first().waitFor({ state: 'detached', timeout: 10_000 }).catch(() => {});
 }
 
@@ -87,6 +88,29 @@ const PAGES = [
     'operator',
     (p) => p.locator('.step .log-line').first().waitFor(),
   ],
+  ['workflowrun-timeline', `/namespaces/${NS}/workflowruns/release-1-4?view=timeline`, 'operator', (p) => p.locator('.tl-row').first().waitFor()],
+  [
+    'workflowrun-dag-focus',
+    `/namespaces/${NS}/workflowruns/release-1-4`,
+    'operator',
+    async (p) => {
+      const row = p.locator('a.dag-row[data-job="build"]');
+      await row.focus();
+      await row.hover();
+    },
+  ],
+  [
+    'run-yaml',
+    `/namespaces/${NS}/runs/build-running`,
+    'operator',
+    async (p) => {
+      await p.locator('#yaml').getByRole('button', { name: 'Show YAML' }).click();
+      await p.locator('#yaml pre.yaml').waitFor();
+      await p.locator('#yaml').scrollIntoViewIfNeeded();
+    },
+  ],
+  ['runtime-queue', `/namespaces/${NS}/runtimes/bash#queue`, 'operator', (p) => p.locator('#queue').waitFor()],
+  ['runs-sorted-searched', `/namespaces/${NS}/runs?labelSelector=app%3Ddemo&sort=-age&name=build`, 'operator', (p) => p.locator('table.table tbody tr').first().waitFor()],
   ['settings', '/settings', 'operator'],
   ['about', '/about', 'operator'],
   ['not-found', '/no/such/page', 'operator'],
@@ -151,3 +175,36 @@ for (const style of STYLES.filter((s) => !process.env.SHOT_STYLES || process.env
     });
   }
 }
+
+/** The pages this round added or changed, at a phone's width (390 px), in every Style x Theme. */
+const NARROW = ['runs-sorted-searched', 'run-pending', 'workflowrun-dag', 'workflowrun-timeline', 'runtime-queue', 'run-yaml', 'job-detail'];
+
+test('pages at 390 px in every Style x Theme: axe finds no serious or critical violation; screenshots', async (browser) => {
+  const problems = [];
+  for (const style of STYLES) {
+    for (const theme of THEMES) {
+      const page = await newPage(browser, { style, theme, viewport: { width: 390, height: 844 } });
+      try {
+        await login(page, env.operator, 'operator');
+        for (const [name, path, , act] of PAGES.filter(([n]) => NARROW.includes(n))) {
+          try {
+            await page.goto(`${env.url}${path}`);
+            await page.locator('h1').first().waitFor();
+            await settle(page);
+            if (act) await act(page);
+            await page.waitForTimeout(150);
+            const vs = await axeViolations(page);
+            if (vs.length) problems.push(`${name} (${style}/${theme}, 390 px):\n${describeViolations(vs)}`);
+            await page.evaluate(() => window.scrollTo(0, 0));
+            await page.screenshot({ path: join(env.shots, `${name}--${style}-${theme}--390.png`), fullPage: true });
+          } catch (e) {
+            problems.push(`${name} (${style}/${theme}, 390 px): ${e.message.split('\n')[0]}`);
+          }
+        }
+      } finally {
+        await close(page).catch((e) => problems.push(e.message));
+      }
+    }
+  }
+  assert(problems.length === 0, problems.join('\n'));
+});

@@ -7,6 +7,13 @@ import { runAll } from './harness.mjs';
 import './flows.mjs';
 import './logs.mjs';
 import './defects.mjs';
+import './dag.mjs';
+import './yaml.mjs';
+import './timeline.mjs';
+import './capacity.mjs';
+import './watch.mjs';
+import './lists.mjs';
+import './namespaces.mjs';
 import './pages.mjs';
 
 const ok = await runAll();

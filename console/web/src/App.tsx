@@ -1,7 +1,7 @@
 import { Navigate, Route, Routes } from 'react-router';
 import { Shell } from './components/Shell';
-import { lastNamespace } from './lib/namespace';
 import { AboutPage } from './pages/About';
+import { HomePage } from './pages/Home';
 import { JobDetailPage } from './pages/JobDetail';
 import { LoginPage } from './pages/Login';
 import { NotFoundPage } from './pages/NotFound';
@@ -18,7 +18,7 @@ export function App() {
     <Routes>
       <Route path="/login" element={<LoginPage />} />
       <Route element={<Shell />}>
-        <Route index element={<Navigate to={`/namespaces/${lastNamespace()}/runs`} replace />} />
+        <Route index element={<HomePage />} />
         <Route path="namespaces/:ns">
           <Route index element={<Navigate to="runs" replace />} />
           <Route path="runs" element={<RunsPage />} />

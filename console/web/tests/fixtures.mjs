@@ -117,6 +117,7 @@ export function runDetail(name) {
             { type: 'Normal', reason: 'Started', message: 'runtimed started the invocation', involvedObject: `Pod/${item.assignedPod ?? 'python-pool-7d9f4'}`, lastTime: ago(60 * 19) },
           ],
         },
+    workflowRun: { state: 'absent', message: 'no WorkflowRun step started this Run' },
   };
 }
 
@@ -180,8 +181,13 @@ export function runtimeDetail(name) {
         node: `worker-${i + 1}`,
         capacity: { slots: '4', memory: '8Gi' },
         runs: i === 2 ? [] : runList.items.slice(i * 2, i * 2 + 2).map((r) => ({ name: r.metadata.name, phase: r.phase ?? 'Pending' })),
+        usage: [
+          { resource: 'memory', capacity: '8Gi' },
+          { resource: 'slots', capacity: '4', used: i === 2 ? 0 : 2, free: i === 2 ? 4 : 2 },
+        ],
       })),
     },
+    queue: { state: 'ok', items: [{ name: 'batch-4211', creationTimestamp: ago(120), reason: 'NoCapacity', message: 'no Runtime Pod has free capacity' }] },
   };
 }
 

@@ -14,6 +14,7 @@ import type {
   AccessRequest,
   LogStreamLine,
   NamespaceList,
+  ObjectManifest,
   RunDetail,
   RunList,
   RunListQuery,
@@ -22,6 +23,7 @@ import type {
   SessionInfo,
   SessionLogin,
   WorkflowRunDetail,
+  WatchLine,
   WorkflowRunList,
 } from './types';
 
@@ -118,6 +120,7 @@ export function listRuns(ns: string, q: RunListQuery = {}): Promise<RunList> {
       assignedPod: q.assignedPod,
       labelSelector: q.labelSelector,
       createdAfter: q.createdAfter,
+      name: q.name,
       limit: q.limit,
       continue: q.continue,
     })}`,
@@ -128,6 +131,16 @@ export function listRuns(ns: string, q: RunListQuery = {}): Promise<RunList> {
 export function getRun(ns: string, name: string): Promise<RunDetail> {
   return request<RunDetail>(`/api/namespaces/${seg(ns)}/runs/${seg(name)}`, {
     access: { verb: 'get', group: GROUP, resource: 'runs', namespace: ns, name },
+  });
+}
+
+/** The kinds with a YAML view, by their plural resource name. */
+export type ManifestResource = 'runs' | 'runtimes' | 'workflowruns';
+
+/** The whole object, sanitized by the server, for the YAML view. */
+export function getManifest(resource: ManifestResource, ns: string, name: string): Promise<ObjectManifest> {
+  return request<ObjectManifest>(`/api/namespaces/${seg(ns)}/${resource}/${seg(name)}/manifest`, {
+    access: { verb: 'get', group: GROUP, resource, namespace: ns, name },
   });
 }
 
@@ -271,4 +284,68 @@ export function getOperationsAccess(ns: string, name: string): Promise<AccessDec
 /** The access a session operation needs, for explaining a 403. */
 export function operationsAccess(ns: string, name: string): AccessRequest {
   return { verb: 'create', group: GROUP, resource: 'runs', subresource: 'operations', namespace: ns, name };
+}
+
+// --- watch -----------------------------------------------------------------
+
+/** The kinds a namespace watch follows. */
+export type WatchKind = 'runs' | 'runtimes' | 'workflowruns';
+
+/**
+ * Follows what changes in a namespace (`GET /api/namespaces/{ns}/watch`):
+ * each kind from its resourceVersion (undefined: from now). Calls `onLine`
+ * for every line; resolves when the stream ends, rejects with an ApiError
+ * when it is refused or broken.
+ */
+export async function watchNamespace(
+  ns: string,
+  kinds: Partial<Record<WatchKind, string | undefined>>,
+  onLine: (line: WatchLine) => void,
+  signal: AbortSignal,
+  onOpen?: () => void,
+): Promise<void> {
+  const params = Object.entries(kinds)
+    .map(([k, rv]) => `${k}=${rv ? encodeURIComponent(rv) : ''}`)
+    .join('&');
+  const access: AccessRequest = { verb: 'watch', group: GROUP, resource: Object.keys(kinds)[0] ?? 'runs', namespace: ns };
+  let res: Response;
+  try {
+    res = await fetch(`/api/namespaces/${seg(ns)}/watch?${params}`, {
+      credentials: 'same-origin',
+      headers: { Accept: 'application/x-ndjson' },
+      signal,
+    });
+  } catch {
+    if (signal.aborted) return;
+    throw toApiError(0, undefined, access);
+  }
+  if (!res.ok) {
+    const err = toApiError(res.status, await readBody(res), access);
+    if (err.isUnauthorized) unauthorizedListeners.forEach((l) => l());
+    throw err;
+  }
+  onOpen?.();
+  if (!res.body) return;
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  const splitter = new NdjsonSplitter();
+  const handle = (line: string) => {
+    try {
+      onLine(JSON.parse(line) as WatchLine);
+    } catch {
+      /* a torn line names nothing reliably; the next event or bookmark will */
+    }
+  };
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      for (const line of splitter.push(value)) handle(line);
+    }
+    for (const line of splitter.flush()) handle(line);
+  } catch {
+    if (signal.aborted) return;
+    throw new ApiError(0, 'StreamClosed', 'The live updates were interrupted.', access);
+  } finally {
+    reader.releaseLock();
+  }
 }

@@ -2,7 +2,9 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import * as api from './client';
 import { ApiError } from './errors';
+import { useLive } from './watch';
 import type { RunListQuery } from './types';
+import { landingNamespace, rememberedNamespace } from '../lib/namespace';
 
 /** How often visible lists and details refresh. */
 export const LIVE_INTERVAL_MS = 5000;
@@ -22,12 +24,18 @@ export const queryKeys = {
   runtime: (ns: string, name: string) => ['runtime', ns, name] as const,
   workflowRuns: (ns: string) => ['workflowruns', ns] as const,
   workflowRun: (ns: string, name: string) => ['workflowrun', ns, name] as const,
+  manifest: (resource: string, ns: string, name: string) => ['manifest', resource, ns, name] as const,
 };
 
 type Live = { live?: boolean };
 
-function liveOptions(live: boolean | undefined): { refetchInterval: number | false } {
-  return { refetchInterval: live === false ? false : LIVE_INTERVAL_MS };
+/**
+ * Polling every 5 s is the fallback while the namespace watch is not live;
+ * a paused view (`live: false`) neither polls nor takes the watch's updates.
+ */
+function useLiveOptions(live: boolean | undefined): { refetchInterval: number | false; meta: { paused: boolean } } {
+  const watch = useLive();
+  return { refetchInterval: live === false || watch.state === 'live' ? false : LIVE_INTERVAL_MS, meta: { paused: live === false } };
 }
 
 export function useSession() {
@@ -38,28 +46,37 @@ export function useNamespaces() {
   return useQuery({ queryKey: queryKeys.namespaces, queryFn: api.listNamespaces, staleTime: 60_000 });
 }
 
+/** The namespace to land in (see landingNamespace); `ready` once the namespace list answered or failed. */
+export function useLandingNamespace(): { ns: string; ready: boolean } {
+  const session = useSession();
+  const list = useNamespaces();
+  const ready = !session.isPending && !list.isPending;
+  const usable = session.data?.authenticated || list.data?.summary ? list.data : undefined;
+  return { ns: landingNamespace(rememberedNamespace(), usable), ready };
+}
+
 export function useRuns(ns: string, q: RunListQuery, opts: Live = {}) {
   return useQuery({
     queryKey: queryKeys.runs(ns, q),
     queryFn: () => api.listRuns(ns, q),
     placeholderData: keepPreviousData,
-    ...liveOptions(opts.live),
+    ...useLiveOptions(opts.live),
   });
 }
 
 export function useRun(ns: string, name: string, opts: Live = {}) {
-  return useQuery({ queryKey: queryKeys.run(ns, name), queryFn: () => api.getRun(ns, name), ...liveOptions(opts.live) });
+  return useQuery({ queryKey: queryKeys.run(ns, name), queryFn: () => api.getRun(ns, name), ...useLiveOptions(opts.live) });
 }
 
 export function useRuntimes(ns: string, opts: Live = {}) {
-  return useQuery({ queryKey: queryKeys.runtimes(ns), queryFn: () => api.listRuntimes(ns), ...liveOptions(opts.live) });
+  return useQuery({ queryKey: queryKeys.runtimes(ns), queryFn: () => api.listRuntimes(ns), ...useLiveOptions(opts.live) });
 }
 
 export function useRuntime(ns: string, name: string, opts: Live = {}) {
   return useQuery({
     queryKey: queryKeys.runtime(ns, name),
     queryFn: () => api.getRuntime(ns, name),
-    ...liveOptions(opts.live),
+    ...useLiveOptions(opts.live),
   });
 }
 
@@ -67,7 +84,7 @@ export function useWorkflowRuns(ns: string, opts: Live = {}) {
   return useQuery({
     queryKey: queryKeys.workflowRuns(ns),
     queryFn: () => api.listWorkflowRuns(ns),
-    ...liveOptions(opts.live),
+    ...useLiveOptions(opts.live),
   });
 }
 
@@ -75,6 +92,15 @@ export function useWorkflowRun(ns: string, name: string, opts: Live = {}) {
   return useQuery({
     queryKey: queryKeys.workflowRun(ns, name),
     queryFn: () => api.getWorkflowRun(ns, name),
-    ...liveOptions(opts.live),
+    ...useLiveOptions(opts.live),
+  });
+}
+
+/** The sanitized object for the YAML view, read only while it is shown. */
+export function useManifest(resource: api.ManifestResource, ns: string, name: string, enabled: boolean) {
+  return useQuery({
+    queryKey: queryKeys.manifest(resource, ns, name),
+    queryFn: () => api.getManifest(resource, ns, name),
+    enabled,
   });
 }

@@ -178,10 +178,30 @@ export type NamespaceItem = {
    * `Active` or `Terminating`.
    */
   phase?: string;
+  /**
+   * Whether the caller may list Runs here (a SelfSubjectAccessReview with
+   * the caller's own token). Absent on public summaries.
+   */
+  readable?: boolean;
 };
 
-/** `GET /api/namespaces`. A 403 means the UI falls back to free-text namespace entry. */
-export type NamespaceList = ListResponse<NamespaceItem>;
+/**
+ * `GET /api/namespaces`: the namespaces the caller can read. A caller who may
+ * list namespaces gets all of them, each marked `readable` or not; one who
+ * may not gets only those where a SelfSubjectAccessReview allows listing
+ * Runs. `home` is where the UI lands when nothing is remembered: the
+ * ServiceAccount's own namespace (from the TokenReview username
+ * `system:serviceaccount:NS:NAME`) when the caller may read it, else the
+ * first readable namespace.
+ */
+export type NamespaceList = {
+  items: Array<NamespaceItem>;
+  /**
+   * `true` when served as a public-read summary (no credential).
+   */
+  summary?: boolean;
+  home?: string;
+};
 
 /**
  * `status.phase` of a Run. `Ready` is active and non-terminal (session and function Runs).
@@ -267,6 +287,11 @@ export type RunListQuery = {
    * RFC 3339; only Runs created at or after this instant.
    */
   createdAfter?: string;
+  /**
+   * Only Runs whose name contains this (lowercase letters, digits, `-`
+   * and `.`); filtered by the Console, like `createdAfter`.
+   */
+  name?: string;
   /**
    * Page size, 1..500, default 50.
    */
@@ -399,6 +424,52 @@ export type PodSection = {
 };
 
 /**
+ * Where a Run sits in a WorkflowRun: the WorkflowRun, the job and the step.
+ */
+export type StepOwner = {
+  name: string;
+  job: string;
+  /**
+   * The step's name, when it has one.
+   */
+  step?: string;
+};
+
+/**
+ * `GET /api/namespaces/{ns}/{runs|runtimes|workflowruns}/{name}/manifest`:
+ * the whole object, sanitized by the server (env values, managed fields,
+ * secret and ConfigMap references and annotations that embed a copy of the
+ * object are hidden), for the YAML view.
+ */
+export type ObjectManifest = {
+  object: Record<string, unknown>;
+  /**
+   * The JSON paths of what was hidden or removed, e.g. `spec.env[0]`.
+   */
+  hidden: Array<string>;
+};
+
+/**
+ * One line of `GET /api/namespaces/{ns}/watch` (NDJSON). `type` is
+ * `ADDED`, `MODIFIED` or `DELETED` (with `kind` and `name`: read it again),
+ * `BOOKMARK` (resume `kind` from `resourceVersion`), `RESYNC` (too old to
+ * resume: read every `kind` object again), `ERROR` (that kind's watch
+ * ended: `code`, `message`), `HEARTBEAT`, or `END` (the stream ends:
+ * `code` 401/403 when access was revoked, 503 on shutdown).
+ */
+export type WatchLine = {
+  /**
+   * `runs`, `runtimes` or `workflowruns`.
+   */
+  kind?: string;
+  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'RESYNC' | 'ERROR' | 'HEARTBEAT' | 'END';
+  name?: string;
+  resourceVersion?: string;
+  code?: number;
+  message?: string;
+};
+
+/**
  * `GET /api/namespaces/{ns}/runs/{name}`.
  */
 export type RunDetail = {
@@ -413,6 +484,12 @@ export type RunDetail = {
    * Needs `list events` in the namespace. Items oldest first.
    */
   events: Section<Items<EventInfo>>;
+  /**
+   * The WorkflowRun job whose step started this Run (found by the step's
+   * `runName` among the namespace's WorkflowRuns; needs `list
+   * workflowruns`). `absent` when no WorkflowRun names it.
+   */
+  workflowRun: Section<StepOwner>;
 };
 
 /**
@@ -528,6 +605,22 @@ export type AssignedRun = {
 };
 
 /**
+ * One resource of a Runtime Pod's capacity.
+ */
+export type CapacityUse = {
+  resource: string;
+  /**
+   * As annotated (`kruntimes.io/capacity.<resource>`).
+   */
+  capacity: string;
+  used?: number;
+  /**
+   * `capacity - used`, never below 0; absent when either is unknown.
+   */
+  free?: number;
+};
+
+/**
  * A Pod of a Runtime (`runtime=<name>` label).
  */
 export type RuntimePod = {
@@ -549,6 +642,25 @@ export type RuntimePod = {
    * Runs whose `status.assignedPod` is this Pod. `forbidden`/`error` are per Runtime, not per Pod.
    */
   runs: Array<AssignedRun>;
+  /**
+   * Capacity used and free per resource: for `runs` (and `slots`) the
+   * active Runs assigned here count one each; other resources have no
+   * per-Run figure, so only their capacity is known.
+   */
+  usage: Array<CapacityUse>;
+};
+
+/**
+ * A Pending Run waiting for this Runtime, in the queue's order (oldest first).
+ */
+export type QueuedRun = {
+  name: string;
+  creationTimestamp?: string;
+  /**
+   * Reason of the `Scheduled=False` condition, e.g. `NoCapacity`.
+   */
+  reason?: string;
+  message?: string;
 };
 
 /**
@@ -587,6 +699,10 @@ export type RuntimeDetail = {
    * Needs `list pods` (and `list runs` for `runs`) in the namespace.
    */
   pods: Section<Items<RuntimePod>>;
+  /**
+   * The Pending Runs of this Runtime, oldest first. Needs `list runs`.
+   */
+  queue: Section<Items<QueuedRun>>;
 };
 
 /** Phase of a WorkflowRun, a job, or a step. Free string; the known values get colours. */

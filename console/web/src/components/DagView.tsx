@@ -1,13 +1,28 @@
 /**
  * Read-only staged DAG of a WorkflowRun in SVG. Stage cards hold parallel job
- * rows; edges run between stages and visibly merge in front of jobs with
- * several needs. Job rows are ordinary links (Tab reaches them). Dragging on
- * empty canvas pans in any direction; wheel and scrollbars keep working.
+ * rows; edges run between stages, end in arrowheads and visibly merge in
+ * front of jobs with several needs. Job rows are ordinary links, in stage
+ * order for Tab; the arrow keys move between jobs and stages, and a focused
+ * row is scrolled into view. Hover or focus highlights a job's upstream and
+ * downstream. Dragging on empty canvas pans in any direction; wheel and
+ * scrollbars keep working; zoom buttons and fit-to-view scale the drawing.
  */
-import { useMemo, useRef, type MouseEvent, type PointerEvent } from 'react';
+import { useId, useMemo, useRef, useState, type KeyboardEvent, type MouseEvent, type PointerEvent } from 'react';
 import { useNavigate } from 'react-router';
 import type { WorkflowRunDetail } from '../api/types';
-import { dagRowLabel, layoutDag, stageJobs, type DagLayout, type Staging } from '../lib/dag';
+import {
+  dagRowLabel,
+  fitScale,
+  focusOrder,
+  isDagKey,
+  layoutDag,
+  lineage,
+  moveFocus,
+  onLineage,
+  stageJobs,
+  type DagLayout,
+  type Staging,
+} from '../lib/dag';
 import { bounded } from '../lib/format';
 import { phaseTone } from '../lib/phase';
 
@@ -41,6 +56,44 @@ export function DagView({ wr, ns, selected }: { wr: WorkflowRunDetail; ns: strin
   const drag = useRef<{ x: number; y: number; left: number; top: number; id: number } | null>(null);
   const jobs = wr.status.jobs ?? {};
   const base = `/namespaces/${ns}/workflowruns/${wr.metadata.name}/jobs/`;
+  const rowRefs = useRef(new Map<string, HTMLElement | SVGElement>());
+  const [hovered, setHovered] = useState<string | null>(null);
+  const [focused, setFocused] = useState<string | null>(null);
+  const [scale, setScale] = useState(1);
+  const arrowId = `${useId().replace(/:/g, '')}-arrow`;
+  const active = hovered ?? focused;
+  const family = useMemo(() => (active ? lineage(staging, active) : null), [staging, active]);
+  const order = useMemo(() => focusOrder(staging), [staging]);
+
+  /** Scrolls the canvas so the row of `id` is fully visible (with a margin). */
+  const reveal = (id: string) => {
+    const el = scrollRef.current;
+    const r = layout.rows.get(id);
+    if (!el || !r) return;
+    const pad = 16;
+    const left = r.x * scale - pad;
+    const right = (r.x + r.width) * scale + pad;
+    const top = r.y * scale - pad;
+    const bottom = (r.y + r.height) * scale + pad;
+    if (left < el.scrollLeft) el.scrollLeft = left;
+    else if (right > el.scrollLeft + el.clientWidth) el.scrollLeft = right - el.clientWidth;
+    if (top < el.scrollTop) el.scrollTop = top;
+    else if (bottom > el.scrollTop + el.clientHeight) el.scrollTop = bottom - el.clientHeight;
+  };
+
+  const onRowKey = (e: KeyboardEvent<Element>, id: string) => {
+    if (!isDagKey(e.key) || e.altKey || e.ctrlKey || e.metaKey) return;
+    e.preventDefault();
+    const next = moveFocus(staging, layout, id, e.key);
+    rowRefs.current.get(next)?.focus();
+  };
+
+  const zoom = (next: number) => setScale(Math.min(2, Math.max(0.1, Math.round(next * 100) / 100)));
+  const fit = () => {
+    const el = scrollRef.current;
+    if (!el) return;
+    setScale(fitScale(layout.width, layout.height, el.clientWidth - 4, Math.max(240, window.innerHeight * 0.7), 0.1));
+  };
 
   const onPointerDown = (e: PointerEvent<HTMLDivElement>) => {
     if (e.button !== 0) return;
@@ -85,6 +138,23 @@ export function DagView({ wr, ns, selected }: { wr: WorkflowRunDetail; ns: strin
           needs.
         </p>
       )}
+      <div className="dag-tools" role="toolbar" aria-label="Graph view">
+        <button type="button" className="button subtle small" onClick={() => zoom(scale - 0.1)} disabled={scale <= 0.1}>
+          Zoom out
+        </button>
+        <span className="dag-zoom" aria-live="polite">
+          {Math.round(scale * 100)}%
+        </span>
+        <button type="button" className="button subtle small" onClick={() => zoom(scale + 0.1)} disabled={scale >= 2}>
+          Zoom in
+        </button>
+        <button type="button" className="button subtle small" onClick={fit}>
+          Fit to view
+        </button>
+        <button type="button" className="button subtle small" onClick={() => setScale(1)} disabled={scale === 1}>
+          Actual size
+        </button>
+      </div>
       <div
         ref={scrollRef}
         className="dag-scroll"
@@ -95,21 +165,35 @@ export function DagView({ wr, ns, selected }: { wr: WorkflowRunDetail; ns: strin
         data-testid="dag-canvas"
       >
         <svg
-          width={layout.width}
-          height={layout.height}
+          width={Math.round(layout.width * scale)}
+          height={Math.round(layout.height * scale)}
           viewBox={`0 0 ${layout.width} ${layout.height}`}
           className="dag-svg"
           role="group"
           aria-label={`Job graph of ${wr.metadata.name}: ${staging.stages.length} stages, ${staging.order.length} jobs`}
         >
-          <g className="dag-edges" aria-hidden="true">
-            {layout.edges.map((e) => (
-              <path
-                key={`${e.from}->${e.to}`}
-                d={e.d}
-                className={`dag-edge ${e.long ? 'long' : ''} ${e.backward ? 'backward' : ''} ${selected && (e.from === selected || e.to === selected) ? 'hl' : ''}`}
-              />
-            ))}
+          <defs>
+            <marker id={arrowId} viewBox="0 0 8 8" refX="7.5" refY="4" markerWidth="7" markerHeight="7" orient="auto">
+              <path d="M0,0.5 L8,4 L0,7.5 z" className="dag-arrow" />
+            </marker>
+            <marker id={`${arrowId}-hl`} viewBox="0 0 8 8" refX="7.5" refY="4" markerWidth="7" markerHeight="7" orient="auto">
+              <path d="M0,0.5 L8,4 L0,7.5 z" className="dag-arrow hl" />
+            </marker>
+          </defs>
+          <g className={`dag-edges ${active ? 'has-active' : ''}`} aria-hidden="true">
+            {layout.edges.map((e) => {
+              const lit = active && family ? onLineage(e, active, family) : false;
+              const sel = !active && selected && (e.from === selected || e.to === selected);
+              return (
+                <path
+                  key={`${e.from}->${e.to}`}
+                  d={e.d}
+                  markerEnd={`url(#${arrowId}${lit || sel ? '-hl' : ''})`}
+                  data-edge={`${e.from}->${e.to}`}
+                  className={`dag-edge ${e.long ? 'long' : ''} ${e.backward ? 'backward' : ''} ${lit || sel ? 'hl' : ''}`}
+                />
+              );
+            })}
             {layout.merges.map((m) => (
               <circle key={m.id} cx={m.x} cy={m.y} r={3.5} className="dag-merge" />
             ))}
@@ -122,7 +206,7 @@ export function DagView({ wr, ns, selected }: { wr: WorkflowRunDetail; ns: strin
               </text>
             </g>
           ))}
-          {staging.order.map((id) => {
+          {order.map((id) => {
             const r = layout.rows.get(id)!;
             const j = staging.jobs.get(id)!;
             const st = jobs[id];
@@ -135,12 +219,27 @@ export function DagView({ wr, ns, selected }: { wr: WorkflowRunDetail; ns: strin
             const subText = bounded(sub, maxChars);
             const warn = j.unknownNeeds.length > 0 || j.cyclic;
             const href = `${base}${encodeURIComponent(id)}`;
+            const kin =
+              active === id ? 'active' : family?.upstream.has(id) ? 'up' : family?.downstream.has(id) ? 'down' : active ? 'dim' : '';
             return (
               <a
                 key={id}
                 href={href}
-                className={`dag-row ${selected === id ? 'selected' : ''}`}
+                data-job={id}
+                ref={(el) => {
+                  if (el) rowRefs.current.set(id, el);
+                  else rowRefs.current.delete(id);
+                }}
+                className={`dag-row ${selected === id ? 'selected' : ''} ${kin}`}
                 onClick={(e) => onLink(e, href)}
+                onKeyDown={(e) => onRowKey(e, id)}
+                onFocus={() => {
+                  setFocused(id);
+                  reveal(id);
+                }}
+                onBlur={() => setFocused((f) => (f === id ? null : f))}
+                onMouseEnter={() => setHovered(id)}
+                onMouseLeave={() => setHovered((h) => (h === id ? null : h))}
                 aria-label={dagRowLabel(title.text, subText.text, j.needs, warn)}
               >
                 <title>
@@ -173,7 +272,9 @@ export function DagView({ wr, ns, selected }: { wr: WorkflowRunDetail; ns: strin
         </svg>
       </div>
       <p className="muted small dag-hint">
-        Drag the empty canvas to pan; scroll or use the scrollbars. Select a job to open its steps and logs.
+        Drag the empty canvas to pan; scroll or use the scrollbars. Tab or the arrow keys move between jobs (Home and End
+        to the first and last); hovering or focusing a job highlights what it needs and what needs it. Select a job to
+        open its steps and logs.
       </p>
     </div>
   );

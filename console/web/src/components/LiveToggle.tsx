@@ -1,5 +1,27 @@
 import { useEffect, useState } from 'react';
+import { useLive } from '../api/watch';
 import { age } from '../lib/format';
+
+/** Whether changes arrive live (the namespace watch), are being reconnected, or are polled. */
+export function LiveBadge() {
+  const { state, detail } = useLive();
+  const text =
+    state === 'live'
+      ? 'Live'
+      : state === 'reconnecting'
+        ? 'Reconnecting…'
+        : state === 'connecting'
+          ? 'Connecting…'
+          : state === 'ended'
+            ? 'Not live: polling every 5 s'
+            : 'Polling every 5 s';
+  return (
+    <span className={`live-badge live-${state}`} role="status" title={detail} data-live={state}>
+      <span className="live-dot" aria-hidden="true" />
+      {text}
+    </span>
+  );
+}
 
 /** "Auto-refresh" switch plus when the data was last updated. */
 export function LiveToggle({
@@ -20,6 +42,7 @@ export function LiveToggle({
   }, []);
   return (
     <div className="live">
+      {live && <LiveBadge />}
       <label className="check">
         <input type="checkbox" checked={live} onChange={(e) => onChange(e.target.checked)} />
         Auto-refresh

@@ -1,7 +1,7 @@
 import { useId, useState, type FormEvent } from 'react';
 import { useLocation, useNavigate } from 'react-router';
 import { useNamespaces } from '../api/queries';
-import { isNamespaceName, sectionOf } from '../lib/namespace';
+import { isNamespaceName, offeredNamespaces, sectionOf } from '../lib/namespace';
 import { NamespaceIcon } from './Icons';
 
 /**
@@ -39,7 +39,7 @@ export function NamespaceSelect({ current, routeNs }: { current: string; routeNs
     go(value);
   };
 
-  const names = data?.items.map((n) => n.name) ?? [];
+  const names = offeredNamespaces(data);
   return (
     <form className="ns-select" onSubmit={onSubmit} role="search" aria-label="Namespace">
       <label htmlFor={`${listId}-input`} className="ns-label">

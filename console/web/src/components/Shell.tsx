@@ -2,10 +2,11 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState, type ReactNode } from 'react';
 import { NavLink, Outlet, useLocation, useNavigate, useParams } from 'react-router';
 import { logout, onUnauthorized } from '../api/client';
-import { queryKeys, useSession } from '../api/queries';
-import { lastNamespace, rememberNamespace } from '../lib/namespace';
+import { queryKeys, useLandingNamespace, useSession } from '../api/queries';
+import { rememberNamespace } from '../lib/namespace';
 import { AboutIcon, LogoutIcon, MenuIcon, RunsIcon, RuntimesIcon, SettingsIcon, WorkflowIcon } from './Icons';
 import { NamespaceSelect } from './NamespaceSelect';
+import { LiveProvider } from '../api/watch';
 
 function NavItem({ to, icon, label }: { to: string; icon: ReactNode; label: string }) {
   return (
@@ -51,7 +52,9 @@ function Account() {
 
 export function Shell() {
   const { ns: routeNs } = useParams();
-  const ns = routeNs ?? lastNamespace();
+  const landing = useLandingNamespace();
+  const session = useSession();
+  const ns = routeNs ?? landing.ns;
   const qc = useQueryClient();
   const location = useLocation();
   // On narrow screens the navigation folds behind a Menu button; going to a page folds it again.
@@ -109,7 +112,9 @@ export function Shell() {
       </nav>
       </div>
       <main id="main" className="main" tabIndex={-1}>
-        <Outlet />
+        <LiveProvider ns={routeNs} enabled={session.data?.authenticated === true}>
+          <Outlet />
+        </LiveProvider>
       </main>
     </div>
   );

@@ -180,7 +180,7 @@ export interface DagMetrics {
 
 export const DEFAULT_METRICS: DagMetrics = {
   cardWidth: 248,
-  gap: 72,
+  gap: 88,
   header: 32,
   rowHeight: 60,
   cardPadding: 6,
@@ -284,7 +284,22 @@ export function layoutDag(staging: Staging, m: DagMetrics = DEFAULT_METRICS): Da
     });
   });
 
-  const mergeInset = Math.min(18, m.gap / 4);
+  // Where the needs of a job join (the merge point) and, before it, a
+  // straight run in which every edge into the job is already level with it:
+  // edges converge only there, so an edge passing by never looks like one
+  // more need. Edges that skip stages rise and fall on tracks near the start
+  // of a gap, far from any merge point, each gap's tracks apart.
+  const mergeInset = Math.min(18, m.gap / 5);
+  const straight = Math.min(24, m.gap / 4);
+  const trackStart = 8;
+  const trackGap = 5;
+  const tracksUsed = new Map<number, number>();
+  const track = (gapStartX: number) => {
+    const k = tracksUsed.get(gapStartX) ?? 0;
+    tracksUsed.set(gapStartX, k + 1);
+    const room = Math.max(0, m.gap - mergeInset - straight - 2 * trackStart);
+    return gapStartX + trackStart + Math.min(k * trackGap, room);
+  };
   const edges: EdgePath[] = [];
   const merges: MergePoint[] = [];
   const laneIndex = new Map(longEdges.map(([a, b], i) => [`${a}\u0000${b}`, i]));
@@ -293,7 +308,9 @@ export function layoutDag(staging: Staging, m: DagMetrics = DEFAULT_METRICS): Da
     if (j.needs.length === 0) continue;
     const target = rows.get(id)!;
     const mx = target.inX - mergeInset;
-    if (j.needs.length > 1) merges.push({ id, x: mx, y: target.cy, count: j.needs.length });
+    const ex = mx - straight;
+    const ty = target.cy;
+    if (j.needs.length > 1) merges.push({ id, x: mx, y: ty, count: j.needs.length });
     for (const n of j.needs) {
       const src = rows.get(n)!;
       const sx = src.outX;
@@ -302,19 +319,21 @@ export function layoutDag(staging: Staging, m: DagMetrics = DEFAULT_METRICS): Da
       const backward = j.stage <= src.stage;
       let d: string;
       if (lane === undefined) {
-        const c = (mx - sx) / 2;
-        d = `M${sx},${sy} C${sx + c},${sy} ${mx - c},${target.cy} ${mx},${target.cy} L${target.inX},${target.cy}`;
+        const c = (ex - sx) / 2;
+        d = `M${sx},${sy} C${sx + c},${sy} ${ex - c},${ty} ${ex},${ty} L${target.inX},${ty}`;
       } else {
         const ly = m.margin + lane * m.laneGap + m.laneGap / 2;
-        const gx1 = sx + m.gap / 2;
-        const gx2 = backward ? target.inX - m.gap / 2 : mx - (m.gap / 2 - mergeInset);
         const r = 6;
+        const gx1 = track(sx);
+        // Down into the gap before the consumer's stage (or, backwards, the gap left of it).
+        const gx2 = track(target.inX - m.gap);
+        const h = gx2 >= gx1 ? r : -r;
         d =
           `M${sx},${sy} L${gx1 - r},${sy} Q${gx1},${sy} ${gx1},${sy - r} ` +
-          `L${gx1},${ly + r} Q${gx1},${ly} ${gx1 + (gx2 >= gx1 ? r : -r)},${ly} ` +
-          `L${gx2 - (gx2 >= gx1 ? r : -r)},${ly} Q${gx2},${ly} ${gx2},${ly + r} ` +
-          `L${gx2},${target.cy - r} Q${gx2},${target.cy} ${gx2 + r},${target.cy} ` +
-          `L${target.inX},${target.cy}`;
+          `L${gx1},${ly + r} Q${gx1},${ly} ${gx1 + h},${ly} ` +
+          `L${gx2 - h},${ly} Q${gx2},${ly} ${gx2},${ly + r} ` +
+          `L${gx2},${ty - r} Q${gx2},${ty} ${gx2 + r},${ty} ` +
+          `L${target.inX},${ty}`;
       }
       edges.push({ from: n, to: id, d, long: lane !== undefined, backward });
     }
@@ -334,4 +353,89 @@ export function dagRowLabel(title: string, sub: string, needs: readonly string[]
   if (needs.length) label += `, needs ${needs.join(', ')}`;
   if (warn) label += ', has dependency problems';
   return label;
+}
+
+// ---------------------------------------------------------------------------
+// Keyboard and relationships
+// ---------------------------------------------------------------------------
+
+/** Job ids in reading order: stage by stage, top to bottom (the Tab order). */
+export function focusOrder(staging: Staging): string[] {
+  return staging.stages.flat();
+}
+
+export type DagKey = 'ArrowUp' | 'ArrowDown' | 'ArrowLeft' | 'ArrowRight' | 'Home' | 'End';
+
+export function isDagKey(key: string): key is DagKey {
+  return key === 'ArrowUp' || key === 'ArrowDown' || key === 'ArrowLeft' || key === 'ArrowRight' || key === 'Home' || key === 'End';
+}
+
+/**
+ * The job an arrow key moves to from `id`: up and down through the rows of
+ * its stage, left and right to the row of the neighbouring stage nearest in
+ * height (skipping empty stages), Home and End to the first and last job.
+ * Returns `id` itself at an edge of the graph.
+ */
+export function moveFocus(staging: Staging, layout: DagLayout, id: string, key: DagKey): string {
+  const order = focusOrder(staging);
+  if (key === 'Home') return order[0] ?? id;
+  if (key === 'End') return order[order.length - 1] ?? id;
+  const j = staging.jobs.get(id);
+  if (!j) return id;
+  const stage = staging.stages[j.stage]!;
+  if (key === 'ArrowUp') return stage[Math.max(0, j.row - 1)]!;
+  if (key === 'ArrowDown') return stage[Math.min(stage.length - 1, j.row + 1)]!;
+  const step = key === 'ArrowRight' ? 1 : -1;
+  const cy = layout.rows.get(id)?.cy ?? 0;
+  for (let s = j.stage + step; s >= 0 && s < staging.stages.length; s += step) {
+    const ids = staging.stages[s]!;
+    if (ids.length === 0) continue;
+    let best = ids[0]!;
+    for (const other of ids) {
+      const d = Math.abs((layout.rows.get(other)?.cy ?? 0) - cy);
+      if (d < Math.abs((layout.rows.get(best)?.cy ?? 0) - cy)) best = other;
+    }
+    return best;
+  }
+  return id;
+}
+
+/** Every job `id` needs, directly or not (upstream), and every job that needs it (downstream). */
+export function lineage(staging: Staging, id: string): { upstream: Set<string>; downstream: Set<string> } {
+  const walk = (start: string, next: (x: string) => readonly string[]) => {
+    const seen = new Set<string>();
+    const stack = [...next(start)];
+    while (stack.length) {
+      const x = stack.pop()!;
+      if (seen.has(x) || x === start) continue;
+      seen.add(x);
+      stack.push(...next(x));
+    }
+    return seen;
+  };
+  const consumers = new Map<string, string[]>();
+  for (const [jid, j] of staging.jobs) {
+    for (const n of j.needs) {
+      let l = consumers.get(n);
+      if (!l) consumers.set(n, (l = []));
+      l.push(jid);
+    }
+  }
+  return {
+    upstream: walk(id, (x) => staging.jobs.get(x)?.needs ?? []),
+    downstream: walk(id, (x) => consumers.get(x) ?? []),
+  };
+}
+
+/** Whether an edge lies on a path through `id` (it joins two jobs of its lineage the right way round). */
+export function onLineage(edge: { from: string; to: string }, id: string, l: ReturnType<typeof lineage>): boolean {
+  const up = (x: string) => x === id || l.upstream.has(x);
+  const down = (x: string) => x === id || l.downstream.has(x);
+  return (l.upstream.has(edge.from) && up(edge.to)) || (down(edge.from) && l.downstream.has(edge.to));
+}
+
+/** The zoom that fits a `width` x `height` drawing into a `boxW` x `boxH` view, at most 1 and at least `min`. */
+export function fitScale(width: number, height: number, boxW: number, boxH: number, min = 0.3): number {
+  if (width <= 0 || height <= 0 || boxW <= 0 || boxH <= 0) return 1;
+  return Math.max(min, Math.min(1, boxW / width, boxH / height));
 }

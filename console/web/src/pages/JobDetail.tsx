@@ -7,7 +7,8 @@ import { RunLogView } from '../components/RunLogView';
 import { KeyValues, PageHeader, Panel } from '../components/Page';
 import { PhaseBadge, StatusGlyph } from '../components/Status';
 import { ErrorState, Loading } from '../components/States';
-import { duration } from '../lib/format';
+import { dateTime, duration } from '../lib/format';
+import { failedStep } from '../lib/timeline';
 import { isTerminal, phaseTone } from '../lib/phase';
 import type { StepSpec, StepStatus, WorkflowRunDetail } from '../api/types';
 
@@ -63,6 +64,12 @@ function Step({ ns, step, open, onToggle }: { ns: string; step: StepView; open: 
               Uses <code>{step.spec.uses}</code>
             </p>
           )}
+          {st?.startTime && (
+            <p className="muted small step-times">
+              Started {dateTime(st.startTime)}
+              {st.completionTime ? `, ended ${dateTime(st.completionTime)}` : ', still running'} · {duration(st.startTime, st.completionTime)}
+            </p>
+          )}
           {st?.message && <p className="notice">{st.message}</p>}
           {st?.outputs && Object.keys(st.outputs).length > 0 && (
             <KeyValues items={Object.entries(st.outputs).map(([k, v]) => [k, <code key={k} className="wrap-anywhere">{v}</code>])} />
@@ -95,15 +102,21 @@ export function JobDetailPage() {
     { label: job },
   ];
 
-  // Open steps are kept in the URL (?step=1,3) so a view can be shared.
-  const openSteps = new Set((params.get('step') ?? '').split(',').filter(Boolean).map(Number));
+  // Open steps are kept in the URL (?step=1,3) so a view can be shared; with
+  // no ?step the first failed step opens by itself, as GitHub Actions does
+  // (?step= with nothing opens none).
+  const stepParam = params.get('step');
+  const observed = q.data?.status.jobs?.[job]?.steps ?? [];
+  const autoOpen = stepParam === null ? failedStep(observed.map((s) => s.phase)) : null;
+  const openSteps = new Set(
+    stepParam === null ? (autoOpen === null ? [] : [autoOpen + 1]) : stepParam.split(',').filter(Boolean).map(Number),
+  );
   const toggle = (i: number) => {
     const next = new Set(openSteps);
     if (next.has(i + 1)) next.delete(i + 1);
     else next.add(i + 1);
     const p = new URLSearchParams(params);
-    if (next.size) p.set('step', [...next].sort((a, b) => a - b).join(','));
-    else p.delete('step');
+    p.set('step', [...next].sort((a, b) => a - b).join(','));
     setParams(p, { replace: true, preventScrollReset: true });
   };
 
@@ -203,6 +216,8 @@ function JobBody({
                     ],
                     ['Uses', spec.uses ? <code key="u">{spec.uses}</code> : undefined],
                     ['Child run', st?.workflowRunName ? <Link key="c" to={`/namespaces/${ns}/workflowruns/${st.workflowRunName}`}>{st.workflowRunName}</Link> : undefined],
+                    ['Started', st?.startTime ? dateTime(st.startTime) : undefined],
+                    ['Completed', st?.completionTime ? dateTime(st.completionTime) : undefined],
                     ['Duration', st?.startTime ? duration(st.startTime, st.completionTime) : undefined],
                     ['Message', st?.message],
                   ]}

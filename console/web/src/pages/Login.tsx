@@ -4,7 +4,6 @@ import { useNavigate, useSearchParams } from 'react-router';
 import { login } from '../api/client';
 import { ApiError } from '../api/errors';
 import { queryKeys, useSession } from '../api/queries';
-import { lastNamespace } from '../lib/namespace';
 
 /** Explains a failed login in words. */
 function loginError(e: unknown): string {
@@ -32,7 +31,8 @@ export function LoginPage() {
   const qc = useQueryClient();
   const session = useSession();
   const id = useId();
-  const next = safeNext(params.get('next')) ?? `/namespaces/${lastNamespace()}/runs`;
+  // With no `next`, `/` picks a namespace the new session may read.
+  const next = safeNext(params.get('next')) ?? '/';
   const input = useRef<HTMLInputElement>(null);
 
   useEffect(() => {
@@ -44,6 +44,8 @@ export function LoginPage() {
     onSuccess: (info) => {
       setToken('');
       qc.setQueryData(queryKeys.session, info);
+      // The namespace list depends on who is signed in: never land by the old one.
+      qc.removeQueries({ queryKey: queryKeys.namespaces });
       void qc.invalidateQueries();
       navigate(next, { replace: true });
     },
@@ -99,11 +101,12 @@ export function LoginPage() {
           <div className="login-help prose" id={`${id}-help`}>
             <p>
               The token is checked with a Kubernetes TokenReview and kept only in an HttpOnly session cookie for 8 hours.
-              Your own RBAC permissions decide what you can see. Create a short-lived token for a ServiceAccount (such as
-              the viewer account of the operations guide) with:
+              Your own RBAC permissions decide what you can see, and the Console opens a namespace you may read. Create a
+              short-lived token for a ServiceAccount (such as the viewer account of the operations guide) in the namespace
+              where that ServiceAccount lives:
             </p>
             <pre className="cmd">
-              <code>kubectl -n {lastNamespace()} create token kruntimes-viewer --duration=1h</code>
+              <code>kubectl -n NAMESPACE create token SERVICEACCOUNT --duration=1h</code>
             </pre>
           </div>
           <div className="form-actions">

@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { Link, useParams } from 'react-router';
-import { useRun } from '../api/queries';
+import { useRun, useRuntime } from '../api/queries';
 import type { Condition, RunDetail, Section } from '../api/types';
 import { RunLogView } from '../components/RunLogView';
 import { KeyValues, PageHeader, Panel, TableWrap } from '../components/Page';
@@ -10,6 +10,9 @@ import { ErrorState, Forbidden, Loading } from '../components/States';
 import { ApiError } from '../api/errors';
 import { age, bytes, dateTime, describeValue, duration } from '../lib/format';
 import { conditionTone, isTerminal } from '../lib/phase';
+import { waiting, waitingSentence } from '../lib/capacity';
+import { ManifestView } from '../components/ManifestView';
+import { LiveBadge } from '../components/LiveToggle';
 
 function modeOf(run: RunDetail): string {
   const m = run.spec.mode;
@@ -102,6 +105,43 @@ function RetryPolicy({ value }: { value: unknown }) {
   );
 }
 
+/** "Why is my Run waiting?": its Scheduled condition, its place in the queue and the Runtime's free capacity. */
+function WhyWaiting({ run, ns }: { run: RunDetail; ns: string }) {
+  const runtime = run.spec.runtime;
+  const rt = useRuntime(ns, runtime);
+  const w = waiting(run.metadata.name, rt.data);
+  const scheduled = run.status.conditions?.find((c) => c.type === 'Scheduled');
+  return (
+    <div className="why-waiting">
+      {scheduled && (
+        <p>
+          <strong>{scheduled.reason ?? 'Not scheduled'}</strong>
+          {scheduled.message ? `: ${scheduled.message}` : ''}
+        </p>
+      )}
+      {rt.isPending ? (
+        <Loading what="the Runtime's capacity" />
+      ) : rt.isError ? (
+        <ErrorState error={rt.error} what={`Runtime ${runtime}`} />
+      ) : (
+        <>
+          <p>{waitingSentence(w, runtime)}</p>
+          <KeyValues
+            items={[
+              ['Place in the queue', w.position !== null ? `${w.position} of ${w.queued}` : undefined],
+              ['Ready Pods', w.readyPods !== null ? `${w.readyPods} of ${w.pods}` : undefined],
+              ['Free Run places', w.free !== null ? `${w.free} of ${w.capacity}` : undefined],
+            ]}
+          />
+        </>
+      )}
+      <p>
+        <Link to={`/namespaces/${ns}/runtimes/${runtime}#queue`}>Capacity and queue of Runtime {runtime}</Link>
+      </p>
+    </div>
+  );
+}
+
 export function RunDetailPage() {
   const { ns = 'default', name = '' } = useParams();
   const q = useRun(ns, name);
@@ -122,10 +162,15 @@ export function RunDetailPage() {
 
   return (
     <>
-      <PageHeader title={name} crumbs={crumbs} badge={<PhaseBadge phase={st.phase} />} />
+      <PageHeader title={name} crumbs={crumbs} badge={<PhaseBadge phase={st.phase} />} actions={<LiveBadge />} />
       {q.isError && <ErrorState error={q.error} what="the latest state" />}
       {st.message && (
         <p className={`notice ${st.phase === 'Failed' || st.phase === 'Timeout' ? 'danger' : ''}`}>{st.message}</p>
+      )}
+      {(st.phase ?? 'Pending') === 'Pending' && (
+        <Panel title="Why is this Run waiting?" id="waiting">
+          <WhyWaiting run={run} ns={ns} />
+        </Panel>
       )}
       <div className="grid-2">
         <Panel title="Overview" id="overview">
@@ -139,6 +184,19 @@ export function RunDetailPage() {
                   <Link key="p" className="mono" to={`/namespaces/${ns}/runtimes/${run.spec.runtime}#pod-${st.assignedPod}`} title="The Pod on its Runtime's page">
                     {st.assignedPod}
                   </Link>
+                ) : undefined,
+              ],
+              [
+                'Workflow Run',
+                run.workflowRun.state === 'ok' ? (
+                  <span key="wr">
+                    <Link to={`/namespaces/${ns}/workflowruns/${run.workflowRun.name}`}>{run.workflowRun.name}</Link>
+                    {' · job '}
+                    <Link to={`/namespaces/${ns}/workflowruns/${run.workflowRun.name}/jobs/${encodeURIComponent(run.workflowRun.job)}`}>
+                      {run.workflowRun.job}
+                    </Link>
+                    {run.workflowRun.step ? ` · step ${run.workflowRun.step}` : ''}
+                  </span>
                 ) : undefined,
               ],
               ['Attempt', st.attempt],
@@ -291,6 +349,9 @@ export function RunDetailPage() {
           </SectionView>
         </Panel>
       </div>
+      <Panel title="YAML" id="yaml">
+        <ManifestView resource="runs" ns={ns} name={name} />
+      </Panel>
     </>
   );
 }

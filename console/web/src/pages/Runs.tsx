@@ -8,6 +8,7 @@ import { PageHeader, TableWrap } from '../components/Page';
 import { PhaseBadge } from '../components/Status';
 import { Empty, ErrorState, Loading } from '../components/States';
 import { age, dateTime } from '../lib/format';
+import { nextSort, parseSort, RUN_COLUMNS, sortRuns, type RunColumn } from '../lib/sort';
 
 const PAGE_SIZES = [25, 50, 100, 200, 500];
 
@@ -19,7 +20,9 @@ export function RunsPage() {
   const runtime = params.get('runtime') ?? '';
   const labelSelector = params.get('labelSelector') ?? '';
   const assignedPod = params.get('assignedPod') ?? '';
+  const name = params.get('name') ?? '';
   const limit = Number(params.get('limit')) || 50;
+  const sort = parseSort(params.get('sort'), RUN_COLUMNS);
   const [live, setLive] = useState(true);
   // The page is in the URL: the continue tokens of the pages read so far (`cont`, one per page after the first).
   const pages = params.getAll('cont');
@@ -31,10 +34,11 @@ export function RunsPage() {
       ...(runtime ? { runtime } : {}),
       ...(labelSelector ? { labelSelector } : {}),
       ...(assignedPod ? { assignedPod } : {}),
+      ...(name ? { name } : {}),
       limit,
       ...(cont ? { continue: cont } : {}),
     }),
-    [phase, runtime, labelSelector, assignedPod, limit, cont],
+    [phase, runtime, labelSelector, assignedPod, name, limit, cont],
   );
   // Only the first page refreshes live: a continue token reads the list as it
   // was when page 1 was read, so reading it again shows nothing new.
@@ -51,6 +55,12 @@ export function RunsPage() {
   };
   const runtimes = useRuntimes(ns, { live: false });
 
+  const [draftName, setDraftName] = useState(name);
+  const [draftNameFor, setDraftNameFor] = useState(name);
+  if (draftNameFor !== name) {
+    setDraftNameFor(name);
+    setDraftName(name);
+  }
   const [draftSelector, setDraftSelector] = useState(labelSelector);
   const [draftFor, setDraftFor] = useState(labelSelector);
   if (draftFor !== labelSelector) {
@@ -58,21 +68,45 @@ export function RunsPage() {
     setDraftSelector(labelSelector);
   }
 
+  // A new filter starts again at the first page; sorting keeps the page.
   const setParam = (key: string, value: string) => {
     const next = new URLSearchParams(params);
     if (value) next.set(key, value);
     else next.delete(key);
-    // Other filters start again at the first page.
-    next.delete('cont');
+    // Other filters start again at the first page; sorting keeps the page.
+    if (key !== 'sort') next.delete('cont');
     setParams(next, { replace: true });
   };
 
   const onSelector = (e: FormEvent) => {
     e.preventDefault();
-    setParam('labelSelector', draftSelector.trim());
+    const next = new URLSearchParams(params);
+    for (const [k, v] of [
+      ['labelSelector', draftSelector.trim()],
+      ['name', draftName.trim().toLowerCase()],
+    ] as const) {
+      if (v) next.set(k, v);
+      else next.delete(k);
+    }
+    next.delete('cont');
+    setParams(next, { replace: true });
   };
 
-  const filtered = Boolean(phase || runtime || labelSelector || assignedPod);
+  const sortHeader = (column: RunColumn, label: string, className?: string) => {
+    const active = sort?.column === column;
+    return (
+      <th scope="col" className={className} aria-sort={active ? (sort.descending ? 'descending' : 'ascending') : 'none'}>
+        <button type="button" className="th-sort" onClick={() => setParam('sort', nextSort(sort, column))}>
+          {label}
+          <span className="sort-mark" aria-hidden="true">
+            {active ? (sort.descending ? '▼' : '▲') : '↕'}
+          </span>
+        </button>
+      </th>
+    );
+  };
+
+  const filtered = Boolean(phase || runtime || labelSelector || assignedPod || name);
   const data = runs.data;
   const summary = data?.summary === true;
 
@@ -128,6 +162,20 @@ export function RunsPage() {
               </option>
             ))}
           </select>
+        </div>
+        <div className="field">
+          <label htmlFor={`${id}-name`}>Name</label>
+          <input
+            id={`${id}-name`}
+            className="input mono"
+            type="search"
+            value={draftName}
+            placeholder="part of a name"
+            spellCheck={false}
+            autoComplete="off"
+            onChange={(e) => setDraftName(e.target.value)}
+            size={16}
+          />
         </div>
         <div className="field grow">
           <label htmlFor={`${id}-sel`}>Label selector</label>
@@ -197,25 +245,21 @@ export function RunsPage() {
               <caption className="visually-hidden">Runs in namespace {ns}</caption>
               <thead>
                 <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Phase</th>
-                  <th scope="col">Runtime</th>
+                  {sortHeader('name', 'Name')}
+                  {sortHeader('phase', 'Phase')}
+                  {sortHeader('runtime', 'Runtime')}
                   {!summary && (
                     <>
-                      <th scope="col">Assigned Pod</th>
-                      <th scope="col" className="num">
-                        Attempts
-                      </th>
+                      {sortHeader('pod', 'Assigned Pod')}
+                      {sortHeader('attempt', 'Attempts', 'num')}
                       <th scope="col">Last transition</th>
                     </>
                   )}
-                  <th scope="col" className="num">
-                    Age
-                  </th>
+                  {sortHeader('age', 'Age', 'num')}
                 </tr>
               </thead>
               <tbody>
-                {data.items.map((r) => (
+                {sortRuns(data.items, sort).map((r) => (
                   <tr key={r.metadata.uid ?? r.metadata.name}>
                     <td className="name">
                       <Link to={`/namespaces/${ns}/runs/${r.metadata.name}`}>{r.metadata.name}</Link>
@@ -231,9 +275,12 @@ export function RunsPage() {
                     <>
                     <td className="mono">
                       {r.assignedPod ? (
-                        <button type="button" className="linklike" title="Show Runs on this Pod" onClick={() => setParam('assignedPod', r.assignedPod!)}>
+                        <Link
+                          title="Show the Runs on this Pod"
+                          to={`/namespaces/${ns}/runs?assignedPod=${encodeURIComponent(r.assignedPod)}`}
+                        >
                           {r.assignedPod}
-                        </button>
+                        </Link>
                       ) : (
                         <span className="muted">—</span>
                       )}
@@ -264,7 +311,7 @@ export function RunsPage() {
               ← Previous
             </button>
             <span className="muted small">
-              Page {pages.length + 1} · {runs.isPlaceholderData ? 'loading…' : `${data.items.length} Runs`}
+              Page {pages.length + 1} · {runs.isPlaceholderData ? 'loading…' : `${data.items.length} Runs${sort ? ' (this page sorted)' : ''}`}
               {data.remainingItemCount !== undefined ? ` · ${data.remainingItemCount} more` : ''}
             </span>
             <button

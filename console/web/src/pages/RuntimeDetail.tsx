@@ -5,6 +5,75 @@ import { ConditionBadge, PhaseBadge } from '../components/Status';
 import { ErrorState, Forbidden, Loading } from '../components/States';
 import { age, dateTime } from '../lib/format';
 import { ConditionsTimeline } from './RunDetail';
+import { ManifestView } from '../components/ManifestView';
+import type { CapacityUse, RuntimeDetail } from '../api/types';
+import { waiting } from '../lib/capacity';
+import { LiveBadge } from '../components/LiveToggle';
+
+/** One resource of a Pod: used / capacity and what is free, or the capacity alone. */
+function CapacityChip({ use }: { use: CapacityUse }) {
+  if (use.used === undefined)
+    return (
+      <span className="chip mono" title="No per-Run use is known for this resource">
+        {use.resource}: {use.capacity}
+      </span>
+    );
+  const cap = Number(use.capacity);
+  const full = use.free === 0;
+  return (
+    <span className={`chip mono capacity ${full ? 'full' : ''}`} data-resource={use.resource}>
+      {use.resource}: {use.used}/{use.capacity} used{use.free !== undefined ? ` · ${use.free} free` : ''}
+      {Number.isFinite(cap) && cap > 0 && (
+        <span className="meter" aria-hidden="true">
+          <span style={{ width: `${Math.min(100, (use.used / cap) * 100)}%` }} />
+        </span>
+      )}
+    </span>
+  );
+}
+
+/** The Pending Runs of the Runtime, oldest first: the order they wait in. */
+function Queue({ rt, ns }: { rt: RuntimeDetail; ns: string }) {
+  const w = waiting('', rt);
+  if (rt.queue.state === 'forbidden') return <Forbidden access={rt.queue.access} message={rt.queue.message} />;
+  if (rt.queue.state !== 'ok') return <p className="muted">{rt.queue.message}</p>;
+  return (
+    <>
+      <p className="queue-summary">
+        {rt.queue.items.length === 0 ? 'No Run is waiting for this Runtime.' : `${rt.queue.items.length} Pending Run${rt.queue.items.length === 1 ? '' : 's'} waiting.`}{' '}
+        {w.free !== null && `Free Run places on ready Pods: ${w.free} of ${w.capacity}.`}
+      </p>
+      {rt.queue.items.length > 0 && (
+        <TableWrap label="Queue">
+          <table className="table flat">
+            <thead>
+              <tr>
+                <th scope="col" className="num">#</th>
+                <th scope="col">Run</th>
+                <th scope="col">Waiting</th>
+                <th scope="col">Reason</th>
+                <th scope="col">Message</th>
+              </tr>
+            </thead>
+            <tbody>
+              {rt.queue.items.map((r, i) => (
+                <tr key={r.name} id={`queued-${r.name}`}>
+                  <td className="num">{i + 1}</td>
+                  <td className="name">
+                    <Link to={`/namespaces/${ns}/runs/${r.name}`}>{r.name}</Link>
+                  </td>
+                  <td>{r.creationTimestamp ? `${age(r.creationTimestamp)}` : '—'}</td>
+                  <td>{r.reason ? <span className="tag">{r.reason}</span> : '—'}</td>
+                  <td>{r.message ?? '—'}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </TableWrap>
+      )}
+    </>
+  );
+}
 
 export function RuntimeDetailPage() {
   const { ns = 'default', name = '' } = useParams();
@@ -22,7 +91,14 @@ export function RuntimeDetailPage() {
         title={name}
         crumbs={crumbs}
         badge={<ConditionBadge status={healthy ? 'True' : 'False'} label={`${rt.status.readyReplicas}/${rt.spec.replicas} ready`} />}
-        actions={<Link className="button" to={`/namespaces/${ns}/runs?runtime=${encodeURIComponent(name)}`}>Runs on this Runtime</Link>}
+        actions={
+          <>
+            <LiveBadge />
+            <Link className="button" to={`/namespaces/${ns}/runs?runtime=${encodeURIComponent(name)}`}>
+              Runs on this Runtime
+            </Link>
+          </>
+        }
       />
       {q.isError && <ErrorState error={q.error} what="the latest state" />}
       <div className="grid-2">
@@ -78,7 +154,11 @@ export function RuntimeDetailPage() {
               <tbody>
                 {rt.pods.items.map((p) => (
                   <tr key={p.uid} id={`pod-${p.name}`}>
-                    <td className="mono">{p.name}</td>
+                    <td className="mono">
+                      <Link to={`/namespaces/${ns}/runs?assignedPod=${encodeURIComponent(p.name)}`} title="The Runs on this Pod">
+                        {p.name}
+                      </Link>
+                    </td>
                     <td>
                       <PhaseBadge phase={p.phase} />
                     </td>
@@ -96,14 +176,10 @@ export function RuntimeDetailPage() {
                     <td className="mono">{p.node ?? '—'}</td>
                     <td>
                       <span className="chips">
-                        {Object.entries(p.capacity).length === 0 ? (
+                        {p.usage.length === 0 ? (
                           <span className="muted">—</span>
                         ) : (
-                          Object.entries(p.capacity).map(([k, v]) => (
-                            <span key={k} className="chip mono">
-                              {k}: {v}
-                            </span>
-                          ))
+                          p.usage.map((u) => <CapacityChip key={u.resource} use={u} />)
                         )}
                       </span>
                     </td>
@@ -126,6 +202,12 @@ export function RuntimeDetailPage() {
             </table>
           </TableWrap>
         )}
+      </Panel>
+      <Panel title="Queue" id="queue">
+        <Queue rt={rt} ns={ns} />
+      </Panel>
+      <Panel title="YAML" id="yaml">
+        <ManifestView resource="runtimes" ns={ns} name={name} />
       </Panel>
     </>
   );

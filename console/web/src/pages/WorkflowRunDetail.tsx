@@ -2,11 +2,14 @@ import { Link, useParams, useSearchParams } from 'react-router';
 import { useWorkflowRun } from '../api/queries';
 import type { WorkflowRunDetail } from '../api/types';
 import { DagView, useDag } from '../components/DagView';
+import { JobTimeline } from '../components/JobTimeline';
 import { KeyValues, PageHeader, Panel, TableWrap } from '../components/Page';
 import { PhaseBadge } from '../components/Status';
 import { ErrorState, Loading } from '../components/States';
 import { age, bounded, dateTime, duration } from '../lib/format';
 import { ConditionsTimeline } from './RunDetail';
+import { ManifestView } from '../components/ManifestView';
+import { LiveBadge } from '../components/LiveToggle';
 
 /** The same graph as a table: one row per job, in stage order. */
 export function DagTable({ wr, ns }: { wr: WorkflowRunDetail; ns: string }) {
@@ -87,7 +90,8 @@ export function DagTable({ wr, ns }: { wr: WorkflowRunDetail; ns: string }) {
 export function WorkflowRunDetailPage() {
   const { ns = 'default', wr: name = '' } = useParams();
   const [params, setParams] = useSearchParams();
-  const view = params.get('view') === 'table' ? 'table' : 'graph';
+  const v = params.get('view');
+  const view = v === 'table' || v === 'timeline' ? v : 'graph';
   const q = useWorkflowRun(ns, name);
   const wr = q.data;
   const crumbs = [{ label: ns }, { label: 'Workflow Runs', to: `/namespaces/${ns}/workflowruns` }, { label: name }];
@@ -95,16 +99,16 @@ export function WorkflowRunDetailPage() {
   if (!wr) return (<><PageHeader title={name} crumbs={crumbs} /><ErrorState error={q.error} what="this Workflow Run" /></>);
 
   const children = Object.entries(wr.status.jobs ?? {}).filter(([, j]) => j.workflowRunName);
-  const setView = (v: 'graph' | 'table') => {
+  const setView = (v: 'graph' | 'table' | 'timeline') => {
     const next = new URLSearchParams(params);
-    if (v === 'table') next.set('view', 'table');
+    if (v !== 'graph') next.set('view', v);
     else next.delete('view');
     setParams(next, { replace: true });
   };
 
   return (
     <>
-      <PageHeader title={name} crumbs={crumbs} badge={<PhaseBadge phase={wr.status.phase} />} />
+      <PageHeader title={name} crumbs={crumbs} badge={<PhaseBadge phase={wr.status.phase} />} actions={<LiveBadge />} />
       {q.isError && <ErrorState error={q.error} what="the latest state" />}
       <Panel
         title="Jobs"
@@ -117,10 +121,13 @@ export function WorkflowRunDetailPage() {
             <button type="button" className="button small" aria-pressed={view === 'table'} onClick={() => setView('table')}>
               Table
             </button>
+            <button type="button" className="button small" aria-pressed={view === 'timeline'} onClick={() => setView('timeline')}>
+              Timeline
+            </button>
           </div>
         }
       >
-        {view === 'graph' ? <DagView wr={wr} ns={ns} /> : <DagTable wr={wr} ns={ns} />}
+        {view === 'graph' ? <DagView wr={wr} ns={ns} /> : view === 'table' ? <DagTable wr={wr} ns={ns} /> : <JobTimeline wr={wr} ns={ns} />}
       </Panel>
       <div className="grid-2">
         <Panel title="Overview">
@@ -153,6 +160,9 @@ export function WorkflowRunDetailPage() {
           <ConditionsTimeline conditions={wr.status.conditions} />
         </Panel>
       </div>
+      <Panel title="YAML" id="yaml">
+        <ManifestView resource="workflowruns" ns={ns} name={name} />
+      </Panel>
     </>
   );
 }

@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { nextSort, parseSort, RUN_COLUMNS, sortRuns } from '../src/lib/sort';
+import type { RunListItem } from '../src/api/types';
+
+const run = (name: string, phase: string, created: string, attempt?: number): RunListItem => ({
+  metadata: { name, namespace: 'team-a', creationTimestamp: created },
+  phase: phase as RunListItem['phase'],
+  runtime: 'bash',
+  ...(attempt !== undefined ? { attempt } : {}),
+});
+
+const items = [
+  run('b', 'Running', '2026-01-01T10:00:00Z', 2),
+  run('a', 'Failed', '2026-01-01T12:00:00Z', 1),
+  run('c', 'Running', '2026-01-01T11:00:00Z'),
+];
+
+describe('sorting the Run list', () => {
+  it('reads sort= from the URL and ignores unknown columns', () => {
+    expect(parseSort('-age', RUN_COLUMNS)).toEqual({ column: 'age', descending: true });
+    expect(parseSort('name', RUN_COLUMNS)).toEqual({ column: 'name', descending: false });
+    expect(parseSort('uid', RUN_COLUMNS)).toBeNull();
+    expect(parseSort(null, RUN_COLUMNS)).toBeNull();
+  });
+
+  it('cycles ascending, descending, unsorted', () => {
+    expect(nextSort(null, 'name')).toBe('name');
+    expect(nextSort({ column: 'name', descending: false }, 'name')).toBe('-name');
+    expect(nextSort({ column: 'name', descending: true }, 'name')).toBe('');
+    expect(nextSort({ column: 'name', descending: true }, 'age')).toBe('age');
+  });
+
+  it('sorts by name, age (youngest first) and attempts, stably', () => {
+    const names = (s: string) => sortRuns(items, parseSort(s, RUN_COLUMNS)).map((r) => r.metadata.name);
+    expect(names('name')).toEqual(['a', 'b', 'c']);
+    expect(names('-name')).toEqual(['c', 'b', 'a']);
+    expect(names('age')).toEqual(['a', 'c', 'b']);
+    expect(names('-age')).toEqual(['b', 'c', 'a']);
+    expect(names('attempt')).toEqual(['c', 'a', 'b']);
+    // Ties keep the server's order.
+    expect(names('phase')).toEqual(['a', 'b', 'c']);
+    expect(sortRuns(items, null)).toEqual(items);
+  });
+});
