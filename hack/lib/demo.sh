@@ -3,7 +3,7 @@
 # WorkflowRun with a multi-stage DAG and a child WorkflowRun, and a writer
 # that appends interleaved runtimed lines to the Pods' logs.
 
-demo_ts() { date -u -d "${1:-now}" +%Y-%m-%dT%H:%M:%S.%NZ; } # [relative time, e.g. "-90 seconds"]
+demo_ts() { date -u +%Y-%m-%dT%H:%M:%S.%NZ; } # now, as the kubelet stamps a line
 
 demo_pod() { # ns name runtime
 	K apply -f - >/dev/null <<YAML
@@ -77,7 +77,8 @@ demo_run_status() {
 	# A second seed keeps the first start time: the seeded log lines (written
 	# once) stay after it, so tails still show them.
 	start=$(K -n "$ns" get run "$name" -o jsonpath='{.status.startTime}')
-	[[ -n $start ]] || start=$(date -u -d '-3 minutes' +%FT%TZ)
+	# A Run starts once it exists: at its creation (reads of its log begin there).
+	[[ -n $start ]] || start=$(K -n "$ns" get run "$name" -o jsonpath='{.metadata.creationTimestamp}')
 	if [[ -n "$pod" ]]; then
 		local puid
 		puid=$(K -n "$ns" get pod "$pod" -o jsonpath='{.metadata.uid}')
@@ -164,16 +165,19 @@ YAML
 # Writes a few historic lines for each assigned Run.
 demo_seed_logs() {
 	local ns=$1
-	K -n "$ns" get runs -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.uid} {.status.assignedPod} {.spec.runtime}{"\n"}{end}' |
-		while read -r name uid pod rt; do
+	K -n "$ns" get runs -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.uid} {.metadata.creationTimestamp} {.status.assignedPod} {.spec.runtime}{"\n"}{end}' |
+		while read -r name uid created pod rt; do
 			[[ -z "$pod" ]] && continue
 			mkdir -p "$TESTENV_LOGS/${ns}_$pod"
 			# Seeded once: a second seed would append older lines after newer ones.
 			grep -qs "\"run_uid\":\"$uid\"" "$TESTENV_LOGS/${ns}_$pod/runtimed.log" && continue
-			# Written while the Run ran: between its start (3 minutes ago) and now.
+			# Written while the Run ran: a tenth of a second apart from its
+			# creation on (no line of a Run is older than the Run).
+			local base
+			base=$(date -u -d "$created" +%Y-%m-%dT%H:%M:%S)
 			for i in 1 2 3 4 5; do
-				printf '%s stdout F {"run_uid":"%s","run_name":"%s","namespace":"%s","runtime":"%s","pod":"%s","stream":"stdout","message":"step %d of %s: ok"}\n' \
-					"$(demo_ts "-$((170 - i * 20)) seconds")" "$uid" "$name" "$ns" "$rt" "$pod" "$i" "$name" >>"$TESTENV_LOGS/${ns}_$pod/runtimed.log"
+				printf '%s.%09dZ stdout F {"run_uid":"%s","run_name":"%s","namespace":"%s","runtime":"%s","pod":"%s","stream":"stdout","message":"step %d of %s: ok"}\n' \
+					"$base" $((i * 100000000)) "$uid" "$name" "$ns" "$rt" "$pod" "$i" "$name" >>"$TESTENV_LOGS/${ns}_$pod/runtimed.log"
 			done
 			printf '%s stdout F runtimed: health probe ok\n' "$(demo_ts)" >>"$TESTENV_LOGS/${ns}_$pod/runtimed.log"
 		done
