@@ -85,7 +85,7 @@ impl Credential {
         }
         if ai.exec.is_some() {
             bail!(
-                "the kubeconfig's exec plugin returns a client certificate, not a token: the proxy forwards only a bearer token or a client certificate from the kubeconfig itself"
+                "the kubeconfig's exec plugin returns no token (a client certificate, or nothing): the proxy forwards only a bearer token, or a client certificate named in the kubeconfig itself"
             );
         }
         bail!("the kubeconfig user has no credential (no token, exec plugin or client certificate)")
