@@ -130,6 +130,16 @@ async fn kubeconfig(args: &DashboardArgs) -> anyhow::Result<kube::Config> {
 /// `GET /api/session` through a port-forward with the credential: the
 /// user name the Console sees, and the Pod that answered.
 async fn whoami(upstream: &Upstream) -> anyhow::Result<(String, String)> {
+    let answer = ask_session(upstream).await;
+    match (&upstream.credential, answer) {
+        (Credential::Certificate, Err(e)) => Err(e.context(CERTIFICATE_UNSUPPORTED)),
+        (_, answer) => answer,
+    }
+}
+
+const CERTIFICATE_UNSUPPORTED: &str = "the Console did not take the kubeconfig's client certificate: it verifies client certificates only when installed with console.tls.clientCASecretName naming the CA that signed it (and even then /api reads need a bearer token). Use a kubeconfig user with a token or an exec plugin";
+
+async fn ask_session(upstream: &Upstream) -> anyhow::Result<(String, String)> {
     let (tls, _pf, target) = upstream.connect().await?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await?;
     let conn = tokio::spawn(conn);
@@ -163,9 +173,7 @@ async fn whoami(upstream: &Upstream) -> anyhow::Result<(String, String)> {
     match info["username"].as_str() {
         Some(user) if info["authenticated"] == true => Ok((user.to_owned(), target)),
         _ => match upstream.credential {
-            Credential::Certificate => bail!(
-                "the Console at {target} did not take the kubeconfig's client certificate: it verifies client certificates only when installed with console.tls.clientCASecretName naming the CA that signed it (and even then /api reads need a bearer token). Use a kubeconfig user with a token or an exec plugin"
-            ),
+            Credential::Certificate => bail!("{CERTIFICATE_UNSUPPORTED} (Console at {target})"),
             Credential::Bearer(_) => bail!(
                 "the Console at {target} did not take the kubeconfig's token: GET /api/session answered {}",
                 text.trim()
