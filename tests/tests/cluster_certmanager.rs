@@ -225,7 +225,8 @@ fn cert_manager_issues_injects_and_renews_the_consoles_certificate() {
         "serverAuth and clientAuth: {info}"
     );
     assert!(
-        info.contains("Issuer: CN=kruntimes-console-test-ca"),
+        info.contains("Issuer: CN = kruntimes-console-test-ca")
+            || info.contains("Issuer: CN=kruntimes-console-test-ca"),
         "issued by the CA Issuer: {info}"
     );
     // The CA Secret's CA, the one the TLS Secret names.
