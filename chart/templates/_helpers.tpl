@@ -70,6 +70,16 @@ values to change.
 {{- if and $secret $cm -}}
 {{- fail (printf "console.tls: secretName=%q and certManager.enabled=true are ambiguous. To use the existing Secret set console.tls.certManager.enabled=false; to use cert-manager (it writes Secret kruntimes-console-tls) unset console.tls.secretName." $secret) -}}
 {{- end -}}
+{{- if $cm -}}
+{{- $life := include "kruntimes-console.durationMillis" $tls.certManager.duration | atoi -}}
+{{- $before := include "kruntimes-console.durationMillis" $tls.certManager.renewBefore | atoi -}}
+{{- if lt $life 3600000 -}}
+{{- fail (printf "console.tls.certManager.duration=%s is under cert-manager's minimum of 1h." $tls.certManager.duration) -}}
+{{- end -}}
+{{- if or (lt $before 300000) (ge $before $life) -}}
+{{- fail (printf "console.tls.certManager.renewBefore=%s must be at least 5m and less than duration=%s." $tls.certManager.renewBefore $tls.certManager.duration) -}}
+{{- end -}}
+{{- end -}}
 {{- if and $cm (not $tls.certManager.issuerRef.name) -}}
 {{- fail "console.tls: certManager.enabled=true needs an issuer: set console.tls.certManager.issuerRef.name (and issuerRef.kind, Issuer or ClusterIssuer)." -}}
 {{- end -}}

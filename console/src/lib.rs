@@ -10,6 +10,7 @@ pub mod check;
 pub mod clients;
 
 pub mod credentials;
+pub mod dashboard;
 pub mod error;
 pub mod headers;
 pub mod logging;

@@ -21,6 +21,16 @@ fn main() -> anyhow::Result<()> {
             .build()?;
         return runtime.block_on(kruntimes_console::check::run(args));
     }
+    if argv.get(1).is_some_and(|a| a == "dashboard") {
+        argv.remove(1);
+        let args = kruntimes_console::args::DashboardArgs::parse_from(argv);
+        let _log = kruntimes_console::logging::init("text");
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?;
+        return runtime.block_on(kruntimes_console::dashboard::run(args));
+    }
     let args = kruntimes_console::Args::parse_from(argv);
     // Kept to the end: dropping it writes the log lines still pending.
     let _log = kruntimes_console::logging::init(&args.log_format);

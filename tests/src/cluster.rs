@@ -149,3 +149,112 @@ pub fn eventually<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) ->
         std::thread::sleep(Duration::from_millis(500));
     }
 }
+
+/// The Console's namespace and Helm release on the cluster.
+pub const CONSOLE_NS: &str = "kruntimes-system";
+pub const RELEASE: &str = "kruntimes-console";
+
+impl Cluster {
+    /// `hack/helm ARGS` against the cluster.
+    pub fn helm(&self, args: &[&str]) -> Output {
+        Command::new(crate::env::repo_root().join("hack/helm"))
+            .current_dir(crate::env::repo_root())
+            .env("KUBECONFIG", self.var("KUBECONFIG"))
+            .args(args)
+            .output()
+            .expect("running hack/helm")
+    }
+
+    /// `hack/helm ARGS`; panics unless it succeeds; its stdout.
+    pub fn helm_ok(&self, args: &[&str]) -> String {
+        let out = self.helm(args);
+        assert!(
+            out.status.success(),
+            "helm {args:?} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `kubectl ... -o json` as the admin user.
+    pub fn json(&self, args: &[&str]) -> serde_json::Value {
+        let mut a = args.to_vec();
+        a.extend(["-o", "json"]);
+        serde_json::from_str(&self.kubectl_ok(&a)).expect("kubectl JSON")
+    }
+
+    /// The Console image `hack/image --state $CLUSTER_STATE` built and
+    /// imported: (repository, tag).
+    pub fn console_image(&self) -> (String, String) {
+        let path = self.state().join("images.env");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (run hack/image --state $CLUSTER_STATE)",
+                path.display()
+            )
+        });
+        let vars = parse_exports(&text);
+        let (repo, tag) = vars["IMAGE_CONSOLE"]
+            .rsplit_once(':')
+            .expect("repository:tag");
+        (repo.to_owned(), tag.to_owned())
+    }
+
+    /// The Console Pods of the release (not its helm test Pod).
+    pub fn console_pods(&self) -> Vec<serde_json::Value> {
+        self.json(&[
+            "-n",
+            CONSOLE_NS,
+            "get",
+            "pods",
+            "-l",
+            "app.kubernetes.io/name=kruntimes-console",
+        ])["items"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|p| p["metadata"]["name"] != "kruntimes-console-test")
+            .collect()
+    }
+
+    /// Waits until `n` Console Pods exist, all Ready.
+    pub fn wait_console_pods(&self, n: usize) -> Vec<serde_json::Value> {
+        eventually(&format!("{n} ready Console Pod(s)"), 240, || {
+            let pods = self.console_pods();
+            (pods.len() == n && pods.iter().all(pod_ready)).then_some(pods)
+        })
+    }
+
+    /// Whether APIService `name` reports Available.
+    pub fn apiservice_available(&self, name: &str) -> bool {
+        let out = self.kubectl(&["get", "apiservice", name, "-o", "json"]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        out.status.success()
+            && v["status"]["conditions"].as_array().is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c["type"] == "Available" && c["status"] == "True")
+            })
+    }
+
+    /// A kubeconfig file at `path` for the cluster with `user` (the YAML of
+    /// a kubeconfig `users[].user`, indented by four spaces).
+    pub fn kubeconfig_for(&self, path: &Path, user: &str) {
+        let text = format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: dev\nclusters:\n- name: krt\n  cluster:\n    server: {}\n    certificate-authority: {}\ncontexts:\n- name: dev\n  context: {{cluster: krt, user: dev}}\nusers:\n- name: dev\n  user:\n{user}",
+            self.var("CLUSTER_APISERVER"),
+            self.var("CLUSTER_CA")
+        );
+        std::fs::write(path, text).expect("writing a kubeconfig");
+    }
+}
+
+/// Whether a Pod (JSON) is Ready and not being deleted.
+pub fn pod_ready(pod: &serde_json::Value) -> bool {
+    pod["metadata"]["deletionTimestamp"].is_null()
+        && pod["status"]["conditions"].as_array().is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        })
+}

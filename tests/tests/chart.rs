@@ -281,6 +281,28 @@ fn ambiguous_tls_combinations_fail_with_a_message_naming_the_values() {
             &["console.access.authorizationCacheTTL=45s"],
             &["console.access.authorizationCacheTTL", "30s"],
         ),
+        (
+            &[
+                "console.tls.selfSigned=false",
+                "console.tls.certManager.enabled=true",
+                "console.tls.certManager.issuerRef.name=platform-ca",
+                "console.tls.certManager.duration=30m",
+            ],
+            &["console.tls.certManager.duration=30m", "1h"],
+        ),
+        (
+            &[
+                "console.tls.selfSigned=false",
+                "console.tls.certManager.enabled=true",
+                "console.tls.certManager.issuerRef.name=platform-ca",
+                "console.tls.certManager.duration=1h",
+                "console.tls.certManager.renewBefore=2h",
+            ],
+            &[
+                "console.tls.certManager.renewBefore=2h",
+                "less than duration=1h",
+            ],
+        ),
     ];
     for (sets, wanted) in cases {
         let out = helm(
