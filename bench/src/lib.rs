@@ -11,5 +11,6 @@ pub mod http;
 pub mod keepalive;
 pub mod lines;
 pub mod metrics;
+pub mod nginx;
 pub mod procfs;
 pub mod stats;

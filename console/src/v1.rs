@@ -32,6 +32,7 @@ use rustls::ClientConfig;
 use self::gateway::{GatewayResolver, GatewayTarget};
 use self::runs::{Mode, RunCache};
 use crate::api::types::AccessRequest;
+use crate::credentials::Credentials;
 use crate::error::{ConsoleError, drain, refuse};
 use crate::state::RequestCredentials;
 
@@ -175,7 +176,7 @@ async fn admit<'a>(
     ns: &str,
     name: &str,
     sub: &'static str,
-) -> Result<&'a Identity, ConsoleError> {
+) -> Result<&'a Arc<Credentials>, ConsoleError> {
     let Some(creds) = &caller.0 else {
         return Err(ConsoleError::unauthorized(
             "send a bearer token, a client certificate or log in",
@@ -183,7 +184,7 @@ async fn admit<'a>(
     };
     let attrs = run_attributes(ns, name, sub);
     match state.access.check(&creds.caller, &attrs).await {
-        Ok(Decision::Allowed) => Ok(&creds.caller),
+        Ok(Decision::Allowed) => Ok(creds),
         Ok(Decision::Denied(_)) => {
             let mut a = AccessRequest::new("create", "kruntimes.io", "runs", ns, Some(name));
             a.subresource = Some(sub.into());
@@ -394,9 +395,10 @@ fn content_length(headers: &HeaderMap) -> Option<usize> {
 
 /// An invoke that passed every check made from its headers.
 struct AdmittedInvoke {
-    identity: Identity,
+    /// The caller's credentials, shared with the request (not copied).
+    creds: Arc<Credentials>,
     inv: HeaderValue,
-    target: GatewayTarget,
+    target: Arc<GatewayTarget>,
     slot: Slot,
 }
 
@@ -414,12 +416,12 @@ async fn admit_invoke(
     }
     check_path(ns, name, uid)?;
     let inv = invocation_id(headers)?;
-    let identity = admit(state, caller, ns, name, "invoke").await?.clone();
-    let slot = take_slot(state, &identity)?;
+    let creds = admit(state, caller, ns, name, "invoke").await?.clone();
+    let slot = take_slot(state, &creds.caller)?;
     let run = state.runs.resolve(ns, name, uid, Mode::Function)?;
     let target = state.gateways.target(ns, &run.spec.runtime).await?;
     Ok(AdmittedInvoke {
-        identity,
+        creds,
         inv,
         target,
         slot,
@@ -435,7 +437,7 @@ async fn forward_invoke(
     body: Body,
 ) -> Result<Response, ConsoleError> {
     let AdmittedInvoke {
-        identity,
+        creds,
         inv,
         target,
         slot,
@@ -461,9 +463,14 @@ async fn forward_invoke(
             headers.append(k.clone(), v.clone());
         }
     }
-    identity_headers(&identity, &mut headers);
+    identity_headers(&creds.caller, &mut headers);
     headers.insert(INVOCATION_ID, inv.clone());
-    let uri = format!("https://{}{}", target.authority(), parts.uri.path());
+    let uri = format!(
+        "https://{}:{}{}",
+        target.host,
+        target.port,
+        parts.uri.path()
+    );
     let mut upstream = http::Request::post(&uri)
         .body(Body::from(body))
         .map_err(|e| ConsoleError::internal(e.to_string()))?;
@@ -524,18 +531,25 @@ fn relay_response(
         let _ = &slot;
         f
     });
+    // The gateway's header map is kept and what is never relayed removed
+    // from it (its own length stays: the body is relayed as it is).
+    let http::response::Parts {
+        status,
+        mut headers,
+        ..
+    } = parts;
+    let stripped: Vec<HeaderName> = headers
+        .keys()
+        .filter(|k| *k != header::CONTENT_LENGTH && is_stripped(k, &listed))
+        .cloned()
+        .collect();
+    for k in &stripped {
+        headers.remove(k);
+    }
+    headers.insert(INVOCATION_ID, inv);
     let mut out = Response::new(Body::new(body));
-    *out.status_mut() = parts.status;
-    for (k, v) in &parts.headers {
-        if !is_stripped(k, &listed) {
-            out.headers_mut().append(k.clone(), v.clone());
-        }
-    }
-    if let Some(len) = parts.headers.get(header::CONTENT_LENGTH) {
-        out.headers_mut()
-            .insert(header::CONTENT_LENGTH, len.clone());
-    }
-    out.headers_mut().insert(INVOCATION_ID, inv);
+    *out.status_mut() = status;
+    *out.headers_mut() = headers;
     Ok(out)
 }
 
@@ -552,7 +566,7 @@ async fn operations(
         return e.into_response();
     }
     let identity = match admit(&state, &caller, &ns, &name, "operations").await {
-        Ok(id) => id.clone(),
+        Ok(creds) => creds.caller.clone(),
         Err(e) => return e.into_response(),
     };
     // An operations socket holds a /v1 place for its whole life.

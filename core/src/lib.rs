@@ -21,3 +21,4 @@ pub mod run;
 pub mod serve;
 pub mod status;
 pub mod tls;
+pub mod ttlmap;

@@ -25,7 +25,9 @@ pub struct Observer {
     pub unmatched: &'static str,
 }
 
-fn request_id() -> String {
+/// A new request ID: 16 hex digits, unique in the process (a start-time
+/// base plus a counter), written without allocating.
+fn request_id() -> [u8; 16] {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     static BASE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     let base = *BASE.get_or_init(|| {
@@ -34,10 +36,12 @@ fn request_id() -> String {
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0)
     });
-    format!(
-        "{:016x}",
-        base.wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed))
-    )
+    let n = base.wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed));
+    let mut out = [0u8; 16];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = b"0123456789abcdef"[((n >> (60 - 4 * i)) & 0xf) as usize];
+    }
+    out
 }
 
 /// One finished request, as the access log records it.
@@ -83,8 +87,8 @@ pub async fn observe(State(o): State<Arc<Observer>>, req: Request, next: Next) -
         .map(|p| (o.route_name)(p.as_str()))
         .unwrap_or(o.unmatched);
     let method = req.method().clone();
-    // Copied only when the access line will be written.
-    let path = tracing::enabled!(tracing::Level::INFO).then(|| req.uri().path().to_owned());
+    // Kept only when the access line will be written (a shared, not copied, URI).
+    let uri = tracing::enabled!(tracing::Level::INFO).then(|| req.uri().clone());
     let id = request_id();
     let started = Instant::now();
     let mut resp = next.run(req).await;
@@ -103,14 +107,16 @@ pub async fn observe(State(o): State<Arc<Observer>>, req: Request, next: Next) -
             code,
         })
         .inc();
-    if let Ok(v) = HeaderValue::from_str(&id) {
+    if let Ok(v) = HeaderValue::from_bytes(&id) {
         resp.headers_mut().insert("x-request-id", v);
     }
-    if let Some(path) = &path {
+    if let Some(uri) = &uri {
+        let path = uri.path();
+        let id = std::str::from_utf8(&id).unwrap_or_default();
         let log = ACCESS_LOG.get().copied().unwrap_or(trace_access);
         log(&Access {
             listener,
-            request_id: &id,
+            request_id: id,
             method: method.as_str(),
             path,
             code,
@@ -118,4 +124,28 @@ pub async fn observe(State(o): State<Arc<Observer>>, req: Request, next: Next) -
         });
     }
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_ids_are_sixteen_hex_digits_and_never_repeat() {
+        let a = request_id();
+        let b = request_id();
+        for id in [a, b] {
+            assert!(
+                id.iter()
+                    .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c)),
+                "{id:?}"
+            );
+        }
+        let n = |id: [u8; 16]| u64::from_str_radix(std::str::from_utf8(&id).unwrap(), 16).unwrap();
+        assert_eq!(
+            n(b),
+            n(a).wrapping_add(1),
+            "consecutive IDs count up by one"
+        );
+    }
 }

@@ -14,6 +14,7 @@ use futures::{SinkExt, StreamExt};
 use kruntimes_bench::envfile::BenchEnv;
 use kruntimes_bench::fixtures::Fixtures;
 use kruntimes_bench::keepalive::{Conn, TlsClient};
+use kruntimes_bench::nginx::{Nginx, NginxConfig, wrk};
 use kruntimes_bench::procfs::{self, mib};
 use kruntimes_bench::{metrics, stats};
 use kube::Api;
@@ -61,9 +62,16 @@ struct Args {
     /// exactly one core for client and gateway).
     #[arg(long, default_value = "shared")]
     cpus: String,
-    /// Parts to run: invoke, ws, sockets.
-    #[arg(long, default_value = "invoke,ws,sockets", value_delimiter = ',')]
+    /// Parts to run: invoke, ws, sockets, nginx (the Console against nginx
+    /// in front of the same gateway, driven by `wrk`).
+    #[arg(long, default_value = "invoke,ws,sockets,nginx", value_delimiter = ',')]
     only: Vec<String>,
+    /// Seconds per `wrk` pass of the nginx comparison.
+    #[arg(long, default_value_t = 8)]
+    wrk_seconds: u64,
+    /// Concurrencies (`wrk` connections) of the nginx comparison.
+    #[arg(long, default_value = "1,64", value_delimiter = ',')]
+    wrk_concurrency: Vec<usize>,
 }
 
 const NS: &str = "team-a";
@@ -385,13 +393,14 @@ fn send_frame(command: &str, args: &[&str]) -> Message {
     )
 }
 
-async fn ws_round_trips(args: &Args, sides: &[Side; 2], uid: &str) -> Result<()> {
+/// Sides: the Console first, then the direct path, then (optionally) nginx.
+async fn ws_round_trips(args: &Args, sides: &[&Side], uid: &str) -> Result<()> {
     let path = format!("/v1/namespaces/{NS}/runs/{SESSION_RUN}/{uid}/operations:ws");
     let load = procfs::load_average();
-    let mut rt: Vec<Vec<f64>> = vec![Vec::new(), Vec::new()];
-    let mut open: Vec<Vec<f64>> = vec![Vec::new(), Vec::new()];
-    let mut all: Vec<Vec<f64>> = vec![Vec::new(), Vec::new()];
-    let mut p99: Vec<Vec<f64>> = vec![Vec::new(), Vec::new()];
+    let mut rt: Vec<Vec<f64>> = vec![Vec::new(); sides.len()];
+    let mut open: Vec<Vec<f64>> = vec![Vec::new(); sides.len()];
+    let mut all: Vec<Vec<f64>> = vec![Vec::new(); sides.len()];
+    let mut p99: Vec<Vec<f64>> = vec![Vec::new(); sides.len()];
     for _ in 0..args.passes {
         for (i, side) in sides.iter().enumerate() {
             // Opening a socket: TCP, TLS, upgrade (through the Console: also its checks and the upstream socket).
@@ -445,7 +454,139 @@ async fn ws_round_trips(args: &Args, sides: &[Side; 2], uid: &str) -> Result<()>
     }
     let added: Vec<f64> = rt[0].iter().zip(&rt[1]).map(|(c, d)| c - d).collect();
     println!("added p50 ms per pass: {}", stats::range(&added, 3));
+    if let Some(n) = rt.get(2) {
+        let ratio: Vec<f64> = rt[0].iter().zip(n).map(|(c, n)| c / n).collect();
+        println!(
+            "Console / {} p50 per pass: {}",
+            sides[2].name,
+            stats::range(&ratio, 2)
+        );
+    }
     Ok(())
+}
+
+/// CPU seconds of a set of processes.
+fn cpu_of(pids: &[u32]) -> Result<f64> {
+    pids.iter().map(|&p| procfs::cpu_seconds(p)).sum()
+}
+
+/// The Console's `/v1` invoke against nginx proxying to the same gateway,
+/// both driven by `wrk` with keep-alive connections, passes alternating; CPU
+/// per request is the proxy's utime + stime over the requests it served.
+async fn against_nginx(args: &Args, env: &BenchEnv, nginx: &Nginx, uid: &str) -> Result<()> {
+    let path = format!("/v1/namespaces/{NS}/runs/{FUNCTION_RUN}/{uid}/invoke");
+    let dir = env.state()?.join("bench-nginx");
+    let console_url = format!("{}{path}", env.var("CONSOLE_URL")?);
+    let nginx_url = format!("https://{}{path}", nginx_listen(env)?);
+    let token = env.var("TESTENV_TOKEN_OPERATOR")?;
+    let bearer = format!("Bearer {token}");
+    let console_headers = [
+        ("Authorization", bearer.as_str()),
+        ("Content-Type", "application/json"),
+    ];
+    let nginx_headers = [("Content-Type", "application/json")];
+    let console_pids = [env.pid("console")?];
+    let nginx_pids = nginx.pids()?;
+    let gateway = env.pid("gateway")?;
+    for &conns in &args.wrk_concurrency {
+        // Warm-up: connections, caches, the upstream keep-alive pools.
+        wrk(&dir, &console_url, &console_headers, r#"{"x":1}"#, conns, 2)?;
+        wrk(&dir, &nginx_url, &nginx_headers, r#"{"x":1}"#, conns, 2)?;
+        let load = procfs::load_average();
+        println!(
+            "\nnginx comparison, c={conns}, {} s per pass, {} passes alternating (load {load})",
+            args.wrk_seconds, args.passes
+        );
+        println!(
+            "| path | req/s | p50 ms | p99 ms | proxy CPU ms/req | gateway CPU ms/req | errors |"
+        );
+        println!("| --- | --- | --- | --- | --- | --- | --- |");
+        let mut rows: [Vec<(f64, f64)>; 2] = [Vec::new(), Vec::new()];
+        for _ in 0..args.passes {
+            for (i, (name, url, headers, pids)) in [
+                (
+                    "Console",
+                    &console_url,
+                    &console_headers[..],
+                    &console_pids[..],
+                ),
+                ("nginx", &nginx_url, &nginx_headers[..], &nginx_pids[..]),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let cpu0 = (cpu_of(pids)?, procfs::cpu_seconds(gateway)?);
+                let p = wrk(&dir, url, headers, r#"{"x":1}"#, conns, args.wrk_seconds)?;
+                let cpu1 = (cpu_of(pids)?, procfs::cpu_seconds(gateway)?);
+                ensure!(p.errors == 0, "{name}: {} wrk errors", p.errors);
+                let n = p.requests as f64;
+                let cpu = (cpu1.0 - cpu0.0) * 1e3 / n;
+                println!(
+                    "| {name} | {:.0} | {:.3} | {:.3} | {cpu:.4} | {:.4} | {} |",
+                    n / p.seconds,
+                    p.p50_ms,
+                    p.p99_ms,
+                    (cpu1.1 - cpu0.1) * 1e3 / n,
+                    p.errors
+                );
+                rows[i].push((n / p.seconds, cpu));
+            }
+        }
+        let rps = |i: usize| rows[i].iter().map(|r| r.0).collect::<Vec<_>>();
+        let cpu = |i: usize| rows[i].iter().map(|r| r.1).collect::<Vec<_>>();
+        let ratio = |f: &dyn Fn(&(f64, f64)) -> f64| -> Vec<f64> {
+            rows[0]
+                .iter()
+                .zip(&rows[1])
+                .map(|(c, n)| f(c) / f(n))
+                .collect()
+        };
+        println!(
+            "SUMMARY nginx c={conns}: req/s Console {} nginx {} (Console/nginx {}); CPU ms/req Console {} nginx {} (Console/nginx {})",
+            stats::range(&rps(0), 0),
+            stats::range(&rps(1), 0),
+            stats::range(&ratio(&|r| r.0), 2),
+            stats::range(&cpu(0), 4),
+            stats::range(&cpu(1), 4),
+            stats::range(&ratio(&|r| r.1), 2),
+        );
+    }
+    Ok(())
+}
+
+/// Where the nginx peer listens: the gateway's port + 1000, kept in the
+/// environment's port range.
+fn nginx_listen(env: &BenchEnv) -> Result<String> {
+    let gw = env.var("TESTENV_GATEWAY")?;
+    let port: u16 = gw
+        .rsplit_once(':')
+        .and_then(|(_, p)| p.parse().ok())
+        .with_context(|| format!("TESTENV_GATEWAY {gw}: no port"))?;
+    Ok(format!(
+        "127.0.0.1:{}",
+        20000 + (port - 20000 + 1000) % 10000
+    ))
+}
+
+fn start_nginx(env: &BenchEnv) -> Result<Nginx> {
+    let state = env.state()?;
+    let pki = state.join("pki");
+    let gw = env.var("TESTENV_GATEWAY")?;
+    let upstream = gw.trim_start_matches("https://").to_owned();
+    let listen = nginx_listen(env)?;
+    let workers = std::thread::available_parallelism().map_or(2, usize::from);
+    Nginx::start(&NginxConfig {
+        dir: &state.join("bench-nginx"),
+        listen: &listen,
+        server_cert: &pki.join("console.crt"),
+        server_key: &pki.join("console.key"),
+        upstream: &upstream,
+        upstream_name: "localhost",
+        upstream_ca: &pki.join("gateway-ca.crt"),
+        client_cert: &pki.join("console.crt"),
+        client_key: &pki.join("console.key"),
+        workers,
+    })
 }
 
 fn fds(pid: u32) -> usize {
@@ -591,10 +732,34 @@ async fn main() -> Result<()> {
         invoke(&args, &env, &sides, &fn_uid).await?;
     }
     if args.only.iter().any(|o| o == "ws") {
-        ws_round_trips(&args, &sides, &ses_uid).await?;
+        let nginx = args
+            .only
+            .iter()
+            .any(|o| o == "nginx")
+            .then(|| start_nginx(&env))
+            .transpose()?;
+        let via_nginx = match &nginx {
+            Some(_) => Some(Side {
+                name: "nginx",
+                client: TlsClient::new(
+                    &format!("https://{}", nginx_listen(&env)?),
+                    Path::new(env.var("CONSOLE_CA")?),
+                    None,
+                )?,
+                headers: vec![("Content-Type".into(), "application/json".into())],
+            }),
+            None => None,
+        };
+        let mut ws_sides = vec![&sides[0], &sides[1]];
+        ws_sides.extend(via_nginx.as_ref());
+        ws_round_trips(&args, &ws_sides, &ses_uid).await?;
     }
     if args.only.iter().any(|o| o == "sockets") {
         sockets(&args, &env, &sides[0], &ses_uid).await?;
+    }
+    if args.only.iter().any(|o| o == "nginx") {
+        let nginx = start_nginx(&env)?;
+        against_nginx(&args, &env, &nginx, &fn_uid).await?;
     }
     Ok(())
 }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Service;
+use kruntimes_core::ttlmap::TtlMap;
 use kube::{Api, Client};
-use moka::future::Cache;
 use rustls::ClientConfig;
 use rustls::pki_types::ServerName;
 
@@ -43,25 +43,30 @@ impl GatewayTarget {
 pub struct GatewayResolver {
     client: Client,
     port_name: String,
-    cache: Cache<(String, String), Option<GatewayTarget>>,
+    /// By `<namespace>/<runtime>` (neither name can hold a `/`).
+    cache: Arc<TtlMap<String, Option<Arc<GatewayTarget>>>>,
 }
+
+/// How long a resolved (or missing) gateway is remembered.
+const GATEWAY_TTL: Duration = Duration::from_secs(15);
 
 impl GatewayResolver {
     pub fn new(client: Client, port_name: String) -> Self {
         Self {
             client,
             port_name,
-            cache: Cache::builder()
-                .max_capacity(10_000)
-                .time_to_live(Duration::from_secs(15))
-                .build(),
+            cache: Arc::new(TtlMap::new(10_000)),
         }
     }
 
     /// The target of `runtime` in `ns`.
-    pub async fn target(&self, ns: &str, runtime: &str) -> Result<GatewayTarget, GatewayError> {
-        let key = (ns.to_owned(), runtime.to_owned());
-        if let Some(hit) = self.cache.get(&key).await {
+    pub async fn target(
+        &self,
+        ns: &str,
+        runtime: &str,
+    ) -> Result<Arc<GatewayTarget>, GatewayError> {
+        let key = format!("{ns}/{runtime}");
+        if let Some(hit) = self.cache.get(&key) {
             return hit.ok_or_else(|| no_gateway(ns, runtime));
         }
         let name = format!("{runtime}-gateway");
@@ -70,8 +75,11 @@ impl GatewayResolver {
             tracing::warn!(error = %e, service = %name, "reading the gateway Service failed");
             GatewayError::Unresolvable
         })?;
-        let target = svc.and_then(|s| target_of(&s, ns, &name, &self.port_name));
-        self.cache.insert(key, target.clone()).await;
+        let target = svc
+            .and_then(|s| target_of(&s, ns, &name, &self.port_name))
+            .map(Arc::new);
+        self.cache
+            .insert(key, target.clone(), std::time::Instant::now() + GATEWAY_TTL);
         target.ok_or_else(|| no_gateway(ns, runtime))
     }
 }

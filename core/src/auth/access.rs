@@ -1,6 +1,7 @@
 //! Authorization with SubjectAccessReview, cached briefly by identity and
 //! request attributes.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::authorization::v1::{
@@ -14,6 +15,7 @@ use sha2::{Digest, Sha256};
 
 use super::caller::Caller;
 use crate::metrics::{Metrics, ResultLabels};
+use crate::ttlmap::TtlMap;
 
 /// Longest time a decision is cached.
 pub const MAX_CACHE_TTL: Duration = Duration::from_secs(30);
@@ -82,6 +84,8 @@ pub struct AccessReview {
     client: Client,
     ttl: Duration,
     cache: Cache<[u8; 32], (Decision, Duration)>,
+    /// The cache's decisions, read without awaiting (the hit path).
+    hits: Arc<TtlMap<[u8; 32], Decision>>,
     metrics: Metrics,
 }
 
@@ -95,6 +99,7 @@ impl AccessReview {
                 .max_capacity(100_000)
                 .expire_after(DecisionExpiry)
                 .build(),
+            hits: Arc::new(TtlMap::new(100_000)),
             metrics,
         }
     }
@@ -110,6 +115,10 @@ impl AccessReview {
             return Ok(Decision::Allowed);
         }
         let key = cache_key(caller, attrs);
+        if let Some(hit) = self.hits.get(&key) {
+            self.metrics.access_review_cache_hits.inc();
+            return Ok(hit);
+        }
         // Concurrent identical questions share one SubjectAccessReview. A
         // decision lives for the TTL, never past the token's expiry.
         let review = async {
@@ -127,7 +136,12 @@ impl AccessReview {
             .or_try_insert_with(review)
             .await
             .map_err(|_| ReviewUnavailable)?;
-        if !entry.is_fresh() {
+        if entry.is_fresh() {
+            // Decided just now: the hit path may answer it for the same time.
+            let (decision, ttl) = entry.value();
+            self.hits
+                .insert(key, decision.clone(), Instant::now() + *ttl);
+        } else {
             self.metrics.access_review_cache_hits.inc();
         }
         Ok(entry.into_value().0)

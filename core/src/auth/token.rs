@@ -12,6 +12,7 @@ use moka::future::Cache;
 use super::AuthError;
 use super::caller::{AuthMethod, BearerToken, Caller};
 use crate::metrics::{Metrics, ResultLabels};
+use crate::ttlmap::TtlMap;
 
 #[derive(Clone, Debug)]
 enum Outcome {
@@ -24,27 +25,48 @@ struct OutcomeExpiry {
     failure: Duration,
 }
 
-impl Expiry<[u8; 32], Arc<(Outcome, Option<i64>)>> for OutcomeExpiry {
+impl OutcomeExpiry {
+    /// How long an outcome is kept from now.
+    fn ttl(&self, value: &(Outcome, Option<i64>)) -> Duration {
+        match &value.0 {
+            Outcome::Rejected => self.failure,
+            Outcome::Authenticated(_) => {
+                let ttl = self.success;
+                // Never keep a token past its known expiry.
+                match value.1 {
+                    Some(exp) => {
+                        let left = exp - jiff::Timestamp::now().as_second();
+                        ttl.min(Duration::from_secs(left.max(0) as u64))
+                    }
+                    None => ttl,
+                }
+            }
+        }
+    }
+}
+
+/// The expiry policy, shared by the cache and its hit path.
+struct OutcomeExpiryRef(Arc<OutcomeExpiry>);
+
+impl Expiry<[u8; 32], Arc<(Outcome, Option<i64>)>> for OutcomeExpiryRef {
     fn expire_after_create(
         &self,
         _key: &[u8; 32],
         value: &Arc<(Outcome, Option<i64>)>,
         _now: Instant,
     ) -> Option<Duration> {
-        match &value.0 {
-            Outcome::Rejected => Some(self.failure),
-            Outcome::Authenticated(_) => {
-                let ttl = self.success;
-                // Never keep a token past its known expiry.
-                Some(match value.1 {
-                    Some(exp) => {
-                        let left = exp - jiff::Timestamp::now().as_second();
-                        ttl.min(Duration::from_secs(left.max(0) as u64))
-                    }
-                    None => ttl,
-                })
-            }
+        Some(self.0.ttl(value))
+    }
+}
+
+fn outcome(entry: &(Outcome, Option<i64>), token: BearerToken) -> Result<Caller, AuthError> {
+    match &entry.0 {
+        Outcome::Authenticated(c) => {
+            let mut c = c.clone();
+            c.token = Some(token);
+            Ok(c)
         }
+        Outcome::Rejected => Err(AuthError::InvalidToken),
     }
 }
 
@@ -53,28 +75,39 @@ impl Expiry<[u8; 32], Arc<(Outcome, Option<i64>)>> for OutcomeExpiry {
 pub struct TokenReviewer {
     client: Client,
     cache: Cache<[u8; 32], Arc<(Outcome, Option<i64>)>>,
+    /// The cache's answers, read without awaiting (the hit path).
+    hits: Arc<TtlMap<[u8; 32], Arc<(Outcome, Option<i64>)>>>,
+    expiry: Arc<OutcomeExpiry>,
     metrics: Metrics,
 }
 
 impl TokenReviewer {
     /// `client` is the server's own (ServiceAccount) client.
     pub fn new(client: Client, success_ttl: Duration, metrics: Metrics) -> Self {
+        let expiry = Arc::new(OutcomeExpiry {
+            success: success_ttl,
+            failure: Duration::from_secs(2).min(success_ttl),
+        });
         let cache = Cache::builder()
             .max_capacity(100_000)
-            .expire_after(OutcomeExpiry {
-                success: success_ttl,
-                failure: Duration::from_secs(2).min(success_ttl),
-            })
+            .expire_after(OutcomeExpiryRef(expiry.clone()))
             .build();
         Self {
             client,
             cache,
+            hits: Arc::new(TtlMap::new(100_000)),
+            expiry,
             metrics,
         }
     }
 
     /// The caller this token belongs to.
     pub async fn review(&self, token: BearerToken) -> Result<Caller, AuthError> {
+        let digest = token.digest();
+        if let Some(hit) = self.hits.get(&digest) {
+            self.metrics.token_review_cache_hits.inc();
+            return outcome(&hit, token);
+        }
         let expiry = token.jwt_expiry();
         if expiry.is_some_and(|exp| exp <= jiff::Timestamp::now().as_second()) {
             return Err(AuthError::InvalidToken);
@@ -82,7 +115,7 @@ impl TokenReviewer {
         // Concurrent first uses of one token share a single TokenReview.
         let entry = self
             .cache
-            .entry(token.digest())
+            .entry(digest)
             .or_try_insert_with(async {
                 self.call(&token, expiry)
                     .await
@@ -93,17 +126,15 @@ impl TokenReviewer {
                 AuthError::Unavailable(m) => AuthError::Unavailable(m.clone()),
                 _ => AuthError::InvalidToken,
             })?;
-        if !entry.is_fresh() {
+        if entry.is_fresh() {
+            // Decided just now: the hit path may answer it for the same time.
+            let ttl = self.expiry.ttl(entry.value());
+            self.hits
+                .insert(digest, entry.value().clone(), Instant::now() + ttl);
+        } else {
             self.metrics.token_review_cache_hits.inc();
         }
-        match &entry.value().0 {
-            Outcome::Authenticated(c) => {
-                let mut c = c.clone();
-                c.token = Some(token);
-                Ok(c)
-            }
-            Outcome::Rejected => Err(AuthError::InvalidToken),
-        }
+        outcome(entry.value(), token)
     }
 
     async fn call(&self, token: &BearerToken, expiry: Option<i64>) -> Result<Outcome, AuthError> {

@@ -1,0 +1,254 @@
+//! The peer of the `/v1` benchmark: nginx (Debian `nginx-light`) as the
+//! reverse proxy an operator would otherwise put in front of a Runtime
+//! gateway — TLS from clients, mutually authenticated TLS to the gateway over
+//! kept-alive upstream connections, a JSON access log, a fixed
+//! `X-Remote-User` and no authentication at all.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+
+/// Files the proxy is configured with.
+pub struct NginxConfig<'a> {
+    /// Where its configuration, logs and PID file go (created).
+    pub dir: &'a Path,
+    /// Address it listens on (`127.0.0.1:PORT`).
+    pub listen: &'a str,
+    pub server_cert: &'a Path,
+    pub server_key: &'a Path,
+    /// The gateway, `127.0.0.1:PORT`.
+    pub upstream: &'a str,
+    /// The name the gateway's certificate is verified for.
+    pub upstream_name: &'a str,
+    pub upstream_ca: &'a Path,
+    pub client_cert: &'a Path,
+    pub client_key: &'a Path,
+    /// Worker processes (the Console runs as many tokio workers as CPUs).
+    pub workers: usize,
+}
+
+/// A running nginx; stopped (and waited for) on drop.
+pub struct Nginx {
+    child: Child,
+    dir: PathBuf,
+}
+
+impl Nginx {
+    /// `nginx` and `wrk` must be installed: `apt-get install nginx-light wrk`.
+    pub fn start(c: &NginxConfig<'_>) -> Result<Self> {
+        which("nginx")?;
+        std::fs::create_dir_all(c.dir).with_context(|| format!("creating {}", c.dir.display()))?;
+        let d = c.dir.display();
+        let conf = format!(
+            r#"worker_processes {workers};
+daemon off;
+master_process on;
+pid {d}/nginx.pid;
+error_log {d}/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    client_body_temp_path {d}/body;
+    proxy_temp_path {d}/proxy;
+    log_format json escape=json '{{"time":"$time_iso8601","request_id":"$request_id","method":"$request_method","path":"$uri","code":$status,"ms":$request_time}}';
+    access_log {d}/access.log json;
+    map $http_upgrade $connection_upgrade {{ default upgrade; '' ''; }}
+    upstream gateway {{
+        server {upstream};
+        keepalive 128;
+    }}
+    server {{
+        listen {listen} ssl;
+        ssl_certificate {cert};
+        ssl_certificate_key {key};
+        keepalive_requests 1000000;
+        location / {{
+            proxy_pass https://gateway;
+            proxy_http_version 1.1;
+            proxy_set_header Connection $connection_upgrade;
+            proxy_set_header Upgrade $http_upgrade;
+            proxy_set_header X-Remote-User bench-operator;
+            proxy_set_header X-Remote-Group system:authenticated;
+            proxy_ssl_certificate {ccert};
+            proxy_ssl_certificate_key {ckey};
+            proxy_ssl_trusted_certificate {ca};
+            proxy_ssl_verify on;
+            proxy_ssl_name {name};
+            proxy_ssl_server_name on;
+            proxy_ssl_session_reuse on;
+            proxy_read_timeout 120s;
+        }}
+    }}
+}}
+"#,
+            workers = c.workers,
+            upstream = c.upstream,
+            listen = c.listen,
+            cert = c.server_cert.display(),
+            key = c.server_key.display(),
+            ccert = c.client_cert.display(),
+            ckey = c.client_key.display(),
+            ca = c.upstream_ca.display(),
+            name = c.upstream_name,
+        );
+        let path = c.dir.join("nginx.conf");
+        std::fs::write(&path, conf)?;
+        let child = Command::new("nginx")
+            .arg("-c")
+            .arg(&path)
+            .arg("-p")
+            .arg(c.dir)
+            .arg("-e")
+            .arg(c.dir.join("error.log"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("starting nginx")?;
+        let mut n = Self {
+            child,
+            dir: c.dir.to_owned(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while n.pids().map(|p| p.len()).unwrap_or(0) < c.workers + 1 {
+            if let Some(status) = n.child.try_wait()? {
+                bail!(
+                    "nginx exited with {status}; see {}/error.log",
+                    n.dir.display()
+                );
+            }
+            ensure!(Instant::now() < deadline, "nginx did not start in 10 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(n)
+    }
+
+    /// The master and its workers.
+    pub fn pids(&self) -> Result<Vec<u32>> {
+        let master = self.child.id();
+        let mut pids = vec![master];
+        let children = std::fs::read_to_string(format!("/proc/{master}/task/{master}/children"))
+            .unwrap_or_default();
+        pids.extend(
+            children
+                .split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok()),
+        );
+        Ok(pids)
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        // SIGQUIT: graceful stop of the master and its workers.
+        let _ = Command::new("kill")
+            .args(["-QUIT", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Fails with the package to install when `cmd` is not on `PATH`.
+pub fn which(cmd: &str) -> Result<()> {
+    let found = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file()))
+        .unwrap_or(false);
+    ensure!(
+        found,
+        "{cmd} is not installed: apt-get install -y nginx-light wrk"
+    );
+    Ok(())
+}
+
+/// One `wrk` pass's result.
+#[derive(Debug, Clone, Copy)]
+pub struct WrkPass {
+    pub requests: u64,
+    pub seconds: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    /// Connect, read, write, timeout errors and non-2xx answers.
+    pub errors: u64,
+}
+
+/// Runs `wrk` for `seconds` with `conns` keep-alive connections POSTing
+/// `body` to `url` with `headers`; every connection goes to 127.0.0.1.
+pub fn wrk(
+    dir: &Path,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+    conns: usize,
+    seconds: u64,
+) -> Result<WrkPass> {
+    which("wrk")?;
+    ensure!(
+        url.starts_with("https://127.0.0.1:"),
+        "wrk only talks to 127.0.0.1, not {url}"
+    );
+    let lua = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
+    let mut script = format!("wrk.method = \"POST\"\nwrk.body = \"{}\"\n", lua(body));
+    for (k, v) in headers {
+        script.push_str(&format!("wrk.headers[\"{}\"] = \"{}\"\n", lua(k), lua(v)));
+    }
+    script.push_str(
+        r#"done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format("WRK %d %d %d %d %d\n", summary.requests, summary.duration,
+    latency:percentile(50), latency:percentile(99),
+    e.connect + e.read + e.write + e.timeout + e.status))
+end
+"#,
+    );
+    let path = dir.join("wrk.lua");
+    std::fs::write(&path, script)?;
+    let threads = conns.clamp(1, 2);
+    let out = Command::new("wrk")
+        .args([
+            "-t",
+            &threads.to_string(),
+            "-c",
+            &conns.to_string(),
+            "-d",
+            &format!("{seconds}s"),
+            "--timeout",
+            "10s",
+            "-s",
+        ])
+        .arg(&path)
+        .arg(url)
+        .output()
+        .context("running wrk")?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    ensure!(
+        out.status.success(),
+        "wrk failed: {stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("WRK "))
+        .with_context(|| format!("no result line from wrk: {stdout}"))?;
+    let f: Vec<u64> = line
+        .split_whitespace()
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("wrk result {line:?}"))?;
+    ensure!(f.len() == 5, "wrk result {line:?}");
+    Ok(WrkPass {
+        requests: f[0],
+        seconds: f[1] as f64 / 1e6,
+        p50_ms: f[2] as f64 / 1e3,
+        p99_ms: f[3] as f64 / 1e3,
+        errors: f[4],
+    })
+}
