@@ -12,11 +12,14 @@ use std::time::Instant;
 
 const SHARDS: usize = 16;
 
+/// One shard: entries with their deadlines.
+type Shard<K, V> = RwLock<HashMap<K, (V, Instant)>>;
+
 /// Entries with deadlines, in shards so concurrent readers and a writer
 /// rarely meet.
 pub struct TtlMap<K, V> {
     hasher: RandomState,
-    shards: Box<[RwLock<HashMap<K, (V, Instant)>>]>,
+    shards: Box<[Shard<K, V>]>,
     per_shard: usize,
 }
 
@@ -30,7 +33,7 @@ impl<K: Hash + Eq, V: Clone> TtlMap<K, V> {
         }
     }
 
-    fn shard<Q: Hash + ?Sized>(&self, key: &Q) -> &RwLock<HashMap<K, (V, Instant)>> {
+    fn shard<Q: Hash + ?Sized>(&self, key: &Q) -> &Shard<K, V> {
         let i = self.hasher.hash_one(key) as usize % SHARDS;
         &self.shards[i]
     }

@@ -45,6 +45,9 @@ impl OutcomeExpiry {
     }
 }
 
+/// A review's outcome and the token's known expiry (Unix seconds).
+type Entry = Arc<(Outcome, Option<i64>)>;
+
 /// The expiry policy, shared by the cache and its hit path.
 struct OutcomeExpiryRef(Arc<OutcomeExpiry>);
 
@@ -74,9 +77,9 @@ fn outcome(entry: &(Outcome, Option<i64>), token: BearerToken) -> Result<Caller,
 #[derive(Clone)]
 pub struct TokenReviewer {
     client: Client,
-    cache: Cache<[u8; 32], Arc<(Outcome, Option<i64>)>>,
+    cache: Cache<[u8; 32], Entry>,
     /// The cache's answers, read without awaiting (the hit path).
-    hits: Arc<TtlMap<[u8; 32], Arc<(Outcome, Option<i64>)>>>,
+    hits: Arc<TtlMap<[u8; 32], Entry>>,
     expiry: Arc<OutcomeExpiry>,
     metrics: Metrics,
 }
