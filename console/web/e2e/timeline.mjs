@@ -5,7 +5,8 @@
 import { assert, close, env, eventually, login, newPage, test } from './harness.mjs';
 
 const NS = env.ns;
-const WHEN = /\d{4}-\d\d-\d\d \d\d:\d\d:\d\d – (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d|running) · \d+(s|m \d\ds|h \d\dm)/;
+// Times carry their zone (UTC or UTC±HH:MM).
+const WHEN = /\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC(?:[+-]\d\d:\d\d)? – (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC(?:[+-]\d\d:\d\d)?|running) · \d+(s|m \d\ds|h \d\dm)/;
 
 test('timeline: durations of Runs, jobs and steps, a timeline of the jobs, and the failed step open by itself', async (browser) => {
   const page = await newPage(browser);
