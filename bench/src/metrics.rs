@@ -24,6 +24,10 @@ pub fn sum(text: &str, name: &str) -> f64 {
 pub struct Counters {
     pub log_bytes_read: f64,
     pub follow_streams: f64,
+    /// Open upstream `pods/log` follow streams (one per followed Pod, once followers share them).
+    pub upstream_streams: f64,
+    /// Open followers (both listeners).
+    pub followers: f64,
     pub token_reviews: f64,
     pub access_reviews: f64,
 }
@@ -34,6 +38,8 @@ pub async fn scrape(admin_url: &str) -> Result<Counters> {
     Ok(Counters {
         log_bytes_read: sum(&text, "kruntimes_console_log_bytes_read_total"),
         follow_streams: sum(&text, "kruntimes_console_log_follow_streams"),
+        upstream_streams: sum(&text, "kruntimes_console_log_upstream_streams"),
+        followers: sum(&text, "kruntimes_console_log_followers"),
         token_reviews: sum(&text, "kruntimes_console_token_reviews_total"),
         access_reviews: sum(&text, "kruntimes_console_access_reviews_total"),
     })
