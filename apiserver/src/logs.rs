@@ -1,11 +1,15 @@
 //! The `runs/log` subresource: reading a Run's records out of its Runtime
 //! Pod's `runtimed` container log.
 
+pub mod cursor;
+pub mod fanout;
 pub mod filter;
+pub mod follow;
 pub mod handler;
 pub mod lines;
 pub mod params;
 pub mod reader;
+pub mod runwatch;
 pub mod scan;
 pub mod tail;
 

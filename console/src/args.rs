@@ -230,6 +230,30 @@ pub struct Args {
     #[arg(long, default_value_t = 32)]
     pub max_follows_per_caller: usize,
 
+    /// How far a node's clock may run behind kube-apiserver's: every Run-log
+    /// read starts this long before the Run's startTime or creationTimestamp,
+    /// whichever is later (no record of a Run is older than the Run).
+    #[arg(long, default_value = "5s")]
+    pub log_clock_skew: DurationArg,
+
+    /// Records one Run-log follower may have waiting (read from the Pod log,
+    /// not yet taken by the client); past this, or past
+    /// --log-follower-buffer-bytes, the follow ends with a FellBehind Status
+    /// line and the others go on.
+    #[arg(long, default_value_t = kruntimes_apiserver::logs::handler::DEFAULT_FOLLOWER_BUFFER_RECORDS)]
+    pub log_follower_buffer_records: usize,
+
+    /// Bytes of NDJSON one Run-log follower may have waiting; see
+    /// --log-follower-buffer-records.
+    #[arg(long, default_value_t = kruntimes_apiserver::logs::handler::DEFAULT_FOLLOWER_BUFFER_BYTES)]
+    pub log_follower_buffer_bytes: usize,
+
+    /// How long the final line of a Run-log follow (a fallen-behind
+    /// follower's FellBehind Status, or any other end) may wait for a client
+    /// that does not read; then the answer is closed.
+    #[arg(long, default_value = "10s")]
+    pub log_follower_final_timeout: DurationArg,
+
     /// Open connections from one peer IP address on the aggregated API
     /// listener. kube-apiserver's aggregator brings every caller's request
     /// from its own address, so this is high.
@@ -260,6 +284,16 @@ impl Args {
         }
     }
 
+    /// The Run-log reader's bounds.
+    pub fn log_limits(&self) -> kruntimes_apiserver::logs::handler::LogLimits {
+        kruntimes_apiserver::logs::handler::LogLimits {
+            clock_skew_secs: i64::try_from(self.log_clock_skew.0.as_secs()).unwrap_or(i64::MAX),
+            follower_buffer_records: self.log_follower_buffer_records,
+            follower_buffer_bytes: self.log_follower_buffer_bytes,
+            follower_final_timeout: self.log_follower_final_timeout.into(),
+        }
+    }
+
     /// Checks combinations clap cannot.
     pub fn validate(&self) -> anyhow::Result<()> {
         if self.authorization_cache_ttl.0 > std::time::Duration::from_secs(30) {
@@ -269,6 +303,14 @@ impl Args {
             ("--max-connections", self.max_connections),
             ("--max-follows", self.max_follows),
             ("--max-follows-per-caller", self.max_follows_per_caller),
+            (
+                "--log-follower-buffer-records",
+                self.log_follower_buffer_records,
+            ),
+            (
+                "--log-follower-buffer-bytes",
+                self.log_follower_buffer_bytes,
+            ),
             (
                 "--access-max-concurrent-calls",
                 self.access_max_concurrent_calls,
@@ -298,6 +340,10 @@ impl Args {
             ("--connection-idle-timeout", self.connection_idle_timeout),
             ("--http2-keepalive-interval", self.http2_keepalive_interval),
             ("--http2-keepalive-timeout", self.http2_keepalive_timeout),
+            (
+                "--log-follower-final-timeout",
+                self.log_follower_final_timeout,
+            ),
         ] {
             if value.0.is_zero() {
                 anyhow::bail!("{flag} must be longer than 0s");

@@ -163,6 +163,9 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
         follows: follow_caps(),
         recheck: recheck.clone(),
         lifecycle: lifecycle.clone(),
+        limits: args.log_limits(),
+        fanout: LogApi::fanout(&metrics, &args.log_limits()),
+        run_watch: kruntimes_apiserver::logs::runwatch::RunWatch::new(sa.clone()),
     });
     let api_router = kruntimes_apiserver::server::router(log_api, api_authn, Some(request_header));
 

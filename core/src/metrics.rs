@@ -49,6 +49,10 @@ pub struct Metrics {
     pub access_reviews: Family<ResultLabels, Counter>,
     pub access_review_cache_hits: Counter,
     pub follow_streams: Gauge,
+    /// Open upstream `pods/log` follow streams (one per followed Pod).
+    pub log_upstream_streams: Gauge,
+    /// Followers attached to an upstream stream.
+    pub log_followers: Gauge,
     pub log_bytes_read: Counter,
     pub connections_open: Family<ListenerLabels, Gauge>,
     pub connections_refused: Family<ConnRefusalLabels, Counter>,
@@ -66,6 +70,8 @@ impl Default for Metrics {
             access_reviews: Family::default(),
             access_review_cache_hits: Counter::default(),
             follow_streams: Gauge::default(),
+            log_upstream_streams: Gauge::default(),
+            log_followers: Gauge::default(),
             log_bytes_read: Counter::default(),
             connections_open: Family::default(),
             connections_refused: Family::default(),
@@ -121,6 +127,16 @@ impl Metrics {
             "log_follow_streams",
             "Run-log follow streams open now",
             self.follow_streams.clone(),
+        );
+        r.register(
+            "log_upstream_streams",
+            "Upstream pods/log follow streams open now, one per Pod with at least one follower",
+            self.log_upstream_streams.clone(),
+        );
+        r.register(
+            "log_followers",
+            "Run-log followers reading from an upstream pods/log stream now",
+            self.log_followers.clone(),
         );
         r.register(
             "log_bytes_read",

@@ -131,6 +131,14 @@ impl ApiError {
         bytes::Bytes::from(line)
     }
 
+    /// A follow whose reader fell behind: it is ended so it cannot slow the
+    /// others; the caller reconnects with `sinceCursor` to continue.
+    pub fn fell_behind(message: impl Into<String>) -> Self {
+        let mut e = Self::unavailable(message);
+        e.reason = "FellBehind";
+        e
+    }
+
     /// Why a follow ends when the process stops: the caller reconnects (with
     /// `sinceCursor` to continue without a gap) and reaches another replica.
     pub fn shutting_down() -> Self {
@@ -138,6 +146,23 @@ impl ApiError {
             "the server is shutting down; reconnect (with sinceCursor to continue after the last record)",
         )
     }
+}
+
+/// The final NDJSON line of a follow that ended because its Run finished:
+/// a `Status` with `"status":"Success"`, `"reason":"RunFinished"`.
+pub fn run_finished_line(phase: &str) -> bytes::Bytes {
+    let status = json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "code": 200,
+        "reason": "RunFinished",
+        "message": format!("the Run finished: {phase}"),
+    });
+    let mut line = serde_json::to_vec(&status).unwrap_or_default();
+    line.push(b'\n');
+    bytes::Bytes::from(line)
 }
 
 impl IntoResponse for ApiError {

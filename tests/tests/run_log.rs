@@ -420,9 +420,14 @@ async fn follow_streams_new_lines_of_the_run_only_and_ends_with_the_pod() {
         "appended line arrives, b's does not"
     );
     s.fx.delete_pod(&s.pod).await;
-    // The stream ends cleanly: the channel closes with nothing else on it.
+    // The stream ends with a final Status saying why, and nothing else.
     let rest: Vec<String> = rx.iter().collect();
-    assert!(rest.is_empty(), "unexpected lines after delete: {rest:?}");
+    assert_eq!(rest.len(), 1, "one final line after delete: {rest:?}");
+    let status: Value = serde_json::from_str(&rest[0]).unwrap();
+    assert_eq!(status["kind"], "Status", "{status}");
+    assert_eq!(status["status"], "Failure", "{status}");
+    assert_eq!(status["code"], 404, "{status}");
+    assert_eq!(status["reason"], "NotFound", "{status}");
     let status = child.wait().expect("kubectl exit");
     assert!(status.success(), "kubectl follow ended with {status:?}");
 }
@@ -462,14 +467,16 @@ async fn a_finished_run_is_read_between_its_start_and_completion() {
     let uid = fx
         .create_run(&run, "bash", "task", serde_json::json!({}))
         .await;
+    // The Run was created just now and cannot have older lines: its stretch
+    // is placed after its creation (the node's stamps run ahead).
     let now = jiff::Timestamp::now();
     let at = |secs: i64| {
-        (now - jiff::SignedDuration::from_secs(secs))
+        (now + jiff::SignedDuration::from_secs(secs))
             .strftime("%Y-%m-%dT%H:%M:%S%.9fZ")
             .to_string()
     };
     let stamp = |secs: i64| {
-        (now - jiff::SignedDuration::from_secs(secs))
+        (now + jiff::SignedDuration::from_secs(secs))
             .strftime("%Y-%m-%dT%H:%M:%SZ")
             .to_string()
     };
@@ -477,29 +484,36 @@ async fn a_finished_run_is_read_between_its_start_and_completion() {
     fx.append_log_at(
         &pod,
         &[
-            (at(300), line("before the start")),
-            (at(100), line("one")),
-            (at(80), line("two")),
+            (at(6), line("before the start")),
+            (at(20), line("one")),
+            (at(40), line("two")),
             // Written well after completion (past the 30 s slack): a finished Run cannot have it.
-            (at(10), line("after the end")),
-            (at(1), "unrelated trailing line".to_owned()),
+            (at(100), line("after the end")),
+            (at(101), "unrelated trailing line".to_owned()),
         ],
     );
     fx.set_run_status(
         &run,
         serde_json::json!({"phase": "Succeeded", "assignedPod": pod, "assignedPodUID": pod_uid,
-                           "startTime": stamp(120), "completionTime": stamp(60)}),
+                           "startTime": stamp(12), "completionTime": stamp(60)}),
     )
     .await;
     let (ok, body, err) = get_raw(Some(env().token("viewer")), &log_path(NS, &run, ""));
     assert!(ok, "{err}");
     assert_eq!(messages(&body), ["one", "two"]);
 
-    // Following a finished Run gives its tail and ends.
+    // Following a finished Run gives its tail and ends, saying so.
     let (mut child, rx) = follow(env().token("viewer"), &log_path(NS, &run, "?follow=true"));
     assert_eq!(next_message(&rx).as_deref(), Some("one"));
     assert_eq!(next_message(&rx).as_deref(), Some("two"));
     let rest: Vec<String> = rx.iter().collect();
-    assert!(rest.is_empty(), "{rest:?}");
+    assert_eq!(rest.len(), 1, "{rest:?}");
+    let status: Value = serde_json::from_str(&rest[0]).unwrap();
+    assert_eq!(
+        status,
+        serde_json::json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+            "status": "Success", "code": 200, "reason": "RunFinished",
+            "message": "the Run finished: Succeeded"})
+    );
     assert!(child.wait().unwrap().success());
 }

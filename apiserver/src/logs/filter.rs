@@ -30,6 +30,11 @@ pub struct LogRecord {
     /// When the kubelet received the line (RFC 3339), when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub time: Option<String>,
+    /// The record's address, `<secs>.<nanos9>-<seq>` (its CRI timestamp and
+    /// its index among the Pod log's lines of that timestamp): hand it back
+    /// as `sinceCursor` or `beforeCursor`. Opaque to clients.
+    #[serde(default)]
+    pub cursor: String,
     /// Set when the line was longer than the server keeps and its message was dropped.
     #[serde(skip_serializing_if = "std::ops::Not::not", default)]
     #[ts(as = "Option<bool>")]
@@ -53,7 +58,7 @@ pub enum StreamFilter {
 }
 
 impl StreamFilter {
-    fn admits(self, stream: &str) -> bool {
+    pub fn admits(self, stream: &str) -> bool {
         match self {
             StreamFilter::Both => true,
             StreamFilter::Stdout => stream == "stdout",
@@ -105,6 +110,19 @@ impl RunFilter {
         }
     }
 
+    /// Cheap test on a line read by a [`LineReader`](super::lines::LineReader):
+    /// can it belong to the Run at all? (An oversized line is decided by its
+    /// top-level `run_uid`, read from all of its bytes.)
+    pub fn is_candidate_line(&self, line: &Line) -> bool {
+        if line.oversized {
+            return line
+                .scan
+                .fields()
+                .is_some_and(|f| f.get("run_uid") == Some(self.uid.as_str()));
+        }
+        self.is_candidate(line.split_timestamp().1)
+    }
+
     /// Cheap test: can this line belong to the Run at all?
     #[inline]
     pub fn is_candidate(&self, line: &[u8]) -> bool {
@@ -137,6 +155,7 @@ impl RunFilter {
                 .unwrap_or_else(|| self.default_pod.clone()),
             invocation_id: raw.invocation_id.map(Cow::into_owned),
             time: time.map(str::to_owned),
+            cursor: String::new(),
             truncated: false,
         })
     }
@@ -169,6 +188,7 @@ impl RunFilter {
                 .map_or_else(|| self.default_pod.clone(), str::to_owned),
             invocation_id: fields.get("invocation_id").map(str::to_owned),
             time: time.map(str::to_owned),
+            cursor: String::new(),
             truncated: true,
         })
     }

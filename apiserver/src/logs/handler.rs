@@ -16,9 +16,12 @@ use kube::{Api, Client};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
+use super::fanout::{Fanout, PodKey, QueueLimits};
 use super::filter::{LogRecord, RunFilter};
+use super::follow::{End, History};
 use super::params::LogQuery;
-use super::reader::LogSource;
+use super::reader::{LogSource, floor_of, until_of};
+use super::runwatch::RunWatch;
 use super::tail::Cut;
 use kruntimes_core::auth::access::Decision;
 use kruntimes_core::auth::{AccessReview, Caller, Recheck, ResourceAttributes};
@@ -27,7 +30,7 @@ use kruntimes_core::limit::{Caps, Slot};
 use kruntimes_core::metrics::Metrics;
 use kruntimes_core::names::{is_dns1123_label, is_dns1123_subdomain};
 use kruntimes_core::run::Run;
-use kruntimes_core::status::{ApiError, from_kube};
+use kruntimes_core::status::{ApiError, from_kube, run_finished_line};
 
 pub const GROUP: &str = "logs.kruntimes.io";
 pub const VERSION: &str = "v1alpha1";
@@ -45,7 +48,57 @@ pub struct LogApi {
     pub recheck: Recheck,
     /// Follows end with a final `Status` line when the process stops.
     pub lifecycle: Lifecycle,
+    pub limits: LogLimits,
+    /// One upstream `pods/log` follow per Pod, shared by its followers.
+    pub fanout: Arc<Fanout>,
+    /// Tells followers when their Run finishes (one watch per namespace).
+    pub run_watch: Arc<RunWatch>,
 }
+
+impl LogApi {
+    /// The fan-out for `limits`.
+    pub fn fanout(metrics: &Metrics, limits: &LogLimits) -> Arc<Fanout> {
+        Fanout::new(
+            metrics.clone(),
+            QueueLimits {
+                records: limits.follower_buffer_records,
+                bytes: limits.follower_buffer_bytes,
+            },
+            limits.clock_skew_secs,
+        )
+    }
+}
+
+/// Bounds of the Run-log reader.
+#[derive(Clone, Debug)]
+pub struct LogLimits {
+    /// Seconds a node's clock may be behind kube-apiserver's: reads start
+    /// this long before `max(startTime, creationTimestamp)`.
+    pub clock_skew_secs: i64,
+    /// Records a follower may have waiting before it is ended as fallen behind.
+    pub follower_buffer_records: usize,
+    /// Bytes of NDJSON a follower may have waiting before it is ended as fallen behind.
+    pub follower_buffer_bytes: usize,
+    /// How long a follow's final line may take to reach a client that does
+    /// not read before the connection is closed.
+    pub follower_final_timeout: std::time::Duration,
+}
+
+impl Default for LogLimits {
+    fn default() -> Self {
+        Self {
+            clock_skew_secs: super::reader::DEFAULT_CLOCK_SKEW_SECS,
+            follower_buffer_records: DEFAULT_FOLLOWER_BUFFER_RECORDS,
+            follower_buffer_bytes: DEFAULT_FOLLOWER_BUFFER_BYTES,
+            follower_final_timeout: std::time::Duration::from_secs(10),
+        }
+    }
+}
+
+/// Default of `--log-follower-buffer-records`.
+pub const DEFAULT_FOLLOWER_BUFFER_RECORDS: usize = 256;
+/// Default of `--log-follower-buffer-bytes`.
+pub const DEFAULT_FOLLOWER_BUFFER_BYTES: usize = 256 << 10;
 
 /// The plain (non-follow) answer.
 #[derive(Debug, Serialize, ts_rs::TS)]
@@ -170,7 +223,14 @@ pub async fn serve(
         let pod = pod.to_owned();
         check_pod(&pods, &run).await?;
         let source = source_for(&api, pods, &run, &pod, &query);
-        let tail = source.tail(query.tail, query.limit_bytes).await?;
+        let tail = match query.since_cursor {
+            Some(after) => source.after(after, query.tail, query.limit_bytes).await?,
+            None => {
+                source
+                    .tail(query.tail, query.limit_bytes, query.before_cursor)
+                    .await?
+            }
+        };
         let body = RunLog {
             kind: "RunLog",
             api_version: "logs.kruntimes.io/v1alpha1",
@@ -189,7 +249,7 @@ pub async fn serve(
     if run.assignment().is_some() {
         check_pod(&pods, &run).await?;
     }
-    let (tx, rx) = mpsc::channel::<Bytes>(64);
+    let (tx, rx) = mpsc::channel::<Bytes>(16);
     let metrics = api.metrics.clone();
     tokio::spawn(async move {
         // The follow's place is freed however the follow ends.
@@ -208,19 +268,25 @@ pub async fn serve(
         };
         let lifecycle = api.lifecycle.clone();
         let _stream = lifecycle.track();
+        let grace = api.limits.follower_final_timeout;
         tokio::select! {
             res = follow(api, runs, pods, run, query, &tx) => {
-                if let Err(error) = res {
-                    tracing::debug!(%error, namespace = %ns, run = %name, "follow ended");
+                match res {
+                    Ok(None) => {}
+                    Ok(Some(line)) => final_line(&tx, line, grace).await,
+                    Err(error) => {
+                        tracing::debug!(%error, namespace = %ns, run = %name, "follow ended");
+                        final_line(&tx, error.status_line(), grace).await;
+                    }
                 }
             }
             why = revoked => {
                 tracing::info!(reason = %why, namespace = %ns, run = %name, "ending a follow whose access ended");
                 let status = why.to_api_error();
-                let _ = tx.send(status.status_line()).await;
+                final_line(&tx, status.status_line(), grace).await;
             }
             () = lifecycle.stopping() => {
-                let _ = tx.send(ApiError::shutting_down().status_line()).await;
+                final_line(&tx, ApiError::shutting_down().status_line(), grace).await;
             }
         }
     });
@@ -243,8 +309,12 @@ fn source_for(api: &LogApi, pods: Api<Pod>, run: &Run, pod: &str, query: &LogQue
         pods,
         pod: pod.to_owned(),
         filter: RunFilter::new(run.metadata.uid.as_deref().unwrap_or(""), query.stream, pod),
-        since: run.start_time(),
-        until: run.is_terminal().then(|| run.completion_time()).flatten(),
+        floor: floor_of(
+            run.start_time(),
+            run.metadata.creation_timestamp.as_ref().map(|t| t.0),
+            api.limits.clock_skew_secs,
+        ),
+        until: until_of(run.is_terminal().then(|| run.completion_time()).flatten()),
         metrics: api.metrics.clone(),
     }
 }
@@ -289,6 +359,7 @@ async fn check_pod(pods: &Api<Pod>, run: &Run) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// Follows the Run; the final line to send, if any (`None` when the caller left).
 async fn follow(
     api: Arc<LogApi>,
     runs: Api<Run>,
@@ -296,27 +367,98 @@ async fn follow(
     run: Run,
     query: LogQuery,
     tx: &mpsc::Sender<Bytes>,
-) -> Result<(), ApiError> {
+) -> Result<Option<Bytes>, ApiError> {
     let run = if run.assignment().is_some() {
         run
     } else {
         match wait_for_assignment(&runs, &run, tx).await {
-            Some(run) => run,
-            None => return Ok(()),
+            Waited::Assigned(run) => run,
+            Waited::Left => return Ok(None),
+            Waited::Finished(run) => return Ok(Some(run_finished_line(run.phase()))),
+            Waited::Gone => {
+                let name = run.metadata.name.as_deref().unwrap_or_default();
+                return Err(ApiError::not_found(format!(
+                    "run {name:?} was deleted or replaced while the follow waited for its assignment"
+                ))
+                .about("kruntimes.io", "runs", name));
+            }
         }
     };
     check_pod(&pods, &run).await?;
     let Some((pod, _)) = run.assignment() else {
-        return Ok(());
+        return Ok(None);
+    };
+    let key_ns = run.metadata.namespace.clone().unwrap_or_default();
+    let key = PodKey {
+        namespace: key_ns.clone(),
+        name: pod.to_owned(),
+        uid: run
+            .assignment()
+            .map(|(_, u)| u.to_owned())
+            .unwrap_or_default(),
     };
     let pod = pod.to_owned();
-    let source = source_for(&api, pods, &run, &pod, &query);
-    source.follow(query.tail, query.limit_bytes, tx).await
+    let source = source_for(&api, pods.clone(), &run, &pod, &query);
+    let history = History {
+        tail: (query.tail, query.limit_bytes),
+        since: query.since_cursor,
+    };
+    let finished = source.until.is_some() || run.is_terminal();
+    let uid = run.metadata.uid.clone().unwrap_or_default();
+    let subscribe = || api.fanout.subscribe(&pods, key, &uid, query.stream);
+    let live = super::follow::Live {
+        subscribe,
+        finished: api.run_watch.finished(&key_ns, &uid),
+        final_timeout: api.limits.follower_final_timeout,
+    };
+    let ended = match super::follow::follow(&source, history, finished, live, tx).await {
+        Ok(ended) => ended,
+        Err(error) => {
+            // A read of the Pod log failed: 404 when the Pod went, else 503
+            // (the container not started, kube-apiserver or the kubelet
+            // failing): the client reconnects with sinceCursor.
+            check_pod(&pods, &run).await?;
+            return Err(reconnect(&error));
+        }
+    };
+    match ended {
+        End::Left => Ok(None),
+        End::Final(line) => Ok(Some(line)),
+        End::Finished => Ok(Some(run_finished_line(run.phase()))),
+        End::FinishedAs(phase) => Ok(Some(run_finished_line(&phase))),
+    }
 }
 
-/// Waits until the Run is assigned; `None` when it is deleted, replaced,
-/// ends unassigned, or the caller goes away.
-async fn wait_for_assignment(runs: &Api<Run>, run: &Run, tx: &mpsc::Sender<Bytes>) -> Option<Run> {
+/// Sends a follow's final line, giving up after `grace` on a client that
+/// does not read (dropping the sender then closes the answer).
+async fn final_line(tx: &mpsc::Sender<Bytes>, line: Bytes, grace: std::time::Duration) {
+    let _ = tokio::time::timeout(grace, tx.send(line)).await;
+}
+
+/// A failed read of a followed Pod log, as the follow's final line says it:
+/// 503, and what to do.
+pub fn reconnect(error: &ApiError) -> ApiError {
+    let message = error.message.trim_end();
+    if message.contains("sinceCursor") {
+        return ApiError::unavailable(message);
+    }
+    ApiError::unavailable(format!("{message}; reconnect with sinceCursor to continue"))
+}
+
+/// How waiting for a Run's assignment ended.
+enum Waited {
+    Assigned(Run),
+    /// Finished without ever being assigned.
+    Finished(Run),
+    /// Deleted or replaced.
+    Gone,
+    /// The caller went away.
+    Left,
+}
+
+/// Waits until the Run is assigned, deleted or replaced, or ends unassigned,
+/// or the caller goes away.
+async fn wait_for_assignment(runs: &Api<Run>, run: &Run, tx: &mpsc::Sender<Bytes>) -> Waited {
     let name = run.metadata.name.clone().unwrap_or_default();
     let uid = run.metadata.uid.clone();
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
@@ -326,26 +468,29 @@ async fn wait_for_assignment(runs: &Api<Run>, run: &Run, tx: &mpsc::Sender<Bytes
     let mut listed = false;
     loop {
         let event = tokio::select! {
-            e = stream.next() => e?,
-            () = tx.closed() => return None,
+            e = stream.next() => match e {
+                Some(e) => e,
+                None => return Waited::Gone,
+            },
+            () = tx.closed() => return Waited::Left,
         };
         match event {
             Ok(watcher::Event::Init) => listed = false,
             // The Run is gone if the (re)list did not contain it.
-            Ok(watcher::Event::InitDone) if !listed => return None,
+            Ok(watcher::Event::InitDone) if !listed => return Waited::Gone,
             Ok(watcher::Event::Apply(r) | watcher::Event::InitApply(r)) => {
                 listed = true;
                 if r.metadata.uid != uid {
-                    return None;
+                    return Waited::Gone;
                 }
                 if r.assignment().is_some() {
-                    return Some(r);
+                    return Waited::Assigned(r);
                 }
                 if r.is_terminal() {
-                    return None;
+                    return Waited::Finished(r);
                 }
             }
-            Ok(watcher::Event::Delete(r)) if r.metadata.uid == uid => return None,
+            Ok(watcher::Event::Delete(r)) if r.metadata.uid == uid => return Waited::Gone,
             Ok(_) => {}
             Err(error) => tracing::debug!(%error, "watching run for its assignment; retrying"),
         }

@@ -3,6 +3,7 @@
 
 use kruntimes_core::query::{self, QueryError};
 
+use super::cursor::Cursor;
 use super::filter::StreamFilter;
 use super::{MAX_LIMIT_BYTES, MAX_TAIL_RECORDS};
 
@@ -16,6 +17,10 @@ pub struct LogQuery {
     pub follow: bool,
     pub limit_bytes: usize,
     pub stream: StreamFilter,
+    /// Only records after this one.
+    pub since_cursor: Option<Cursor>,
+    /// Only records before this one (not with `follow`).
+    pub before_cursor: Option<Cursor>,
 }
 
 impl Default for LogQuery {
@@ -25,6 +30,8 @@ impl Default for LogQuery {
             follow: false,
             limit_bytes: MAX_LIMIT_BYTES,
             stream: StreamFilter::Both,
+            since_cursor: None,
+            before_cursor: None,
         }
     }
 }
@@ -40,7 +47,17 @@ pub enum ParamError {
     Follow(String),
     #[error("stream must be stdout or stderr, got {0:?}")]
     Stream(String),
-    #[error("unknown parameter {0:?}; runs/log accepts tailLines, follow, limitBytes and stream")]
+    #[error(
+        "{0} must be a record's cursor (<seconds>.<nine-digit nanoseconds>-<sequence>, e.g. 1764601040.123456789-0), got {1:?}"
+    )]
+    Cursor(&'static str, String),
+    #[error("sinceCursor and beforeCursor cannot be combined")]
+    BothCursors,
+    #[error("beforeCursor cannot be combined with follow=true")]
+    BeforeWithFollow,
+    #[error(
+        "unknown parameter {0:?}; runs/log accepts tailLines, follow, limitBytes, stream, sinceCursor and beforeCursor"
+    )]
     Unknown(String),
     #[error(transparent)]
     Query(#[from] QueryError),
@@ -69,12 +86,26 @@ impl LogQuery {
                         _ => return Err(ParamError::Stream(v)),
                     }
                 }
+                "sinceCursor" => {
+                    q.since_cursor =
+                        Some(Cursor::parse(&v).map_err(|_| ParamError::Cursor("sinceCursor", v))?);
+                }
+                "beforeCursor" => {
+                    q.before_cursor =
+                        Some(Cursor::parse(&v).map_err(|_| ParamError::Cursor("beforeCursor", v))?);
+                }
                 // Clients such as kubectl may send these; they change nothing here.
                 "pretty" | "timeout" => {}
                 _ => return Err(ParamError::Unknown(k)),
             }
             Ok(())
         })?;
+        if q.since_cursor.is_some() && q.before_cursor.is_some() {
+            return Err(ParamError::BothCursors);
+        }
+        if q.follow && q.before_cursor.is_some() {
+            return Err(ParamError::BeforeWithFollow);
+        }
         Ok(q)
     }
 }
@@ -145,6 +176,36 @@ mod tests {
             LogQuery::parse(Some("tailLines=%zz")),
             Err(ParamError::Query(QueryError::Malformed(_)))
         ));
+    }
+
+    #[test]
+    fn cursors() {
+        let q = LogQuery::parse(Some("sinceCursor=1764601040.123456789-2&follow=true")).unwrap();
+        assert_eq!(
+            q.since_cursor.map(|c| c.to_string()).as_deref(),
+            Some("1764601040.123456789-2")
+        );
+        let q = LogQuery::parse(Some("beforeCursor=1764601040.000000000-0")).unwrap();
+        assert!(q.before_cursor.is_some());
+        for (bad, word) in [
+            ("sinceCursor=abc", "sinceCursor"),
+            ("beforeCursor=1.1-1", "beforeCursor"),
+            ("sinceCursor=", "sinceCursor"),
+        ] {
+            let e = LogQuery::parse(Some(bad)).unwrap_err();
+            assert!(matches!(e, ParamError::Cursor(..)), "{bad}");
+            assert!(e.to_string().starts_with(word), "{e}");
+        }
+        assert_eq!(
+            LogQuery::parse(Some(
+                "sinceCursor=1764601040.123456789-2&beforeCursor=1764601040.123456789-3"
+            )),
+            Err(ParamError::BothCursors)
+        );
+        assert_eq!(
+            LogQuery::parse(Some("beforeCursor=1764601040.123456789-3&follow=true")),
+            Err(ParamError::BeforeWithFollow)
+        );
     }
 
     #[test]

@@ -1,10 +1,15 @@
 //! Reading a Run's records from its Pod's `runtimed` log through `pods/log`.
 //!
-//! The kubelet's `tailLines` counts lines of the whole container log, not of
-//! one Run, so a tail reads growing windows from the end of the log (bounded
-//! below by the Run's start time with `sinceTime`) until it holds enough of
-//! the Run's records or has covered everything since the Run started. No
-//! window is ever held in memory: lines stream through the filter.
+//! Every read is bounded below by the Run's floor (the later of its
+//! `startTime` and `creationTimestamp`, less the clock-skew margin) and, for
+//! a finished Run, above by its `completionTime` (plus
+//! [`COMPLETION_SLACK_SECS`]). A finished Run's tail is one forward read of
+//! that stretch. Any other tail reads segments of the log backwards in
+//! time: each segment is read forward with `sinceTime` and stops where the
+//! newer one began, so no line is read twice and the whole search never
+//! reads more than the log between the floor and the end (plus what the
+//! stream had in flight when a segment stopped). No segment is
+//! held in memory: lines stream through the filter.
 
 use bytes::Bytes;
 use k8s_openapi::api::core::v1::Pod;
@@ -12,6 +17,7 @@ use kube::Api;
 use kube::api::LogParams;
 use tokio::sync::mpsc;
 
+use super::cursor::{Cursor, Sequencer, Stamp};
 use super::filter::{LogRecord, RunFilter};
 use super::lines::{Line, LineReader};
 use super::tail::{Cut, TailWindow};
@@ -19,14 +25,15 @@ use super::{MAX_LINE_BYTES, RUNTIMED_CONTAINER};
 use kruntimes_core::metrics::Metrics;
 use kruntimes_core::status::{ApiError, from_kube};
 
-/// First tail window, in Pod log lines, before growing.
-pub const MIN_WINDOW: i64 = 1024;
-/// Growth factor of the window.
-pub const WINDOW_GROWTH: i64 = 8;
-/// Largest window searched (lines).
-pub const MAX_WINDOW: i64 = 1 << 24;
-/// How far before the Run's start the log is read, for clock skew.
-pub const START_SLACK_SECS: i64 = 5;
+/// Seconds of log the first segment of a tail covers.
+pub const FIRST_SPAN_SECS: i64 = 4;
+/// Growth of the span covered when a segment held no record of the Run.
+pub const SPAN_GROWTH: i64 = 8;
+/// Largest growth of the covered span from one segment to the next.
+pub const MAX_SPAN_GROWTH: i64 = 16;
+/// Default margin for clock skew between kube-apiserver (which stamps
+/// `creationTimestamp`) and the node's kubelet (which stamps log lines).
+pub const DEFAULT_CLOCK_SKEW_SECS: i64 = 5;
 /// How far past the Run's completion the log is read (late flushes, clock skew).
 pub const COMPLETION_SLACK_SECS: i64 = 30;
 
@@ -35,44 +42,126 @@ pub struct LogSource {
     pub pods: Api<Pod>,
     pub pod: String,
     pub filter: RunFilter,
-    /// Only log lines at or after this time can belong to the Run.
-    pub since: Option<jiff::Timestamp>,
-    /// When the Run finished: no later line can belong to it.
-    pub until: Option<jiff::Timestamp>,
+    /// No line stamped before this Unix second can belong to the Run.
+    pub floor: i64,
+    /// A finished Run: no line stamped at or after this Unix second belongs to it.
+    pub until: Option<i64>,
     pub metrics: Metrics,
 }
 
-/// The outcome of a tail search.
+/// The floor of a Run's reads: `max(startTime, creationTimestamp)` less
+/// `skew_secs`, as a whole Unix second.
+pub fn floor_of(
+    start: Option<jiff::Timestamp>,
+    created: Option<jiff::Timestamp>,
+    skew_secs: i64,
+) -> i64 {
+    let at = match (start, created) {
+        (Some(a), Some(b)) => a.max(b),
+        (Some(a), None) | (None, Some(a)) => a,
+        (None, None) => jiff::Timestamp::UNIX_EPOCH,
+    };
+    (at.as_second() - skew_secs).max(0)
+}
+
+/// The exclusive upper second of a finished Run's reads.
+pub fn until_of(completion: Option<jiff::Timestamp>) -> Option<i64> {
+    completion.map(|t| t.as_second() + COMPLETION_SLACK_SECS + 1)
+}
+
+/// The outcome of a bounded read.
+#[derive(Debug)]
 pub struct Tail {
     pub records: Vec<LogRecord>,
     pub cut: Option<Cut>,
-    /// The window that held the result, in Pod log lines.
-    pub window: i64,
-    /// Pod log lines read in the last pass.
-    pub lines: i64,
-    /// Bytes of Pod log read across all passes.
+    /// The cursor of the newest Pod log line read (any Run's).
+    pub last: Option<Cursor>,
+    /// Bytes of Pod log read across all segments.
     pub bytes_read: u64,
 }
 
+/// One forward read of the log from a whole second, ending before `stop`.
+pub struct Scan<R> {
+    reader: LineReader<R>,
+    line: Line,
+    seq: Sequencer,
+    stop: Option<Cursor>,
+    last: Option<Cursor>,
+    pod: String,
+    metrics: Metrics,
+    counted: u64,
+}
+
+impl<R: futures::io::AsyncBufRead + Unpin> Scan<R> {
+    /// The next line's cursor and, when it is one of the Run's, its record;
+    /// `None` at the end of the read.
+    pub async fn next(
+        &mut self,
+        filter: &RunFilter,
+    ) -> Result<Option<(Cursor, Option<LogRecord>)>, ApiError> {
+        loop {
+            let more = self.reader.next_line(&mut self.line).await.map_err(|e| {
+                ApiError::unavailable(format!("the log of pod {:?} broke off: {e}", self.pod))
+            });
+            self.count();
+            if !more? {
+                return Ok(None);
+            }
+            let Some(cursor) = self.seq.next(self.line.split_timestamp().0) else {
+                // Without a timestamp a line has no address: it is no record.
+                continue;
+            };
+            if self.stop.is_some_and(|stop| cursor >= stop) {
+                // Dropping the reader closes the stream: nothing past the bound is read.
+                return Ok(None);
+            }
+            self.last = Some(cursor);
+            let rec = filter.line_record(&self.line).map(|mut r| {
+                r.cursor = cursor.to_string();
+                r
+            });
+            return Ok(Some((cursor, rec)));
+        }
+    }
+
+    fn count(&mut self) {
+        let read = self.reader.bytes_read();
+        self.metrics.log_bytes_read.inc_by(read - self.counted);
+        self.counted = read;
+    }
+
+    /// Bytes read so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.reader.bytes_read()
+    }
+
+    /// The newest line read.
+    pub fn last(&self) -> Option<Cursor> {
+        self.last
+    }
+}
+
 impl LogSource {
-    fn params(&self, window: Option<i64>, follow: bool) -> LogParams {
+    fn params(&self, since: i64, follow: bool) -> LogParams {
         LogParams {
             container: Some(RUNTIMED_CONTAINER.to_owned()),
             follow,
-            tail_lines: window,
-            since_time: self
-                .since
-                .map(|t| t - jiff::SignedDuration::from_secs(START_SLACK_SECS)),
+            // A whole second: kube-apiserver passes whole seconds on, and a
+            // read that starts at one sees every line of each timestamp.
+            since_time: jiff::Timestamp::from_second(since).ok(),
             timestamps: true,
             ..LogParams::default()
         }
     }
 
-    async fn open(
+    /// Opens a read of the log from the whole second `since` (never below the
+    /// floor), stopping before `stop` (and before the end of a finished Run).
+    pub async fn scan(
         &self,
-        window: Option<i64>,
+        since: i64,
+        stop: Option<Cursor>,
         follow: bool,
-    ) -> Result<LineReader<impl futures::io::AsyncBufRead + Unpin + use<>>, ApiError> {
+    ) -> Result<Scan<impl futures::io::AsyncBufRead + Unpin + use<>>, ApiError> {
         // The handler checked the name; this is the last line before a URL.
         if !kruntimes_core::names::is_dns1123_subdomain(&self.pod) {
             return Err(ApiError::conflict(format!(
@@ -80,222 +169,224 @@ impl LogSource {
                 self.pod
             )));
         }
+        let since = since.max(self.floor);
+        let until = self.until.map(|s| Cursor {
+            stamp: Stamp::whole_second(s),
+            seq: 0,
+        });
+        let stop = match (stop, until) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let stream = self
             .pods
-            .log_stream(&self.pod, &self.params(window, follow))
+            .log_stream(&self.pod, &self.params(since, follow))
             .await
             .map_err(|e| from_kube(&e, &format!("reading the log of pod {:?}", self.pod)))?;
-        Ok(LineReader::new(Box::pin(stream), MAX_LINE_BYTES))
+        Ok(Scan {
+            reader: LineReader::new(Box::pin(stream), MAX_LINE_BYTES),
+            line: Line::default(),
+            seq: Sequencer::default(),
+            stop,
+            last: None,
+            pod: self.pod.clone(),
+            metrics: self.metrics.clone(),
+            counted: 0,
+        })
     }
 
-    fn record_of(&self, line: &Line) -> Option<LogRecord> {
-        self.filter.line_record(line)
-    }
-
-    /// Reads the log (the last `window` lines, or all since the Run's start)
-    /// into a tail window, stopping at the first line stamped past `until`.
-    async fn read_window(
+    /// The last `max_records` records within `max_bytes` (before `before`
+    /// when given), oldest first. `cut` is set when older records exist.
+    pub async fn tail(
         &self,
-        window: Option<i64>,
-        until: Option<&Bound>,
         max_records: usize,
         max_bytes: usize,
-    ) -> Result<(TailWindow, i64, u64), ApiError> {
-        let mut reader = self.open(window, false).await?;
-        let mut tw = TailWindow::new(max_records, max_bytes);
-        let mut line = Line::default();
-        let mut lines = 0i64;
-        while reader.next_line(&mut line).await.map_err(|e| {
-            ApiError::unavailable(format!("the log of pod {:?} broke off: {e}", self.pod))
-        })? {
-            lines += 1;
-            if let Some(until) = until
-                && line
-                    .split_timestamp()
-                    .0
-                    .is_some_and(|ts| until.is_before(ts))
-            {
-                // Dropping the reader closes the stream: nothing past the bound is read.
-                break;
+        before: Option<Cursor>,
+    ) -> Result<Tail, ApiError> {
+        if before.is_none() && self.until.is_some() {
+            // A finished Run's records all lie between its floor and its
+            // end: one forward read of that stretch, and no more.
+            let mut window = TailWindow::new(max_records, max_bytes);
+            let mut scan = self.scan(self.floor, None, false).await?;
+            while let Some((_, rec)) = scan.next(&self.filter).await? {
+                if let Some(rec) = rec {
+                    window.push(rec);
+                }
             }
-            if let Some(rec) = self.record_of(&line) {
-                tw.push(rec);
-            }
-        }
-        self.metrics.log_bytes_read.inc_by(reader.bytes_read());
-        Ok((tw, lines, reader.bytes_read()))
-    }
-
-    /// The last `max_records` records within `max_bytes`.
-    pub async fn tail(&self, max_records: usize, max_bytes: usize) -> Result<Tail, ApiError> {
-        if let (Some(_), Some(until)) = (self.since, self.until) {
-            // A finished Run's records lie between its start and completion:
-            // read forward from the start, stop past the completion.
-            let until = Bound::new(until + jiff::SignedDuration::from_secs(COMPLETION_SLACK_SECS));
-            let (tw, lines, bytes_read) = self
-                .read_window(None, Some(&until), max_records, max_bytes)
-                .await?;
-            let (records, cut) = tw.into_parts();
+            let (records, cut) = window.into_parts();
             return Ok(Tail {
                 records,
                 cut,
-                window: lines.max(1),
-                lines,
-                bytes_read,
+                last: scan.last(),
+                bytes_read: scan.bytes_read(),
             });
         }
-        let mut window = MIN_WINDOW.max(max_records as i64 * 4);
+        let anchor = match (before, self.until) {
+            (Some(c), _) => c.stamp.secs + 1,
+            (None, Some(until)) => until,
+            (None, None) => jiff::Timestamp::now().as_second() + 1,
+        };
+        // The newest segment ends at `before` (or at the end of the log);
+        // each older one ends where the newer one began.
+        let mut stop = before;
+        let mut span = FIRST_SPAN_SECS;
+        let mut kept: Vec<LogRecord> = Vec::new();
+        let mut kept_bytes = 0usize;
+        let mut last = None;
         let mut bytes_read = 0;
         loop {
-            let (mut tw, lines, read) = self
-                .read_window(Some(window), None, max_records, max_bytes)
-                .await?;
-            bytes_read += read;
-            let covered = lines < window;
-            if covered || tw.is_full() || window >= MAX_WINDOW {
-                if !covered && !tw.is_full() {
-                    tw.mark_cut(Cut::SearchWindow);
+            let lo = (anchor - span).max(self.floor);
+            let room = max_records - kept.len();
+            let mut window = TailWindow::new(room, max_bytes - kept_bytes);
+            if !kept.is_empty() {
+                window = window.whole_records_only();
+            }
+            let mut scan = self.scan(lo, stop, false).await?;
+            while let Some((_, rec)) = scan.next(&self.filter).await? {
+                if let Some(rec) = rec {
+                    window.push(rec);
+                    if room == 0 || window.cut() == Some(Cut::LimitBytes) && window.is_empty() {
+                        // Full already: one older record is all it takes to know.
+                        break;
+                    }
                 }
-                let (records, cut) = tw.into_parts();
+            }
+            bytes_read += scan.bytes_read();
+            if last.is_none() {
+                last = scan.last();
+            }
+            drop(scan);
+            kept_bytes += window.bytes();
+            let (mut older, cut) = window.into_parts();
+            older.append(&mut kept);
+            kept = older;
+            if cut.is_some() || lo <= self.floor {
                 return Ok(Tail {
-                    records,
+                    records: kept,
                     cut,
-                    window,
-                    lines,
+                    last,
                     bytes_read,
                 });
             }
-            window = (window * WINDOW_GROWTH).min(MAX_WINDOW);
+            let covered = anchor - lo;
+            let growth = if kept.is_empty() {
+                SPAN_GROWTH
+            } else {
+                let want = (max_records as f64 * 1.25 / kept.len() as f64).ceil() as i64;
+                want.clamp(2, MAX_SPAN_GROWTH)
+            };
+            span = covered.saturating_mul(growth);
+            stop = Some(Cursor {
+                stamp: Stamp::whole_second(lo),
+                seq: 0,
+            });
         }
     }
 
-    /// Sends the last `max_records` records, then every new record, as NDJSON
-    /// lines to `tx` until the Pod log ends or the receiver goes away.
-    pub async fn follow(
+    /// The first `max_records` records after `after` within `max_bytes`,
+    /// oldest first. `cut` is set when more records follow.
+    pub async fn after(
         &self,
+        after: Cursor,
         max_records: usize,
         max_bytes: usize,
+    ) -> Result<Tail, ApiError> {
+        let mut records: Vec<LogRecord> = Vec::new();
+        let mut bytes = 0usize;
+        let mut cut = None;
+        let mut scan = self.scan(after.stamp.secs, None, false).await?;
+        while let Some((cursor, rec)) = scan.next(&self.filter).await? {
+            let Some(mut rec) = rec else { continue };
+            if cursor <= after {
+                continue;
+            }
+            if records.len() == max_records {
+                cut = Some(Cut::TailLines);
+                break;
+            }
+            if bytes + rec.weight() > max_bytes {
+                if records.is_empty() {
+                    // A single record larger than the budget keeps its head.
+                    let mut end = max_bytes;
+                    while !rec.message.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    rec.message.truncate(end);
+                    rec.truncated = true;
+                    records.push(rec);
+                }
+                cut = Some(Cut::LimitBytes);
+                break;
+            }
+            bytes += rec.weight();
+            records.push(rec);
+        }
+        Ok(Tail {
+            records,
+            cut,
+            last: scan.last(),
+            bytes_read: scan.bytes_read(),
+        })
+    }
+
+    /// Sends every record after `after` as NDJSON lines, reading the log up
+    /// to its end once; returns the newest line read.
+    pub async fn send_after(
+        &self,
+        after: Cursor,
         tx: &mpsc::Sender<Bytes>,
-    ) -> Result<(), ApiError> {
-        let tail = self.tail(max_records, max_bytes).await?;
-        if self.until.is_some() {
-            // A finished Run writes no more records: its tail is all there is.
-            return send_records(tx, &tail.records).await;
-        }
-        // The follow stream starts with the same window: its first `lines`
-        // lines (or, when the window covered the log since the Run's start,
-        // everything then) are history; the tail of them is sent once caught up.
-        let history = tail.lines;
-        let mut reader = self.open(Some(tail.window), true).await?;
-        let mut tw = Some(TailWindow::new(max_records, max_bytes));
-        let mut line = Line::default();
-        let mut seen = 0i64;
-        if history == 0
-            && let Some(w) = tw.take()
-        {
-            send_all(tx, w).await?;
-        }
-        loop {
-            let more = tokio::select! {
-                r = reader.next_line(&mut line) => r,
-                () = tx.closed() => return Ok(()),
-            };
-            match more {
-                Ok(true) => {}
-                Ok(false) => break,
-                Err(error) => {
-                    tracing::debug!(%error, pod = %self.pod, "follow stream broke off");
-                    break;
-                }
-            }
-            self.metrics.log_bytes_read.inc_by(line.len + 1);
-            let rec = self.record_of(&line);
-            match tw.as_mut() {
-                Some(w) => {
-                    if let Some(rec) = rec {
-                        w.push(rec);
-                    }
-                    seen += 1;
-                    if seen >= history
-                        && let Some(w) = tw.take()
-                    {
-                        send_all(tx, w).await?;
-                    }
-                }
-                None => {
-                    if let Some(rec) = rec {
-                        send(tx, &rec).await?;
-                    }
-                }
+    ) -> Result<Option<Cursor>, ApiError> {
+        let mut scan = self.scan(after.stamp.secs, None, false).await?;
+        while let Some((cursor, rec)) = scan.next(&self.filter).await? {
+            if let Some(rec) = rec
+                && cursor > after
+                && !send(tx, &rec).await
+            {
+                break;
             }
         }
-        if let Some(w) = tw.take() {
-            send_all(tx, w).await?;
-        }
-        Ok(())
+        Ok(scan.last().max(Some(after)))
     }
 }
 
-async fn send_all(tx: &mpsc::Sender<Bytes>, w: TailWindow) -> Result<(), ApiError> {
-    send_records(tx, &w.into_parts().0).await
-}
-
-async fn send_records(tx: &mpsc::Sender<Bytes>, records: &[LogRecord]) -> Result<(), ApiError> {
+/// Sends records as NDJSON lines; `false` when the receiver went away.
+pub async fn send_records(tx: &mpsc::Sender<Bytes>, records: &[LogRecord]) -> bool {
     for rec in records {
-        send(tx, rec).await?;
+        if !send(tx, rec).await {
+            return false;
+        }
     }
-    Ok(())
+    true
 }
 
-async fn send(tx: &mpsc::Sender<Bytes>, rec: &LogRecord) -> Result<(), ApiError> {
-    let mut line = serde_json::to_vec(rec).map_err(|e| ApiError::internal(e.to_string()))?;
+/// One record as an NDJSON line.
+pub fn record_line(rec: &LogRecord) -> Bytes {
+    let mut line = serde_json::to_vec(rec).unwrap_or_default();
     line.push(b'\n');
-    // A closed receiver means the caller went away: not an error to report.
-    let _ = tx.send(Bytes::from(line)).await;
-    Ok(())
+    Bytes::from(line)
 }
 
-/// A time bound compared with kubelet timestamps on every line: its
-/// whole-second UTC form is made once, so UTC stamps compare without parsing
-/// (enough: the bound carries seconds of slack).
-struct Bound {
-    at: jiff::Timestamp,
-    whole_second: String,
-}
-
-impl Bound {
-    fn new(at: jiff::Timestamp) -> Self {
-        Self {
-            at,
-            whole_second: at.strftime("%Y-%m-%dT%H:%M:%S").to_string(),
-        }
-    }
-
-    /// Is the kubelet timestamp `ts` later than the bound?
-    fn is_before(&self, ts: &str) -> bool {
-        if ts.len() >= 20 && ts.ends_with('Z') {
-            return ts.as_bytes()[..19] > *self.whole_second.as_bytes();
-        }
-        ts.parse::<jiff::Timestamp>().is_ok_and(|x| x > self.at)
-    }
+/// Sends one record; `false` when the receiver went away (the caller left).
+pub async fn send(tx: &mpsc::Sender<Bytes>, rec: &LogRecord) -> bool {
+    tx.send(record_line(rec)).await.is_ok()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::Bound;
-
-    fn after(ts: &str, t: jiff::Timestamp) -> bool {
-        Bound::new(t).is_before(ts)
-    }
+    use super::*;
 
     #[test]
-    fn compares_kubelet_timestamps() {
-        let t: jiff::Timestamp = "2026-11-29T10:00:05Z".parse().unwrap();
-        assert!(!after("2026-11-29T10:00:05.999999999Z", t));
-        assert!(after("2026-11-29T10:00:06Z", t));
-        assert!(after("2026-11-29T10:00:06.1Z", t));
-        assert!(!after("2026-11-29T09:59:59.5Z", t));
-        assert!(!after("2026-11-29T12:00:05+02:00", t));
-        assert!(after("2026-11-29T12:00:06+02:00", t));
+    fn the_floor_is_the_later_of_start_and_creation_less_the_skew() {
+        let t = |s: &str| s.parse::<jiff::Timestamp>().ok();
+        let created = t("2026-12-01T10:00:00Z");
+        let started = t("2026-12-01T10:05:00Z");
+        let base = created.unwrap().as_second();
+        assert_eq!(floor_of(started, created, 5), base + 300 - 5);
+        assert_eq!(floor_of(None, created, 5), base - 5);
+        assert_eq!(floor_of(t("2026-12-01T09:00:00Z"), created, 0), base);
+        assert_eq!(
+            until_of(started),
+            Some(base + 300 + COMPLETION_SLACK_SECS + 1)
+        );
     }
 }

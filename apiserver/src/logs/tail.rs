@@ -25,6 +25,10 @@ pub struct TailWindow {
     max_bytes: usize,
     seen: u64,
     cut: Option<Cut>,
+    /// Whether a single record larger than the byte bound keeps its tail
+    /// end (the newest record of a result) or is left out (older records
+    /// added in front of newer ones).
+    cut_single: bool,
 }
 
 impl TailWindow {
@@ -36,12 +40,34 @@ impl TailWindow {
             max_bytes,
             seen: 0,
             cut: None,
+            cut_single: true,
         }
+    }
+
+    /// A window for records older than ones already kept: a record that
+    /// does not fit whole is left out.
+    pub fn whole_records_only(mut self) -> Self {
+        self.cut_single = false;
+        self
+    }
+
+    /// Bytes of the records kept.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Which bound dropped records so far.
+    pub fn cut(&self) -> Option<Cut> {
+        self.cut
     }
 
     /// Adds the newest record, dropping the oldest past either bound.
     pub fn push(&mut self, mut record: LogRecord) {
         self.seen += 1;
+        if record.weight() > self.max_bytes && !self.cut_single {
+            self.cut = Some(Cut::LimitBytes);
+            return;
+        }
         // A single record larger than the whole byte budget keeps its tail end.
         if record.weight() > self.max_bytes {
             let mut start = record.message.len() - self.max_bytes;
@@ -108,6 +134,7 @@ mod tests {
             pod: "p".into(),
             invocation_id: None,
             time: None,
+            cursor: String::new(),
             truncated: false,
         }
     }

@@ -9,6 +9,7 @@ use axum::extract::{RawQuery, State};
 use axum::response::Response;
 use http::{HeaderValue, StatusCode, header};
 use http_body_util::BodyExt;
+use kruntimes_apiserver::logs::cursor::Cursor;
 use kruntimes_core::query;
 use kruntimes_core::status::ApiError;
 
@@ -17,17 +18,29 @@ use crate::api::types::AccessRequest;
 use crate::error::ConsoleError;
 use crate::state::{ConsoleState, RequestCredentials};
 
-/// `tail` and `follow` of the logs endpoint.
-#[derive(Debug, PartialEq, Eq)]
+/// `tail`, `follow`, `sinceCursor` and `beforeCursor` of the logs endpoint.
+#[derive(Debug, Default, PartialEq, Eq)]
 pub struct LogsQuery {
     pub tail: u32,
     pub follow: bool,
+    /// Passed on as it came (checked to be a cursor first).
+    pub since_cursor: Option<String>,
+    pub before_cursor: Option<String>,
+}
+
+fn cursor(name: &str, v: String) -> Result<String, ConsoleError> {
+    match Cursor::parse(&v) {
+        Ok(_) => Ok(v),
+        Err(e) => Err(ConsoleError::bad_request(format!(
+            "{name} must be a record's cursor: {e}; got {v:?}"
+        ))),
+    }
 }
 
 pub fn parse(raw: Option<&str>) -> Result<LogsQuery, ConsoleError> {
     let mut q = LogsQuery {
         tail: 100,
-        follow: false,
+        ..LogsQuery::default()
     };
     query::parse(raw, |k, v| {
         match k.as_str() {
@@ -50,14 +63,26 @@ pub fn parse(raw: Option<&str>) -> Result<LogsQuery, ConsoleError> {
                     })?
                 }
             }
+            "sinceCursor" => q.since_cursor = Some(cursor("sinceCursor", v)?),
+            "beforeCursor" => q.before_cursor = Some(cursor("beforeCursor", v)?),
             other => {
                 return Err(ConsoleError::bad_request(format!(
-                    "unknown parameter {other:?}; logs accepts tail and follow"
+                    "unknown parameter {other:?}; logs accepts tail, follow, sinceCursor and beforeCursor"
                 )));
             }
         }
         Ok(())
     })?;
+    if q.since_cursor.is_some() && q.before_cursor.is_some() {
+        return Err(ConsoleError::bad_request(
+            "sinceCursor and beforeCursor cannot be combined",
+        ));
+    }
+    if q.follow && q.before_cursor.is_some() {
+        return Err(ConsoleError::bad_request(
+            "beforeCursor cannot be combined with follow=true",
+        ));
+    }
     Ok(q)
 }
 
@@ -89,6 +114,15 @@ pub async fn logs(
     );
     if q.follow {
         path.push_str("&follow=true");
+    }
+    // Cursors are [0-9.-] only (checked above): safe in a query as they are.
+    if let Some(c) = &q.since_cursor {
+        path.push_str("&sinceCursor=");
+        path.push_str(c);
+    }
+    if let Some(c) = &q.before_cursor {
+        path.push_str("&beforeCursor=");
+        path.push_str(c);
     }
     let req = http::Request::get(path)
         .body(kube::client::Body::empty())
@@ -149,7 +183,13 @@ pub async fn logs(
                             }
                         }
                         Some(Err(e)) => {
-                            let _ = tx.send(Err(std::io::Error::other(e.to_string()))).await;
+                            // The upstream broke off: say so, so the client reconnects
+                            // with sinceCursor instead of taking the end as final.
+                            tracing::debug!(error = %e, "a relayed log follow broke off");
+                            let status = ApiError::unavailable(
+                                "the log stream broke off; reconnect with sinceCursor to continue after the last record",
+                            );
+                            let _ = tx.send(Ok(final_line(&status, at_line_start))).await;
                             return;
                         }
                         None => return,
@@ -225,15 +265,30 @@ mod tests {
             parse(None).unwrap(),
             LogsQuery {
                 tail: 100,
-                follow: false
+                ..LogsQuery::default()
             }
         );
         assert_eq!(
             parse(Some("tail=5&follow=true")).unwrap(),
             LogsQuery {
                 tail: 5,
-                follow: true
+                follow: true,
+                ..LogsQuery::default()
             }
+        );
+        assert_eq!(
+            parse(Some("sinceCursor=1764601040.123456789-3&follow=true"))
+                .unwrap()
+                .since_cursor
+                .as_deref(),
+            Some("1764601040.123456789-3")
+        );
+        assert_eq!(
+            parse(Some("beforeCursor=1764601040.123456789-0"))
+                .unwrap()
+                .before_cursor
+                .as_deref(),
+            Some("1764601040.123456789-0")
         );
         assert_eq!(
             parse(Some("t%61il=7")).unwrap().tail,
@@ -249,6 +304,10 @@ mod tests {
             "x=1",
             "tail=1&tail=2",
             "tail=%zz",
+            "sinceCursor=x",
+            "beforeCursor=1764601040.123456789-0&follow=true",
+            "sinceCursor=1764601040.123456789-0&beforeCursor=1764601040.123456789-1",
+            "sinceCursor=1764601040.123456789-0%26tail%3D1",
         ] {
             assert!(parse(Some(bad)).is_err(), "{bad}");
         }

@@ -76,6 +76,26 @@ pub struct ApiErrorInfo {
     pub access: Option<AccessRequest>,
 }
 
+/// The last line of a log follow that the server ended (a Kubernetes
+/// `Status`; a record never has a `kind`). `Success` with reason
+/// `RunFinished`: the Run finished, stop. `Failure` with code 401, 403 or
+/// 404: stop and show the message. Any other `Failure` (503
+/// `ServiceUnavailable`, `FellBehind`): reconnect with `sinceCursor=` the last
+/// record's cursor.
+#[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
+pub struct LogStreamStatus {
+    #[ts(type = "'Status'")]
+    pub kind: String,
+    pub api_version: String,
+    #[ts(type = "'Success' | 'Failure'")]
+    pub status: String,
+    pub code: u16,
+    pub reason: String,
+    pub message: String,
+}
+
 /// A list answer. `continue` is the Kubernetes continue token for the next page
 /// (absent on the last page). `summary` is `true` when the list was served as a
 /// public-read summary without the caller's credential: items then carry only
@@ -899,9 +919,10 @@ pub fn typescript() -> String {
     decl::<LogRecord>(&mut out);
     decl::<RunLogMeta>(&mut out);
     decl::<RunLog>(&mut out);
+    decl::<LogStreamStatus>(&mut out);
     out.push_str(
-        "\n/** A line of `GET …/logs?follow=true`: a record, or one final error. */\n\
-         export type LogStreamLine = LogRecord | ApiErrorBody;\n",
+        "\n/** A line of `GET …/logs?follow=true`: a record, or the one final `Status`. */\n\
+         export type LogStreamLine = LogRecord | LogStreamStatus;\n",
     );
     decl::<RuntimeListItem>(&mut out);
     alias::<RuntimeList>(

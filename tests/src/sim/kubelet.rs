@@ -92,10 +92,19 @@ async fn container_logs(
     } else {
         format!("{container}.log")
     };
-    let path = kubelet
-        .logs_dir
-        .join(format!("{namespace}_{pod}"))
-        .join(file_name);
+    let pod_dir = kubelet.logs_dir.join(format!("{namespace}_{pod}"));
+    // A test makes the kubelet fail for a container: `<container>.fail` holds
+    // `<status code> <message>` (e.g. `500 simulated failure`).
+    if let Ok(text) = std::fs::read_to_string(pod_dir.join(format!("{container}.fail"))) {
+        let (code, message) = text.trim().split_once(' ').unwrap_or((text.trim(), ""));
+        let code = code
+            .parse::<u16>()
+            .ok()
+            .and_then(|c| StatusCode::from_u16(c).ok())
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        return plain(code, format!("{message}\n"));
+    }
+    let path = pod_dir.join(file_name);
     let log = match logstream::open(&path).await {
         Ok(log) => log,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
@@ -121,18 +130,71 @@ async fn container_logs(
         (Some(pods), true) => Some(pods.guard(&namespace, &pod).await),
         _ => None,
     };
+    let served = Served::open(
+        kubelet
+            .logs_dir
+            .join(format!("{namespace}_{pod}"))
+            .join(format!("{container}.requests")),
+        opts.follow,
+        &query,
+    );
     let (tx, rx) = mpsc::channel::<Bytes>(8);
     tokio::spawn(logstream::stream(log, opts, guard, tx));
-    let body = futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv()
-            .await
-            .map(|chunk| (Ok::<_, Infallible>(chunk), rx))
+    let body = futures::stream::unfold((rx, served), |(mut rx, mut served)| async move {
+        let chunk = rx.recv().await?;
+        served.bytes += chunk.len() as u64;
+        Some((Ok::<_, Infallible>(chunk), (rx, served)))
     });
     Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, "text/plain")
         .body(Body::from_stream(body))
         .unwrap_or_else(|err| plain(StatusCode::INTERNAL_SERVER_ERROR, format!("{err}\n")))
+}
+
+/// The record of one `containerLogs` request, for tests that check what a
+/// client read: `<container>.requests` next to the log holds one JSON line
+/// when a request opens (`"event":"open"`) and one when its response ends
+/// or the client leaves (`"event":"close"`, with the `bytes` served).
+struct Served {
+    path: PathBuf,
+    follow: bool,
+    query: String,
+    bytes: u64,
+}
+
+impl Served {
+    fn open(path: PathBuf, follow: bool, query: &str) -> Self {
+        let served = Self {
+            path,
+            follow,
+            query: query.to_owned(),
+            bytes: 0,
+        };
+        served.write("open");
+        served
+    }
+
+    fn write(&self, event: &str) {
+        use std::io::Write;
+        let line = serde_json::json!({
+            "event": event, "follow": self.follow, "query": self.query, "bytes": self.bytes,
+        });
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)
+            .and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()));
+        if let Err(err) = written {
+            tracing::warn!(path = %self.path.display(), error = %err, "cannot record a request");
+        }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.write("close");
+    }
 }
 
 #[cfg(test)]

@@ -421,6 +421,12 @@ export type LogRecord = {
    */
   time?: string;
   /**
+   * The record's address, `<secs>.<nanos9>-<seq>` (its CRI timestamp and
+   * its index among the Pod log's lines of that timestamp): hand it back
+   * as `sinceCursor` or `beforeCursor`. Opaque to clients.
+   */
+  cursor: string;
+  /**
    * Set when the line was longer than the server keeps and its message was dropped.
    */
   truncated?: boolean;
@@ -454,8 +460,25 @@ export type RunLog = {
   truncatedBy?: Cut;
 };
 
-/** A line of `GET …/logs?follow=true`: a record, or one final error. */
-export type LogStreamLine = LogRecord | ApiErrorBody;
+/**
+ * The last line of a log follow that the server ended (a Kubernetes
+ * `Status`; a record never has a `kind`). `Success` with reason
+ * `RunFinished`: the Run finished, stop. `Failure` with code 401, 403 or
+ * 404: stop and show the message. Any other `Failure` (503
+ * `ServiceUnavailable`, `FellBehind`): reconnect with `sinceCursor=` the last
+ * record's cursor.
+ */
+export type LogStreamStatus = {
+  kind: 'Status';
+  apiVersion: string;
+  status: 'Success' | 'Failure';
+  code: number;
+  reason: string;
+  message: string;
+};
+
+/** A line of `GET …/logs?follow=true`: a record, or the one final `Status`. */
+export type LogStreamLine = LogRecord | LogStreamStatus;
 
 /**
  * One row of the Runtime list. In a public-read summary only `metadata.name`,

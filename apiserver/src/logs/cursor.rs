@@ -1,0 +1,232 @@
+//! Record addresses: a record's CRI timestamp and its index among the Pod
+//! log's lines with exactly that timestamp.
+//!
+//! Written `<secs>.<nanos9>-<seq>` (e.g. `1764601040.123456789-0`): only
+//! `[0-9.-]`, safe in a query value and a URL fragment. `seq` counts every
+//! line of the Pod log with that timestamp, not only the Run's, so the same
+//! record has the same cursor whichever window of the log was read: every
+//! read starts at a whole second (`sinceTime`) or drops the lines of its
+//! first timestamp, so it always sees each timestamp's lines from the first.
+
+use std::fmt;
+
+/// A kubelet timestamp as Unix seconds and nanoseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Stamp {
+    pub secs: i64,
+    pub nanos: u32,
+}
+
+impl Stamp {
+    /// Parses a kubelet timestamp (RFC 3339, UTC `Z` in practice). The
+    /// common `YYYY-MM-DDTHH:MM:SS[.fraction]Z` form is read without
+    /// allocation; anything else goes through `jiff`.
+    pub fn parse(ts: &str) -> Option<Stamp> {
+        fast_utc(ts.as_bytes()).or_else(|| {
+            let t: jiff::Timestamp = ts.parse().ok()?;
+            Some(Stamp::of(t))
+        })
+    }
+
+    pub fn of(t: jiff::Timestamp) -> Stamp {
+        Stamp {
+            secs: t.as_second(),
+            nanos: t.subsec_nanosecond().max(0) as u32,
+        }
+    }
+
+    pub fn whole_second(secs: i64) -> Stamp {
+        Stamp { secs, nanos: 0 }
+    }
+}
+
+fn digits(b: &[u8]) -> Option<i64> {
+    let mut n = 0i64;
+    for &c in b {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        n = n * 10 + i64::from(c - b'0');
+    }
+    Some(n)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date.
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn fast_utc(b: &[u8]) -> Option<Stamp> {
+    if b.len() < 20 || b[b.len() - 1] != b'Z' {
+        return None;
+    }
+    if b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let (y, mo, d) = (digits(&b[0..4])?, digits(&b[5..7])?, digits(&b[8..10])?);
+    let (h, mi, s) = (
+        digits(&b[11..13])?,
+        digits(&b[14..16])?,
+        digits(&b[17..19])?,
+    );
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
+        return None;
+    }
+    let frac = &b[19..b.len() - 1];
+    let nanos = match frac {
+        [] => 0,
+        [b'.', rest @ ..] if !rest.is_empty() && rest.len() <= 9 => {
+            let n = digits(rest)?;
+            (n * 10i64.pow(9 - rest.len() as u32)) as u32
+        }
+        _ => return None,
+    };
+    let secs = days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + s;
+    Some(Stamp { secs, nanos })
+}
+
+/// The address of one line of a Pod log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Cursor {
+    pub stamp: Stamp,
+    pub seq: u32,
+}
+
+/// A cursor that is not `<secs>.<nanos9>-<seq>`.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error("expected <seconds>.<nine-digit nanoseconds>-<sequence>, e.g. 1764601040.123456789-0")]
+pub struct BadCursor;
+
+impl Cursor {
+    /// Longest text form accepted.
+    pub const MAX_LEN: usize = 40;
+
+    pub fn parse(s: &str) -> Result<Cursor, BadCursor> {
+        if s.len() > Self::MAX_LEN {
+            return Err(BadCursor);
+        }
+        let (stamp, seq) = s.split_once('-').ok_or(BadCursor)?;
+        let (secs, nanos) = stamp.split_once('.').ok_or(BadCursor)?;
+        let all_digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+        if !all_digits(secs) || nanos.len() != 9 || !all_digits(nanos) || !all_digits(seq) {
+            return Err(BadCursor);
+        }
+        if secs.len() > 12 || seq.len() > 9 {
+            return Err(BadCursor);
+        }
+        Ok(Cursor {
+            stamp: Stamp {
+                secs: secs.parse().map_err(|_| BadCursor)?,
+                nanos: nanos.parse().map_err(|_| BadCursor)?,
+            },
+            seq: seq.parse().map_err(|_| BadCursor)?,
+        })
+    }
+}
+
+impl fmt::Display for Cursor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}.{:09}-{}",
+            self.stamp.secs, self.stamp.nanos, self.seq
+        )
+    }
+}
+
+/// Gives each line of a stream its cursor: the sequence restarts at each
+/// new timestamp. Lines without a timestamp have none.
+#[derive(Debug, Default)]
+pub struct Sequencer {
+    last: Vec<u8>,
+    stamp: Option<Stamp>,
+    seq: u32,
+}
+
+impl Sequencer {
+    /// The cursor of the next line, whose kubelet timestamp is `ts`.
+    pub fn next(&mut self, ts: Option<&str>) -> Option<Cursor> {
+        let ts = ts?;
+        if self.stamp.is_some() && self.last == ts.as_bytes() {
+            self.seq += 1;
+        } else {
+            let stamp = Stamp::parse(ts)?;
+            self.last.clear();
+            self.last.extend_from_slice(ts.as_bytes());
+            self.stamp = Some(stamp);
+            self.seq = 0;
+        }
+        Some(Cursor {
+            stamp: self.stamp?,
+            seq: self.seq,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_kubelet_timestamps_like_jiff() {
+        for ts in [
+            "2026-12-01T15:00:00Z",
+            "2026-12-01T15:00:00.1Z",
+            "2026-12-01T15:00:00.123456789Z",
+            "1970-01-01T00:00:00Z",
+            "2000-02-29T23:59:59.000000001Z",
+            "2100-03-01T00:00:00.5Z",
+        ] {
+            let t: jiff::Timestamp = ts.parse().unwrap();
+            assert_eq!(Stamp::parse(ts), Some(Stamp::of(t)), "{ts}");
+            assert_eq!(fast_utc(ts.as_bytes()), Some(Stamp::of(t)), "{ts}");
+        }
+        let t: jiff::Timestamp = "2026-12-01T17:00:00.25+02:00".parse().unwrap();
+        assert_eq!(
+            Stamp::parse("2026-12-01T17:00:00.25+02:00"),
+            Some(Stamp::of(t))
+        );
+        assert_eq!(Stamp::parse("yesterday"), None);
+    }
+
+    #[test]
+    fn cursor_round_trips_and_orders() {
+        let c = Cursor::parse("1764601040.123456789-0").unwrap();
+        assert_eq!(c.to_string(), "1764601040.123456789-0");
+        assert!(c < Cursor::parse("1764601040.123456789-1").unwrap());
+        assert!(c < Cursor::parse("1764601040.123456790-0").unwrap());
+        assert!(c > Cursor::parse("1764601039.999999999-7").unwrap());
+        for bad in [
+            "",
+            "1",
+            "1.1-0",
+            "1764601040.123456789",
+            "1764601040.123456789-",
+            "-1.123456789-0",
+            "1764601040.12345678a-0",
+            "1764601040.123456789-0-1",
+            "1764601040.123456789-+1",
+            "99999999999999.123456789-0",
+        ] {
+            assert_eq!(Cursor::parse(bad), Err(BadCursor), "{bad}");
+        }
+    }
+
+    #[test]
+    fn sequence_counts_equal_timestamps() {
+        let mut s = Sequencer::default();
+        let a = "2026-12-01T15:00:00.5Z";
+        let b = "2026-12-01T15:00:01Z";
+        let seqs: Vec<_> = [Some(a), Some(a), Some(b), None, Some(b), Some(a)]
+            .into_iter()
+            .map(|t| s.next(t).map(|c| c.seq))
+            .collect();
+        assert_eq!(seqs, [Some(0), Some(1), Some(0), None, Some(1), Some(0)]);
+    }
+}

@@ -1,0 +1,159 @@
+//! A follow of one Run: its history (the tail, or every record after
+//! `sinceCursor`), read once, then the live records, without a gap or a
+//! duplicate between the two (records are told apart by their cursors).
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::cursor::Cursor;
+use super::fanout::{Next, Subscription};
+use super::runwatch::Finished;
+
+/// How long a follow goes on after its Run finished, for the last lines
+/// still on their way.
+pub const FINISH_DRAIN: Duration = Duration::from_secs(2);
+use super::reader::{LogSource, send_records};
+use kruntimes_core::status::ApiError;
+
+/// Why a follow ended, when it was not an error.
+#[derive(Debug, PartialEq, Eq)]
+pub enum End {
+    /// The caller went away.
+    Left,
+    /// The Run finished: its history is all there is.
+    Finished,
+    /// The Run finished while followed, in this phase.
+    FinishedAs(String),
+    /// The shared stream ended the follow with this final line (the Pod
+    /// went, its log broke off, or the follower fell behind).
+    Final(Bytes),
+}
+
+/// What a follow sends first.
+pub struct History {
+    /// The last records (count and bytes bounded), used when `since` is `None`.
+    pub tail: (usize, usize),
+    /// Every record after this one.
+    pub since: Option<Cursor>,
+}
+
+/// How a follow goes live: it joins its Pod's shared stream.
+pub struct Live<S> {
+    pub subscribe: S,
+    /// Tells when the Run finishes.
+    pub finished: Finished,
+    /// How long a line may wait for a client that does not read once the
+    /// follower was dropped from the stream.
+    pub final_timeout: Duration,
+}
+
+/// Sends the history, then (unless the Run `finished`) every new record.
+///
+/// The follower joins the Pod's shared stream before it reads its history,
+/// so nothing written meanwhile is missed; what the history already covered
+/// (cursors up to the last line it read) is skipped.
+pub async fn follow(
+    source: &LogSource,
+    history: History,
+    finished: bool,
+    live: Live<impl FnOnce() -> Subscription>,
+    tx: &mpsc::Sender<Bytes>,
+) -> Result<End, ApiError> {
+    if finished {
+        return Ok(match send_history(source, &history, tx).await? {
+            Some(_) => End::Finished,
+            None => End::Left,
+        });
+    }
+    let Live {
+        subscribe,
+        mut finished,
+        final_timeout,
+    } = live;
+    let sub = subscribe();
+    let queue = &sub.queue;
+    // A follower that falls behind while its history is sent ends there:
+    // its client resumes after the last record it got.
+    let sent = tokio::select! {
+        sent = send_history(source, &history, tx) => sent?,
+        () = queue.dropped() => {
+            return Ok(match queue.take_end() {
+                Some(line) => End::Final(line),
+                None => End::Left,
+            });
+        }
+    };
+    let Some(last) = sent else {
+        return Ok(End::Left);
+    };
+    let mut deadline: Option<Instant> = None;
+    let mut phase: Option<String> = None;
+    let mut drained = Instant::now();
+    loop {
+        let next = tokio::select! {
+            n = queue.next() => n,
+            p = finished.wait(), if phase.is_none() => {
+                phase = Some(p);
+                drained = Instant::now() + FINISH_DRAIN;
+                continue;
+            }
+            () = tokio::time::sleep_until(drained), if phase.is_some() => {
+                return Ok(End::FinishedAs(phase.unwrap_or_default()));
+            }
+            () = tx.closed() => return Ok(End::Left),
+        };
+        let line = match next {
+            Next::Record(cursor, line) => {
+                if last.is_some_and(|l| cursor <= l) || cursor.stamp.secs < source.floor {
+                    continue;
+                }
+                line
+            }
+            Next::End(line) => return Ok(End::Final(line)),
+        };
+        // Once dropped from the stream, what is left gets `final_timeout`
+        // to reach a client that does not read.
+        if deadline.is_none() {
+            tokio::select! {
+                r = tx.send(line.clone()) => {
+                    if r.is_err() {
+                        return Ok(End::Left);
+                    }
+                    continue;
+                }
+                () = queue.dropped() => {
+                    deadline = Some(Instant::now() + final_timeout);
+                }
+            }
+        }
+        let at = deadline.unwrap_or_else(Instant::now);
+        if !matches!(tokio::time::timeout_at(at, tx.send(line)).await, Ok(Ok(()))) {
+            return Ok(End::Left);
+        }
+    }
+}
+
+/// Sends the history; the cursor of the newest line it read (`Some(None)`
+/// when it read none), or `None` when the caller left.
+pub async fn send_history(
+    source: &LogSource,
+    history: &History,
+    tx: &mpsc::Sender<Bytes>,
+) -> Result<Option<Option<Cursor>>, ApiError> {
+    if let Some(since) = history.since {
+        let last = source.send_after(since, tx).await?;
+        if tx.is_closed() {
+            return Ok(None);
+        }
+        return Ok(Some(last));
+    }
+    let (records, bytes) = history.tail;
+    let tail = source.tail(records, bytes, None).await?;
+    if !send_records(tx, &tail.records).await {
+        return Ok(None);
+    }
+    Ok(Some(tail.last))
+}
