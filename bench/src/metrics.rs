@@ -16,7 +16,9 @@ pub fn sum(text: &str, name: &str) -> f64 {
             let value = rest.strip_prefix(' ')?;
             value.split_whitespace().next()?.parse::<f64>().ok()
         })
-        .sum()
+        .sum::<f64>()
+        // An empty sum is -0.0; print 0.
+        + 0.0
 }
 
 /// The Console's counters the benchmarks look at.

@@ -128,7 +128,13 @@ struct World {
     runs: Vec<FollowedRun>,
 }
 
-fn cri_line(lines: &mut LineGen, who: &RunIdentity, msg: &str, at: jiff::Timestamp, out: &mut Vec<u8>) {
+fn cri_line(
+    lines: &mut LineGen,
+    who: &RunIdentity,
+    msg: &str,
+    at: jiff::Timestamp,
+    out: &mut Vec<u8>,
+) {
     out.extend_from_slice(rfc3339_nano(at).as_bytes());
     out.extend_from_slice(b" stdout F ");
     lines.write_line_on(who, "stdout", msg, out);
@@ -318,7 +324,10 @@ async fn follower(
         }
         let _ = events.send((
             id,
-            Event::Failed(format!("status {status}: {}", String::from_utf8_lossy(&text))),
+            Event::Failed(format!(
+                "status {status}: {}",
+                String::from_utf8_lossy(&text)
+            )),
         ));
         return;
     }
@@ -341,10 +350,7 @@ async fn follower(
             used += nl + 1;
             if memchr::memmem::find(line, b"\"kind\":\"Status\"").is_some() {
                 let v: serde_json::Value = serde_json::from_slice(line).unwrap_or_default();
-                status_reason = Some(format!(
-                    "{} {}: {}",
-                    v["code"], v["reason"], v["message"]
-                ));
+                status_reason = Some(format!("{} {}: {}", v["code"], v["reason"], v["message"]));
                 continue;
             }
             if permit.take().is_some() {
@@ -475,7 +481,10 @@ async fn run(env: &BenchEnv, args: &Args, world: &mut World) -> Result<()> {
     let authority: Arc<str> = target.authority().into();
     let user = Arc::new((
         "viewer".to_owned(),
-        vec!["testenv:users".to_owned(), "system:authenticated".to_owned()],
+        vec![
+            "testenv:users".to_owned(),
+            "system:authenticated".to_owned(),
+        ],
     ));
     let timeout = Duration::from_secs(args.timeout_secs);
     let per_conn = args.streams_per_connection.max(1);
@@ -602,8 +611,12 @@ async fn run(env: &BenchEnv, args: &Args, world: &mut World) -> Result<()> {
                         late_events.push(format!("follower {id}: mark {m} before it was written"));
                     }
                 }
-                Ok(Some((id, Event::Failed(e)))) => late_events.push(format!("follower {id} failed: {e}")),
-                Ok(Some((id, Event::Ended(r)))) => late_events.push(format!("follower {id} ended: {r:?}")),
+                Ok(Some((id, Event::Failed(e)))) => {
+                    late_events.push(format!("follower {id} failed: {e}"))
+                }
+                Ok(Some((id, Event::Ended(r)))) => {
+                    late_events.push(format!("follower {id} ended: {r:?}"))
+                }
                 Ok(Some(_)) => {}
                 Ok(None) | Err(_) => break,
             }
@@ -617,7 +630,10 @@ async fn run(env: &BenchEnv, args: &Args, world: &mut World) -> Result<()> {
     snapshot_header();
     snapshot_row("no follower open", &idle);
     snapshot_row(&format!("{ready} followers open"), &held);
-    snapshot_row(&format!("{ready} followers, after {} rounds", args.rounds), &fed);
+    snapshot_row(
+        &format!("{ready} followers, after {} rounds", args.rounds),
+        &fed,
+    );
     println!(
         "\nConsole VmHWM while opening: {} MiB; over opening and rounds: {} MiB; VmRSS per open follower: {:.1} KiB",
         mib(open_peak),
@@ -699,7 +715,10 @@ async fn run(env: &BenchEnv, args: &Args, world: &mut World) -> Result<()> {
 fn main() -> Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let args = Args::parse();
-    ensure!(args.pods > 0 && args.runs_per_pod > 0, "--pods and --runs-per-pod must be > 0");
+    ensure!(
+        args.pods > 0 && args.runs_per_pod > 0,
+        "--pods and --runs-per-pod must be > 0"
+    );
     let env = BenchEnv::load(&args.state)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(args.client_threads.max(1))

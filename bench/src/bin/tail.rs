@@ -88,7 +88,11 @@ struct Args {
     follow_passes: usize,
     /// Measure only these Runs (by key); by default the three of the report
     /// (`late-dense,late-sparse,nostart-sparse`); `all` for every Run.
-    #[arg(long, value_delimiter = ',', default_value = "late-dense,late-sparse,nostart-sparse")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "late-dense,late-sparse,nostart-sparse"
+    )]
     only: Vec<String>,
     /// Generate a new log and new objects even when a previous setup exists.
     #[arg(long)]
@@ -256,7 +260,10 @@ async fn remove_setup(env: &BenchEnv, fx: &Fixtures) -> Result<()> {
         if let Some(pod) = old["pod"].as_str() {
             fx.delete_pod(pod).await?;
         }
-        if let Some(dir) = old["log_path"].as_str().and_then(|p| PathBuf::from(p).parent().map(PathBuf::from)) {
+        if let Some(dir) = old["log_path"]
+            .as_str()
+            .and_then(|p| PathBuf::from(p).parent().map(PathBuf::from))
+        {
             let _ = std::fs::remove_dir_all(dir);
         }
     }
@@ -896,7 +903,10 @@ async fn main() -> Result<()> {
                 run.key,
                 api.wall.as_secs_f64(),
                 mib_f(api.bytes_read),
-                pipeline.map_or("—".to_owned(), |(w, _)| format!("{:.2}s", w.as_secs_f64()))
+                pipeline.map_or("—".to_owned(), |(w, _)| format!(
+                    "{:.2}s",
+                    w.as_secs_f64()
+                ))
             );
             rows.push(PassRow {
                 pass: pass + 1,
@@ -965,9 +975,8 @@ async fn main() -> Result<()> {
         });
         let cpu = |i: usize| stats::median(&v(&|r| Some(r.api.cpu[i])));
         let pcpu = |i: usize| stats::median(&v(&|r| r.pipeline.map(|(_, c)| c[i])));
-        let rss = |f: &dyn Fn(&Sample) -> u64| {
-            mib(stats::median(&v(&|r| Some(f(&r.api) as f64))) as u64)
-        };
+        let rss =
+            |f: &dyn Fn(&Sample) -> u64| mib(stats::median(&v(&|r| Some(f(&r.api) as f64))) as u64);
         let peak_max = rs.iter().map(|r| r.api.rss_peak).max().unwrap_or(0);
         let range_or_dash = |x: &[f64], d: usize, suffix: &str| {
             if x.is_empty() {
@@ -1050,7 +1059,8 @@ async fn main() -> Result<()> {
             }
             let walls: Vec<f64> = samples.iter().map(|s| s.wall.as_secs_f64()).collect();
             let read: Vec<f64> = samples.iter().map(|s| s.bytes_read).collect();
-            let cpu = |i: usize| stats::median(&samples.iter().map(|s| s.cpu[i]).collect::<Vec<_>>());
+            let cpu =
+                |i: usize| stats::median(&samples.iter().map(|s| s.cpu[i]).collect::<Vec<_>>());
             println!(
                 "| {} | {} | {} | {:.1} | {:.2} | {:.2} / {:.2} / {:.2} |",
                 run.key,
