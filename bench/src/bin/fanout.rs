@@ -165,7 +165,7 @@ async fn setup(env: &BenchEnv, args: &Args) -> Result<World> {
             wanted.push((p, format!("bench-fanout-{suffix}-{p:02}-{r:02}")));
         }
     }
-    let created: Vec<(usize, String, String)> = futures::stream::iter(wanted.into_iter())
+    let created: Vec<(usize, String, String)> = futures::stream::iter(wanted)
         .map(|(p, name)| {
             let (fx, pod, pod_uid, start_s) = (&fx, &pod_names[p], &pod_uids[p], &start_s);
             async move {
