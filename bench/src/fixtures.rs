@@ -102,6 +102,32 @@ impl Fixtures {
         created.metadata.uid.context("run without a UID")
     }
 
+    /// A task Run of `runtime`; its UID and `metadata.creationTimestamp`.
+    pub async fn create_run_stamped(
+        &self,
+        name: &str,
+        runtime: &str,
+    ) -> Result<(String, jiff::Timestamp)> {
+        let uid = self.create_run(name, runtime).await?;
+        let created = self
+            .run_created(name)
+            .await?
+            .context("the Run vanished after it was created")?;
+        Ok((uid, created))
+    }
+
+    /// The Run's `metadata.creationTimestamp` when it exists.
+    pub async fn run_created(&self, name: &str) -> Result<Option<jiff::Timestamp>> {
+        let Some(run) = self.runs().get_opt(name).await? else {
+            return Ok(None);
+        };
+        let at = run
+            .metadata
+            .creation_timestamp
+            .context("run without a creationTimestamp")?;
+        Ok(Some(at.0.to_string().parse()?))
+    }
+
     /// The Run's UID when it exists.
     pub async fn run_uid(&self, name: &str) -> Result<Option<String>> {
         Ok(self

@@ -1,12 +1,14 @@
 //! Shared pieces of the Run-log benchmarks: realistic runtimed lines, a small
-//! HTTP/1.1 client over TLS, the bench environment's variables, process
-//! memory from `/proc`, Prometheus text scraping and percentiles.
+//! HTTP/1.1 client over TLS, an HTTP/2 client with a client certificate, the
+//! bench environment's variables, process memory from `/proc`, Prometheus
+//! text scraping and percentiles.
 //!
 //! The report is `bench/README.md`.
 #![forbid(unsafe_code)]
 
 pub mod envfile;
 pub mod fixtures;
+pub mod h2client;
 pub mod http;
 pub mod keepalive;
 pub mod lines;

@@ -16,7 +16,9 @@ pub fn sum(text: &str, name: &str) -> f64 {
             let value = rest.strip_prefix(' ')?;
             value.split_whitespace().next()?.parse::<f64>().ok()
         })
-        .sum()
+        .sum::<f64>()
+        // An empty sum is -0.0; print 0.
+        + 0.0
 }
 
 /// The Console's counters the benchmarks look at.
@@ -24,6 +26,10 @@ pub fn sum(text: &str, name: &str) -> f64 {
 pub struct Counters {
     pub log_bytes_read: f64,
     pub follow_streams: f64,
+    /// Open upstream `pods/log` follow streams (one per followed Pod, once followers share them).
+    pub upstream_streams: f64,
+    /// Open followers (both listeners).
+    pub followers: f64,
     pub token_reviews: f64,
     pub access_reviews: f64,
 }
@@ -34,6 +40,8 @@ pub async fn scrape(admin_url: &str) -> Result<Counters> {
     Ok(Counters {
         log_bytes_read: sum(&text, "kruntimes_console_log_bytes_read_total"),
         follow_streams: sum(&text, "kruntimes_console_log_follow_streams"),
+        upstream_streams: sum(&text, "kruntimes_console_log_upstream_streams"),
+        followers: sum(&text, "kruntimes_console_log_followers"),
         token_reviews: sum(&text, "kruntimes_console_token_reviews_total"),
         access_reviews: sum(&text, "kruntimes_console_access_reviews_total"),
     })

@@ -7,24 +7,33 @@
 //! ```
 //!
 //! Writes a CRI-format `runtimed` log (`<RFC3339Nano> stdout F <json>`) of
-//! `--size-gib` for one Runtime Pod, timestamps spread over the last
-//! `--hours`, with many Runs interleaved and five Runs under test:
+//! `--size-gib` for one Runtime Pod, timestamps spread over `--hours`, with
+//! many Runs interleaved and the Runs under test. The Runs are created first
+//! and the log is laid out around their `creationTimestamp`: 90% of the log's
+//! bytes are older than the Runs, the last 10% newer (the last line is about
+//! 12 minutes after the Runs were created, for a 2-hour log), so a Run without
+//! `startTime` has its creation at 90%, as a Run that was created, then
+//! started logging, has.
 //!
 //! | Run | records | startTime | completionTime |
 //! | --- | --- | --- | --- |
-//! | `late-dense` | 0.5% of the lines of the last 10% | at 90% | — |
-//! | `late-sparse` | ~300 in the last 10% | at 90% | — |
-//! | `nostart-dense` | like `late-dense` | — | — |
-//! | `nostart-sparse` | like `late-sparse` | — | — |
-//! | `middle-done` | 0.5% of the lines from 45% to 55% | at 45% | at 55% |
+//! | `late-dense` | ~2,560 in the last 10% | at 90% | — |
+//! | `late-sparse` | ~320 in the last 10% | at 90% | — |
+//! | `nostart-sparse` | ~320 in the last 10% | — (creationTimestamp at 90%) | — |
+//! | `nostart-dense` | ~2,560 in the last 10% | — (creationTimestamp at 90%) | — |
+//! | `late-done` | ~1,300 from 90% to 95% | at 90% | at 95% |
 //!
-//! For each Run, `kubectl get --raw …/log?tailLines=500` (viewer token) is
-//! timed, the Console's `kruntimes_console_log_bytes_read_total` delta and
-//! its RSS (before, peak, after) are recorded, and the records are checked
-//! against the last 500 the generator wrote. Side by side:
-//! `kubectl logs POD -c runtimed | jq -c 'select(.run_uid=="UID")' | tail -n 500`.
-//! The log and the objects are kept in the state directory for reruns
-//! (`--regenerate` makes new ones).
+//! Each pass, per Run, times `kubectl get --raw …/log?tailLines=500` (viewer
+//! token) and `kubectl logs POD -c runtimed | jq -c 'select(.run_uid=="UID")'
+//! | tail -n 500` one after the other, in alternating order, so both see the
+//! same machine. For each request the Console's
+//! `kruntimes_console_log_bytes_read_total` delta is the Pod log it read; it
+//! is set against the Run's window: the bytes of the log from
+//! max(`startTime`, `creationTimestamp`) minus the server's clock-skew margin
+//! to `completionTime` (or the end of the log). Every answer is checked
+//! against the records the generator wrote. The log and the objects are kept
+//! in the state directory for reruns (`--regenerate` makes new ones); the
+//! generator's time is never part of a measurement.
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -64,24 +73,34 @@ struct Args {
     /// `tailLines` asked for.
     #[arg(long, default_value_t = 500)]
     tail_lines: usize,
-    /// Timed requests per Run through kubectl.
+    /// Passes; each times, per Run, one request through kubectl and one run of
+    /// the `kubectl logs | jq | tail` pipeline, in alternating order.
     #[arg(long, default_value_t = 3)]
     passes: usize,
-    /// Timed requests per Run straight to the aggregated listener.
-    #[arg(long, default_value_t = 1)]
+    /// Leave the pipeline out of the passes (the API requests alone).
+    #[arg(long)]
+    no_pipeline: bool,
+    /// Timed requests per Run straight to the aggregated listener, after the passes.
+    #[arg(long, default_value_t = 0)]
     direct_passes: usize,
     /// Follow requests per Run, timed until their history (the tail) has arrived.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 0)]
     follow_passes: usize,
-    /// Runs of the `kubectl logs | jq | tail` pipeline (each reads the whole log).
-    #[arg(long, default_value_t = 1)]
-    jq_passes: usize,
-    /// Measure only these Runs (by key); all when empty.
-    #[arg(long, value_delimiter = ',')]
+    /// Measure only these Runs (by key); by default the three of the report
+    /// (`late-dense,late-sparse,nostart-sparse`); `all` for every Run.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "late-dense,late-sparse,nostart-sparse"
+    )]
     only: Vec<String>,
     /// Generate a new log and new objects even when a previous setup exists.
     #[arg(long)]
     regenerate: bool,
+    /// The Console's clock-skew margin (`--log-clock-skew`, 5 s by default):
+    /// the window of a Run starts this long before max(startTime, creationTimestamp).
+    #[arg(long, default_value_t = 5)]
+    clock_skew_secs: i64,
     /// Give up on one request after this many seconds.
     #[arg(long, default_value_t = 300)]
     timeout_secs: u64,
@@ -98,6 +117,8 @@ struct TargetRun {
     to: f64,
     with_start: bool,
     completed: bool,
+    /// `metadata.creationTimestamp`.
+    created: String,
     start_time: Option<String>,
     completion_time: Option<String>,
     records: u64,
@@ -133,53 +154,54 @@ struct Plan {
 }
 
 enum Density {
-    Share(f64),
     Count(u64),
 }
 
 const PLANS: &[Plan] = &[
     Plan {
         key: "late-dense",
-        from: 0.90,
+        from: CREATED_AT,
         to: 1.0,
-        density: Density::Share(0.005),
+        density: Density::Count(2564),
         with_start: true,
         completed: false,
     },
     Plan {
         key: "late-sparse",
-        from: 0.90,
+        from: CREATED_AT,
         to: 1.0,
-        density: Density::Count(300),
+        density: Density::Count(321),
         with_start: true,
         completed: false,
     },
     Plan {
-        key: "nostart-dense",
-        from: 0.90,
-        to: 1.0,
-        density: Density::Share(0.005),
-        with_start: false,
-        completed: false,
-    },
-    Plan {
         key: "nostart-sparse",
-        from: 0.90,
+        from: CREATED_AT,
         to: 1.0,
-        density: Density::Count(300),
+        density: Density::Count(321),
         with_start: false,
         completed: false,
     },
     Plan {
-        key: "middle-done",
-        from: 0.45,
-        to: 0.55,
-        density: Density::Share(0.005),
+        key: "nostart-dense",
+        from: CREATED_AT,
+        to: 1.0,
+        density: Density::Count(2564),
+        with_start: false,
+        completed: false,
+    },
+    Plan {
+        key: "late-done",
+        from: CREATED_AT,
+        to: 0.95,
+        density: Density::Count(1300),
         with_start: true,
         completed: true,
     },
 ];
 
+/// Where in the log (share of its bytes) the Runs under test are created.
+const CREATED_AT: f64 = 0.90;
 /// Interleaved Runs at any moment.
 const ACTIVE_RUNS: usize = 64;
 /// Rough size of one CRI line, to turn a record count into a share.
@@ -194,7 +216,13 @@ async fn load_setup(env: &BenchEnv, fx: &Fixtures, args: &Args) -> Result<Option
     let Ok(text) = std::fs::read_to_string(&path) else {
         return Ok(None);
     };
-    let setup: Setup = serde_json::from_str(&text)?;
+    let Ok(setup) = serde_json::from_str::<Setup>(&text) else {
+        eprintln!("bench-tail: previous setup is of another format; generating a new one");
+        return Ok(None);
+    };
+    let plans_ok = PLANS
+        .iter()
+        .all(|p| setup.runs.iter().any(|r| r.key == p.key));
     let size_ok = std::fs::metadata(&setup.log_path)
         .map(|m| m.len() == setup.log_bytes)
         .unwrap_or(false);
@@ -205,6 +233,7 @@ async fn load_setup(env: &BenchEnv, fx: &Fixtures, args: &Args) -> Result<Option
     }
     let wanted = (args.size_gib * (1u64 << 30) as f64) as u64;
     if size_ok
+        && plans_ok
         && pod_ok
         && runs_ok
         && setup.tail_lines == args.tail_lines
@@ -219,14 +248,22 @@ async fn load_setup(env: &BenchEnv, fx: &Fixtures, args: &Args) -> Result<Option
 
 async fn remove_setup(env: &BenchEnv, fx: &Fixtures) -> Result<()> {
     let path = setup_path(env)?;
+    // Read loosely: a setup written by an older version of this bench is removed too.
     if let Ok(text) = std::fs::read_to_string(&path)
-        && let Ok(old) = serde_json::from_str::<Setup>(&text)
+        && let Ok(old) = serde_json::from_str::<Value>(&text)
     {
-        for r in &old.runs {
-            fx.delete_run(&r.name).await?;
+        for r in old["runs"].as_array().into_iter().flatten() {
+            if let Some(name) = r["name"].as_str() {
+                fx.delete_run(name).await?;
+            }
         }
-        fx.delete_pod(&old.pod).await?;
-        if let Some(dir) = old.log_path.parent() {
+        if let Some(pod) = old["pod"].as_str() {
+            fx.delete_pod(pod).await?;
+        }
+        if let Some(dir) = old["log_path"]
+            .as_str()
+            .and_then(|p| PathBuf::from(p).parent().map(PathBuf::from))
+        {
             let _ = std::fs::remove_dir_all(dir);
         }
     }
@@ -238,6 +275,7 @@ async fn remove_setup(env: &BenchEnv, fx: &Fixtures) -> Result<()> {
 struct Writing {
     plan: &'static Plan,
     run: RunIdentity,
+    created: jiff::Timestamp,
     share: f64,
     records: u64,
     last: VecDeque<String>,
@@ -255,10 +293,9 @@ async fn generate(env: &BenchEnv, fx: &Fixtures, args: &Args) -> Result<Setup> {
     let mut targets = Vec::new();
     for plan in PLANS {
         let name = format!("bench-{}-{suffix}", plan.key);
-        let uid = fx.create_run(&name, "python").await?;
+        let (uid, created) = fx.create_run_stamped(&name, "python").await?;
         let region_lines = (plan.to - plan.from) * log_bytes_target as f64 / EST_LINE_BYTES;
         let share = match plan.density {
-            Density::Share(s) => s,
             Density::Count(n) => n as f64 / region_lines,
         };
         targets.push(Writing {
@@ -268,19 +305,28 @@ async fn generate(env: &BenchEnv, fx: &Fixtures, args: &Args) -> Result<Setup> {
                 name,
                 invocation: None,
             },
+            created,
             share,
             records: 0,
             last: VecDeque::new(),
         });
     }
+    // The log's clock: its line at CREATED_AT of the bytes is stamped one
+    // second after the last Run was created (creationTimestamp has whole
+    // seconds), so every record of a Run is newer than the Run.
+    let created_max = targets
+        .iter()
+        .map(|t| t.created)
+        .max()
+        .context("no Run under test")?;
 
     let log_path = fx.log_path(&pod);
     std::fs::create_dir_all(log_path.parent().context("log dir")?)?;
     let file = std::fs::File::create(&log_path)?;
     let mut out = std::io::BufWriter::with_capacity(8 << 20, file);
     let span = jiff::SignedDuration::from_hours(args.hours);
-    let end = jiff::Timestamp::now() - jiff::SignedDuration::from_secs(60);
-    let begin = end - span;
+    let begin = created_max + jiff::SignedDuration::from_secs(1)
+        - jiff::SignedDuration::from_secs_f64(span.as_secs_f64() * CREATED_AT);
     let time_at =
         |frac: f64| begin + jiff::SignedDuration::from_secs_f64(span.as_secs_f64() * frac);
 
@@ -390,6 +436,7 @@ async fn generate(env: &BenchEnv, fx: &Fixtures, args: &Args) -> Result<Setup> {
             completed: t.plan.completed,
             start_time,
             completion_time,
+            created: t.created.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
             records: t.records,
             last: t.last.into(),
         });
@@ -423,6 +470,36 @@ struct Sample {
     truncated_by: Option<String>,
     /// CPU seconds used during the request by the Console, kube-apiserver and the fake kubelet.
     cpu: [f64; 3],
+    /// `containerLogs` requests the fake kubelet served for it and their bytes,
+    /// from its `<container>.requests` record (builds whose kubelet keeps one).
+    kubelet: Option<(u64, u64)>,
+}
+
+/// The fake kubelet's record of the `containerLogs` requests of a Pod's
+/// `runtimed` container: one JSON line per request opened and closed (with
+/// the bytes served).
+fn requests_path(setup: &Setup) -> PathBuf {
+    setup.log_path.with_file_name("runtimed.requests")
+}
+
+fn requests_len(setup: &Setup) -> u64 {
+    std::fs::metadata(requests_path(setup)).map_or(0, |m| m.len())
+}
+
+/// Requests opened and bytes served (by closed requests) after offset `from` of the record.
+fn kubelet_served(setup: &Setup, from: u64) -> Option<(u64, u64)> {
+    let text = std::fs::read(requests_path(setup)).ok()?;
+    let tail = text.get(from as usize..)?;
+    let (mut opened, mut bytes) = (0, 0);
+    for line in tail.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        let v: Value = serde_json::from_slice(line).ok()?;
+        match v["event"].as_str() {
+            Some("open") => opened += 1,
+            Some("close") => bytes += v["bytes"].as_u64().unwrap_or(0),
+            _ => {}
+        }
+    }
+    Some((opened, bytes))
 }
 
 const PROCESSES: [&str; 3] = ["console", "kube-apiserver", "kubelet"];
@@ -457,7 +534,12 @@ fn check_records(body: &[u8], run: &TargetRun) -> Result<(usize, Option<String>)
     Ok((records.len(), v["truncatedBy"].as_str().map(str::to_owned)))
 }
 
-async fn measured<F, Fut>(env: &BenchEnv, run: &TargetRun, request: F) -> Result<Sample>
+async fn measured<F, Fut>(
+    env: &BenchEnv,
+    setup: &Setup,
+    run: &TargetRun,
+    request: F,
+) -> Result<Sample>
 where
     F: FnOnce() -> Fut,
     Fut: std::future::Future<Output = Result<Vec<u8>>>,
@@ -467,11 +549,14 @@ where
     procfs::reset_peak(pid)?;
     let before = procfs::memory(pid)?;
     let c0 = metrics::scrape(&admin).await?;
+    let requests0 = requests_len(setup);
     let cpu0 = cpu_now(env)?;
     let t0 = Instant::now();
     let body = request().await?;
     let wall = t0.elapsed();
     let cpu1 = cpu_now(env)?;
+    // The kubelet records a request when its response is dropped; give it a moment.
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let c1 = metrics::scrape(&admin).await?;
     let after = procfs::memory(pid)?;
     let (records, truncated_by) = check_records(&body, run)?;
@@ -484,6 +569,7 @@ where
         records,
         truncated_by,
         cpu: [cpu1[0] - cpu0[0], cpu1[1] - cpu0[1], cpu1[2] - cpu0[2]],
+        kubelet: kubelet_served(setup, requests0),
     })
 }
 
@@ -550,38 +636,100 @@ fn log_path_of(ns: &str, run: &str, tail: usize) -> String {
     format!("/apis/logs.kruntimes.io/v1alpha1/namespaces/{ns}/runs/{run}/log?tailLines={tail}")
 }
 
-fn summarize(key: &str, how: &str, setup: &Setup, samples: &[Sample]) {
-    let walls: Vec<f64> = samples.iter().map(|s| s.wall.as_secs_f64()).collect();
-    let bytes: Vec<f64> = samples.iter().map(|s| s.bytes_read).collect();
-    let b = stats::median(&bytes);
-    let rss = |f: fn(&Sample) -> u64| {
-        let v: Vec<f64> = samples.iter().map(|s| f(s) as f64).collect();
-        mib(stats::median(&v) as u64)
+/// A Run's window: the Pod log bytes between its floor,
+/// max(`startTime`, `creationTimestamp`) minus the server's clock-skew margin,
+/// and its `completionTime` (or the end of the log).
+#[derive(Clone, Copy, Debug)]
+struct Window {
+    from: u64,
+    to: u64,
+}
+
+impl Window {
+    fn bytes(&self) -> u64 {
+        self.to - self.from
+    }
+}
+
+fn parse_time(s: &str) -> Result<jiff::Timestamp> {
+    s.parse().with_context(|| format!("not a timestamp: {s}"))
+}
+
+fn window_of(setup: &Setup, run: &TargetRun, skew_secs: i64) -> Result<Window> {
+    let mut floor = parse_time(&run.created)?;
+    if let Some(start) = &run.start_time {
+        floor = floor.max(parse_time(start)?);
+    }
+    floor -= jiff::SignedDuration::from_secs(skew_secs);
+    let file = std::fs::File::open(&setup.log_path)?;
+    let from = offset_at(&file, setup.log_bytes, floor)?;
+    let to = match &run.completion_time {
+        Some(c) => offset_at(&file, setup.log_bytes, parse_time(c)?)?,
+        None => setup.log_bytes,
     };
-    let peak_max = samples.iter().map(|s| s.rss_peak).max().unwrap_or(0);
-    let cpu = |i: usize| {
-        let v: Vec<f64> = samples.iter().map(|s| s.cpu[i]).collect();
-        stats::median(&v)
-    };
-    let s0 = &samples[0];
-    println!(
-        "| {key} | {how} | {} | {:.2} ({:.2}–{:.2}) | {:.1} | {:.1}% | {:.2} / {:.2} / {:.2} | {} / {} (max {}) / {} | {} | {} |",
-        samples.len(),
-        stats::median(&walls),
-        stats::min(&walls),
-        stats::max(&walls),
-        b / (1 << 20) as f64,
-        100.0 * b / setup.log_bytes as f64,
-        cpu(0),
-        cpu(1),
-        cpu(2),
-        rss(|s| s.rss_before),
-        rss(|s| s.rss_peak),
-        mib(peak_max),
-        rss(|s| s.rss_after),
-        s0.records,
-        s0.truncated_by.as_deref().unwrap_or("—"),
-    );
+    Ok(Window { from, to })
+}
+
+/// The first line starting at or after `pos`: its offset and CRI timestamp.
+fn line_at(file: &std::fs::File, len: u64, pos: u64) -> Result<Option<(u64, jiff::Timestamp)>> {
+    use std::os::unix::fs::FileExt;
+    let mut start = pos;
+    let mut buf = vec![0u8; 8192];
+    if pos > 0 {
+        // A line starts after the newline at or after pos - 1.
+        let mut at = pos - 1;
+        loop {
+            if at >= len {
+                return Ok(None);
+            }
+            let n = file.read_at(&mut buf, at)?;
+            ensure!(n > 0, "short read at {at}");
+            if let Some(i) = memchr::memchr(b'\n', &buf[..n]) {
+                start = at + i as u64 + 1;
+                break;
+            }
+            at += n as u64;
+        }
+    }
+    if start >= len {
+        return Ok(None);
+    }
+    let n = file.read_at(&mut buf[..64], start)?;
+    let head = &buf[..n];
+    let sp = memchr::memchr(b' ', head).context("a log line without a timestamp")?;
+    let ts = parse_time(std::str::from_utf8(&head[..sp])?)?;
+    Ok(Some((start, ts)))
+}
+
+/// The offset of the first line of the log stamped at or after `t` (the
+/// length when there is none); the log's timestamps grow with the offset.
+fn offset_at(file: &std::fs::File, len: u64, t: jiff::Timestamp) -> Result<u64> {
+    let (mut lo, mut hi) = (0u64, len);
+    let mut steps = 0;
+    while lo < hi {
+        steps += 1;
+        ensure!(steps < 200, "the search for {t} did not converge");
+        let mid = lo + (hi - lo) / 2;
+        match line_at(file, len, mid)? {
+            Some((start, ts)) if ts < t => lo = start + 1,
+            _ => hi = mid,
+        }
+    }
+    Ok(line_at(file, len, lo)?.map_or(len, |(start, _)| start))
+}
+
+fn mib_f(bytes: f64) -> f64 {
+    bytes / (1 << 20) as f64
+}
+
+/// One pass of one Run: the API request and the pipeline, in the order they ran.
+struct PassRow {
+    pass: usize,
+    key: String,
+    pipeline_first: bool,
+    api: Sample,
+    pipeline: Option<(Duration, [f64; 3])>,
+    load: String,
 }
 
 fn jq_pipeline(
@@ -645,7 +793,9 @@ async fn main() -> Result<()> {
         _ => generate(&env, &fx, &args).await?,
     };
     // Let the log settle in the page cache (the kubelet reads a file that was just written).
-    let _ = std::fs::read(&setup.log_path).map(|b| b.len());
+    if let Ok(mut f) = std::fs::File::open(&setup.log_path) {
+        let _ = std::io::copy(&mut f, &mut std::io::sink());
+    }
 
     let timeout = Duration::from_secs(args.timeout_secs);
     let ns = args.namespace.clone();
@@ -679,6 +829,34 @@ async fn main() -> Result<()> {
         );
     }
 
+    let selected: Vec<&TargetRun> = setup
+        .runs
+        .iter()
+        .filter(|r| args.only.iter().any(|o| o == "all" || o == &r.key))
+        .collect();
+    ensure!(!selected.is_empty(), "--only names no Run of the setup");
+    let mut windows = Vec::new();
+    println!();
+    println!(
+        "Windows: from max(startTime, creationTimestamp) - {} s (the Console's clock-skew margin) to completionTime or the end of the log",
+        args.clock_skew_secs
+    );
+    println!();
+    println!("| Run | window from (offset, share) | window to | window MiB |");
+    println!("| --- | --- | --- | --- |");
+    for run in &selected {
+        let w = window_of(&setup, run, args.clock_skew_secs)?;
+        println!(
+            "| {} | {} ({:.1}%) | {} | {:.1} |",
+            run.key,
+            w.from,
+            100.0 * w.from as f64 / setup.log_bytes as f64,
+            w.to,
+            mib_f(w.bytes() as f64)
+        );
+        windows.push(w);
+    }
+
     // kubectl's own cost: a discovery request that the aggregated listener answers at once.
     let mut floor = Vec::new();
     for _ in 0..3 {
@@ -691,52 +869,219 @@ async fn main() -> Result<()> {
         "kubectl get --raw of the group's discovery (kubectl + kube-apiserver floor): median {:.3}s",
         stats::median(&floor)
     );
+
+    // The passes: per Run, the API request and the pipeline back to back, in
+    // alternating order.
+    let dir = env.state()?;
+    let mut rows: Vec<PassRow> = Vec::new();
+    for pass in 0..args.passes {
+        for (i, run) in selected.iter().enumerate() {
+            let pipeline_first = (pass + i) % 2 == 1;
+            let load = procfs::load_average();
+            let pipe = |run: &TargetRun| -> Result<(Duration, [f64; 3])> {
+                let cpu0 = cpu_now(&env)?;
+                let (w, _) = jq_pipeline(&env, &setup, run, &ns, &dir)?;
+                let cpu1 = cpu_now(&env)?;
+                Ok((w, [cpu1[0] - cpu0[0], cpu1[1] - cpu0[1], cpu1[2] - cpu0[2]]))
+            };
+            let mut pipeline = None;
+            if pipeline_first && !args.no_pipeline {
+                pipeline = Some(pipe(run)?);
+            }
+            let path = log_path_of(&ns, &run.name, setup.tail_lines);
+            let e = env.clone();
+            let api = measured(&env, &setup, run, || async move {
+                tokio::task::spawn_blocking(move || kubectl_get_raw(&e, &path, timeout)).await?
+            })
+            .await?;
+            if !pipeline_first && !args.no_pipeline {
+                pipeline = Some(pipe(run)?);
+            }
+            eprintln!(
+                "bench-tail: pass {} {}: API {:.2}s ({:.1} MiB read), pipeline {}",
+                pass + 1,
+                run.key,
+                api.wall.as_secs_f64(),
+                mib_f(api.bytes_read),
+                pipeline.map_or("—".to_owned(), |(w, _)| format!(
+                    "{:.2}s",
+                    w.as_secs_f64()
+                ))
+            );
+            rows.push(PassRow {
+                pass: pass + 1,
+                key: run.key.clone(),
+                pipeline_first,
+                api,
+                pipeline,
+                load,
+            });
+        }
+    }
+
     println!();
     println!(
-        "| Run | through | requests | wall s median (min–max) | Pod log read MiB | of the log | CPU s Console / kube-apiserver / kubelet | Console RSS MiB before / peak (max) / after | records | truncatedBy |"
+        "| pass | Run | order | API wall s | pipeline wall s | pipeline / API | API Pod log read MiB (Console) | read / window | kubelet: requests, MiB served | load (1/5/15 min) |"
     );
     println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
-    let wanted = |k: &str| args.only.is_empty() || args.only.iter().any(|o| o == k);
-    for run in setup.runs.iter().filter(|r| wanted(&r.key)) {
-        let path = log_path_of(&ns, &run.name, setup.tail_lines);
-        let mut samples = Vec::new();
-        for _ in 0..args.passes {
-            let p = path.clone();
-            let e = env.clone();
-            samples.push(
-                measured(&env, run, || async move {
-                    tokio::task::spawn_blocking(move || kubectl_get_raw(&e, &p, timeout)).await?
-                })
-                .await?,
+    for r in &rows {
+        let i = selected.iter().position(|s| s.key == r.key).unwrap_or(0);
+        let w = windows[i].bytes() as f64;
+        println!(
+            "| {} | {} | {} | {:.2} | {} | {} | {:.1} | {:.2} | {} | {} |",
+            r.pass,
+            r.key,
+            if r.pipeline_first {
+                "pipeline, API"
+            } else {
+                "API, pipeline"
+            },
+            r.api.wall.as_secs_f64(),
+            r.pipeline
+                .map_or("—".to_owned(), |(w, _)| format!("{:.2}", w.as_secs_f64())),
+            r.pipeline.map_or("—".to_owned(), |(w, _)| format!(
+                "{:.1}x",
+                w.as_secs_f64() / r.api.wall.as_secs_f64()
+            )),
+            mib_f(r.api.bytes_read),
+            r.api.bytes_read / w,
+            r.api.kubelet.map_or("—".to_owned(), |(n, b)| format!(
+                "{n}, {:.1}",
+                mib_f(b as f64)
+            )),
+            r.load
+        );
+    }
+
+    println!();
+    println!(
+        "| Run | records (in log) | window MiB | API: Pod log read MiB per request (min–max) | read / window (max) | kubelet served MiB (requests) per API request, max | API wall s median (min–max) | pipeline wall s median (min–max) | pipeline / API, same pass, median (min–max) | CPU s per API request Console / kube-apiserver / kubelet (median) | CPU s per pipeline kube-apiserver / kubelet (median) | Console RSS MiB before / peak (max) / after | truncatedBy |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    for (run, w) in selected.iter().zip(&windows) {
+        let rs: Vec<&PassRow> = rows.iter().filter(|r| r.key == run.key).collect();
+        if rs.is_empty() {
+            continue;
+        }
+        let v = |f: &dyn Fn(&PassRow) -> Option<f64>| -> Vec<f64> {
+            rs.iter().filter_map(|r| f(r)).collect()
+        };
+        let read = v(&|r| Some(r.api.bytes_read));
+        let api = v(&|r| Some(r.api.wall.as_secs_f64()));
+        let pipe = v(&|r| r.pipeline.map(|(w, _)| w.as_secs_f64()));
+        let ratio = v(&|r| {
+            r.pipeline
+                .map(|(w, _)| w.as_secs_f64() / r.api.wall.as_secs_f64())
+        });
+        let cpu = |i: usize| stats::median(&v(&|r| Some(r.api.cpu[i])));
+        let pcpu = |i: usize| stats::median(&v(&|r| r.pipeline.map(|(_, c)| c[i])));
+        let rss =
+            |f: &dyn Fn(&Sample) -> u64| mib(stats::median(&v(&|r| Some(f(&r.api) as f64))) as u64);
+        let peak_max = rs.iter().map(|r| r.api.rss_peak).max().unwrap_or(0);
+        let range_or_dash = |x: &[f64], d: usize, suffix: &str| {
+            if x.is_empty() {
+                "—".to_owned()
+            } else {
+                format!(
+                    "{:.d$}{suffix} ({:.d$}–{:.d$}{suffix})",
+                    stats::median(x),
+                    stats::min(x),
+                    stats::max(x),
+                    d = d
+                )
+            }
+        };
+        println!(
+            "| {} | {} | {:.1} | {:.1} ({:.1}–{:.1}) | {:.2} | {} | {} | {} | {} | {:.2} / {:.2} / {:.2} | {} | {} / {} (max {}) / {} | {} |",
+            run.key,
+            rs[0].api.records,
+            mib_f(w.bytes() as f64),
+            mib_f(stats::median(&read)),
+            mib_f(stats::min(&read)),
+            mib_f(stats::max(&read)),
+            stats::max(&read) / w.bytes() as f64,
+            rs.iter()
+                .filter_map(|r| r.api.kubelet)
+                .max_by_key(|k| k.1)
+                .map_or("—".to_owned(), |(n, b)| format!(
+                    "{:.1} ({n}) = {:.2}x window",
+                    mib_f(b as f64),
+                    b as f64 / w.bytes() as f64
+                )),
+            range_or_dash(&api, 2, ""),
+            range_or_dash(&pipe, 2, ""),
+            range_or_dash(&ratio, 1, "x"),
+            cpu(0),
+            cpu(1),
+            cpu(2),
+            if pipe.is_empty() {
+                "—".to_owned()
+            } else {
+                format!("{:.2} / {:.2}", pcpu(1), pcpu(2))
+            },
+            rss(&|s| s.rss_before),
+            rss(&|s| s.rss_peak),
+            mib(peak_max),
+            rss(&|s| s.rss_after),
+            rs[0].api.truncated_by.as_deref().unwrap_or("—"),
+        );
+    }
+    println!();
+    println!(
+        "(records: the Run's records in the answer; the Run has {} in the log. The pipeline reads the whole log: {:.1} MiB of runtimed content.)",
+        selected
+            .iter()
+            .map(|r| format!("{}: {}", r.key, r.records))
+            .collect::<Vec<_>>()
+            .join(", "),
+        mib_f(setup.content_bytes as f64)
+    );
+
+    if args.direct_passes > 0 {
+        println!();
+        println!(
+            "| Run | straight to the aggregated listener | wall s median (min–max) | Pod log read MiB | read / window | CPU s Console / kube-apiserver / kubelet |"
+        );
+        println!("| --- | --- | --- | --- | --- | --- |");
+        for (run, w) in selected.iter().zip(&windows) {
+            let path = log_path_of(&ns, &run.name, setup.tail_lines);
+            let mut samples = Vec::new();
+            for _ in 0..args.direct_passes {
+                let (d, p, v) = (direct.clone(), path.clone(), viewer.clone());
+                samples.push(
+                    measured(&env, &setup, run, || async move {
+                        let resp = tokio::time::timeout(timeout, d.get(&p, &v)).await??;
+                        ensure!(resp.status == 200, "status {}", resp.status);
+                        resp.body.read_all().await
+                    })
+                    .await?,
+                );
+            }
+            let walls: Vec<f64> = samples.iter().map(|s| s.wall.as_secs_f64()).collect();
+            let read: Vec<f64> = samples.iter().map(|s| s.bytes_read).collect();
+            let cpu =
+                |i: usize| stats::median(&samples.iter().map(|s| s.cpu[i]).collect::<Vec<_>>());
+            println!(
+                "| {} | {} | {} | {:.1} | {:.2} | {:.2} / {:.2} / {:.2} |",
+                run.key,
+                samples.len(),
+                stats::range(&walls, 2),
+                mib_f(stats::median(&read)),
+                stats::max(&read) / w.bytes() as f64,
+                cpu(0),
+                cpu(1),
+                cpu(2)
             );
-        }
-        if !samples.is_empty() {
-            summarize(&run.key, "kubectl get --raw", &setup, &samples);
-        }
-        let mut samples = Vec::new();
-        for _ in 0..args.direct_passes {
-            let (d, p, v) = (direct.clone(), path.clone(), viewer.clone());
-            samples.push(
-                measured(&env, run, || async move {
-                    let resp = tokio::time::timeout(timeout, d.get(&p, &v)).await??;
-                    ensure!(resp.status == 200, "status {}", resp.status);
-                    resp.body.read_all().await
-                })
-                .await?,
-            );
-        }
-        if !samples.is_empty() {
-            summarize(&run.key, "aggregated listener", &setup, &samples);
         }
     }
 
     if args.follow_passes > 0 {
         println!();
         println!(
-            "| Run | follow=true, history only | wall s to the last history record, median (min–max) | Pod log read MiB | of the log | Console RSS peak MiB |"
+            "| Run | follow=true, history only | wall s to the last history record, median (min–max) | Pod log read MiB | read / window | Console RSS peak MiB |"
         );
         println!("| --- | --- | --- | --- | --- | --- |");
-        for run in setup.runs.iter().filter(|r| wanted(&r.key)) {
+        for (run, w) in selected.iter().zip(&windows) {
             let path = format!(
                 "{}&follow=true",
                 log_path_of(&ns, &run.name, setup.tail_lines)
@@ -749,53 +1094,14 @@ async fn main() -> Result<()> {
                 bytes.push(read);
                 peaks.push(peak as f64);
             }
-            let b = stats::median(&bytes);
             println!(
-                "| {} | {} | {:.2} ({:.2}–{:.2}) | {:.1} | {:.1}% | {} |",
+                "| {} | {} | {} | {:.1} | {:.2} | {} |",
                 run.key,
                 walls.len(),
-                stats::median(&walls),
-                stats::min(&walls),
-                stats::max(&walls),
-                b / (1 << 20) as f64,
-                100.0 * b / setup.log_bytes as f64,
+                stats::range(&walls, 2),
+                mib_f(stats::median(&bytes)),
+                stats::max(&bytes) / w.bytes() as f64,
                 mib(stats::max(&peaks) as u64),
-            );
-        }
-    }
-
-    if args.jq_passes > 0 {
-        println!();
-        println!(
-            "| Run | `kubectl logs \\| jq \\| tail` | wall s median (min–max) | Pod log read MiB (whole log, without CRI prefix) | records |"
-        );
-        println!("| --- | --- | --- | --- | --- |");
-        let dir = env.state()?;
-        for run in setup.runs.iter().filter(|r| wanted(&r.key)) {
-            let mut walls = Vec::new();
-            let mut n = 0;
-            for _ in 0..args.jq_passes {
-                let (e, s, r, ns, d) = (
-                    env.clone(),
-                    setup.clone(),
-                    run.clone(),
-                    ns.clone(),
-                    dir.clone(),
-                );
-                let (w, got) =
-                    tokio::task::spawn_blocking(move || jq_pipeline(&e, &s, &r, &ns, &d)).await??;
-                walls.push(w.as_secs_f64());
-                n = got;
-            }
-            println!(
-                "| {} | {} | {:.2} ({:.2}–{:.2}) | {:.1} | {} |",
-                run.key,
-                walls.len(),
-                stats::median(&walls),
-                stats::min(&walls),
-                stats::max(&walls),
-                setup.content_bytes as f64 / (1 << 20) as f64,
-                n
             );
         }
     }
