@@ -189,7 +189,7 @@ export function RunDetailPage() {
               [
                 'Workflow Run',
                 run.workflowRun.state === 'ok' ? (
-                  <span key="wr">
+                  <span key="wr" className="links-in-text">
                     <Link to={`/namespaces/${ns}/workflowruns/${run.workflowRun.name}`}>{run.workflowRun.name}</Link>
                     {' · job '}
                     <Link to={`/namespaces/${ns}/workflowruns/${run.workflowRun.name}/jobs/${encodeURIComponent(run.workflowRun.job)}`}>
