@@ -211,7 +211,10 @@ async fn setup(env: &BenchEnv, args: &Args) -> Result<World> {
             pod: p,
         });
     }
-    // Histories: one line in four belongs to a followed Run, so each has records.
+    // Histories: one line in four belongs to a followed Run, so each has
+    // records. They are written after every Run exists: the Run-log API never
+    // reads a line older than its Run (its creation minus the clock skew).
+    let start = jiff::Timestamp::now() - jiff::SignedDuration::from_millis(1000);
     for pod in &mut pods {
         std::fs::create_dir_all(pod.path.parent().context("log dir")?)?;
         let mut text = Vec::new();
