@@ -21,7 +21,6 @@ use tokio::sync::Notify;
 
 use super::cursor::{Cursor, Sequencer};
 use super::filter::{RunFilter, StreamFilter};
-use super::handler::reconnect;
 use super::lines::{Line, LineReader};
 use super::reader::record_line;
 use super::{MAX_LINE_BYTES, RUNTIMED_CONTAINER};
@@ -489,6 +488,16 @@ async fn read_upstream(
             hub.dispatch(&line, cursor);
         }
     }
+}
+
+/// A failed read of a followed Pod log, as the follow's final line says it:
+/// 503, and what to do.
+pub fn reconnect(error: &ApiError) -> ApiError {
+    let message = error.message.trim_end();
+    if message.contains("sinceCursor") {
+        return ApiError::unavailable(message);
+    }
+    ApiError::unavailable(format!("{message}; reconnect with sinceCursor to continue"))
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use kube::{Api, Client};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-use super::fanout::{Fanout, PodKey, QueueLimits};
+use super::fanout::{Fanout, PodKey, QueueLimits, reconnect};
 use super::filter::{LogRecord, RunFilter};
 use super::follow::{End, History};
 use super::params::LogQuery;
@@ -433,16 +433,6 @@ async fn follow(
 /// does not read (dropping the sender then closes the answer).
 async fn final_line(tx: &mpsc::Sender<Bytes>, line: Bytes, grace: std::time::Duration) {
     let _ = tokio::time::timeout(grace, tx.send(line)).await;
-}
-
-/// A failed read of a followed Pod log, as the follow's final line says it:
-/// 503, and what to do.
-pub fn reconnect(error: &ApiError) -> ApiError {
-    let message = error.message.trim_end();
-    if message.contains("sinceCursor") {
-        return ApiError::unavailable(message);
-    }
-    ApiError::unavailable(format!("{message}; reconnect with sinceCursor to continue"))
 }
 
 /// How waiting for a Run's assignment ended.
