@@ -416,6 +416,8 @@ fn deployment_runs_the_binary_with_its_flags_restricted_and_probed() {
         "--access-max-concurrent-calls-per-caller=64".to_owned(),
         "--max-follows=1024".to_owned(),
         "--max-follows-per-caller=32".to_owned(),
+        "--max-watches=512".to_owned(),
+        "--max-watches-per-caller=8".to_owned(),
         format!("--gateway-client-cert={tls}/tls.crt"),
         format!("--gateway-client-key={tls}/tls.key"),
         "--shutdown-delay=5s".to_owned(),
