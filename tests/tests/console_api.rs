@@ -308,8 +308,20 @@ async fn viewer_reads_team_a_only_and_outsider_is_refused() {
     assert_eq!(o.code, 403);
     let missing = get_as("viewer", "/api/namespaces/team-a/runs/does-not-exist");
     assert_eq!(missing.code, 404);
-    // Namespaces: the viewer may not list them (the UI then takes free entry).
-    assert_eq!(get_as("viewer", "/api/namespaces").code, 403);
+    // Namespaces: the viewer may not list them, so it gets only those it may
+    // read Runs in (never team-b's name), and lands in team-a.
+    let ns = get_as("viewer", "/api/namespaces");
+    assert_eq!(ns.code, 200, "{}", ns.body);
+    let body = ns.json();
+    let names: Vec<&str> = body["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|i| i["name"].as_str().unwrap_or_default())
+        .collect();
+    assert!(names.contains(&"team-a"), "{names:?}");
+    assert!(!names.contains(&"team-b"), "{names:?}");
+    assert_eq!(body["home"], "team-a", "{body}");
     assert_eq!(get_as("admin", "/api/namespaces").code, 200);
 }
 
