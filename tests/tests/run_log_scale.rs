@@ -400,8 +400,11 @@ async fn a_finished_run_reads_only_its_own_stretch_of_a_long_log() {
     assert_eq!(messages(&v), want);
     let requests = served(&fx, &pod).split_off(already);
     let read = bytes_served(&requests);
+    // What the kubelet had written into the socket before the Console's close
+    // reached it depends on scheduling (6.4 MB seen on two busy cores); the
+    // completion bound ignored reads all 30 MB after the stretch.
     assert!(
-        read <= stretch * 12 / 10 + (4 << 20),
+        read <= stretch * 12 / 10 + (12 << 20) && read < after / 2,
         "read {read} bytes for a stretch of {stretch} (log: {before} before, {after} after): {requests:?}"
     );
 }
