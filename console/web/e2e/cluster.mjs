@@ -209,6 +209,8 @@ test(`${cfg.user}: log in, Runs of runtime ${cfg.runtime}, ${cfg.run}'s log tail
   const logs = page.locator('#logs');
   await logs.scrollIntoViewIfNeeded();
   const state = logs.locator('.log-state').first();
+  // An active Run opens following; the plain tail is read with Follow off.
+  await logs.getByLabel('Follow').uncheck();
   await eventually('the log tail', async () => (await state.innerText()).startsWith('Last '), 20_000);
   const shown = Number((await state.innerText()).match(/^Last ([\d,]+)/)[1].replace(/,/g, ''));
   const records = await panelRecords(logs);
