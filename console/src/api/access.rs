@@ -46,6 +46,22 @@ fn review(a: &AccessRequest) -> SelfSubjectAccessReview {
     }
 }
 
+/// Asks kube-apiserver, as the holder of `client`, whether `a` is allowed
+/// (a SelfSubjectAccessReview; an explicit deny wins).
+pub async fn self_review(
+    client: kube::Client,
+    a: &AccessRequest,
+) -> Result<(bool, Option<String>), kube::Error> {
+    let answer = Api::<SelfSubjectAccessReview>::all(client)
+        .create(&PostParams::default(), &review(a))
+        .await?;
+    let status = answer.status.unwrap_or_default();
+    Ok((
+        status.allowed && !status.denied.unwrap_or(false),
+        Some(status.reason.unwrap_or_default()).filter(|r| !r.is_empty()),
+    ))
+}
+
 pub async fn operations(
     State(state): State<Arc<ConsoleState>>,
     Extension(caller): Extension<RequestCredentials>,
@@ -55,24 +71,20 @@ pub async fn operations(
     check_name("run", &name)?;
     let client = user_client(&state, &caller)?;
     let access = operations_access(&ns, &name);
-    let answer = Api::<SelfSubjectAccessReview>::all(client)
-        .create(&PostParams::default(), &review(&access))
-        .await
-        .map_err(|e| {
-            let mut asked = AccessRequest::new(
-                "create",
-                "authorization.k8s.io",
-                "selfsubjectaccessreviews",
-                "",
-                None,
-            );
-            asked.namespace = None;
-            KubeFailure::new(e, "asking whether you may run session operations", asked)
-        })?;
-    let status = answer.status.unwrap_or_default();
+    let (allowed, reason) = self_review(client, &access).await.map_err(|e| {
+        let mut asked = AccessRequest::new(
+            "create",
+            "authorization.k8s.io",
+            "selfsubjectaccessreviews",
+            "",
+            None,
+        );
+        asked.namespace = None;
+        KubeFailure::new(e, "asking whether you may run session operations", asked)
+    })?;
     Ok(Json(AccessDecision {
-        allowed: status.allowed && !status.denied.unwrap_or(false),
-        reason: Some(status.reason.unwrap_or_default()).filter(|r| !r.is_empty()),
+        allowed,
+        reason,
         access,
     }))
 }

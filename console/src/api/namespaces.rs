@@ -7,11 +7,8 @@ use axum::Extension;
 use axum::extract::State;
 use axum::response::Json;
 use futures::{StreamExt, stream};
-use k8s_openapi::api::authorization::v1::{
-    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
-};
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{ListParams, PostParams};
+use kube::api::ListParams;
 use kube::{Api, Client};
 
 use super::list_reader;
@@ -61,22 +58,9 @@ fn item(n: &Namespace, readable: Option<bool>) -> NamespaceItem {
 
 /// May the caller (whose client this is) list Runs in `ns` (`None`: in every namespace)?
 async fn may_list_runs(client: Client, ns: Option<String>) -> Result<bool, kube::Error> {
-    let api: Api<SelfSubjectAccessReview> = Api::all(client);
-    let review = SelfSubjectAccessReview {
-        spec: SelfSubjectAccessReviewSpec {
-            resource_attributes: Some(ResourceAttributes {
-                verb: Some("list".into()),
-                group: Some("kruntimes.io".into()),
-                resource: Some("runs".into()),
-                namespace: ns,
-                ..ResourceAttributes::default()
-            }),
-            ..SelfSubjectAccessReviewSpec::default()
-        },
-        ..SelfSubjectAccessReview::default()
-    };
-    let answer = api.create(&PostParams::default(), &review).await?;
-    Ok(answer.status.is_some_and(|s| s.allowed))
+    let mut a = AccessRequest::new("list", "kruntimes.io", "runs", "", None);
+    a.namespace = ns;
+    Ok(crate::api::access::self_review(client, &a).await?.0)
 }
 
 fn review_failure(e: kube::Error) -> ConsoleError {
