@@ -19,9 +19,13 @@ test('lists: sort by column, name search and page in the URL, kept across a relo
   await eventually('sort=name in the URL', () => /[?&]sort=name(&|$)/.test(page.url()));
   await nameHeader.getByRole('button').click();
   await eventually('sort=-name in the URL', () => /[?&]sort=-name(&|$)/.test(page.url()));
-  assert((await nameHeader.getAttribute('aria-sort')) === 'descending', 'the Name column is not marked descending');
-  let shown = await names();
-  assert(JSON.stringify(shown) === JSON.stringify([...shown].sort().reverse()), `not sorted by name descending: ${shown.join(', ')}`);
+  // The URL changes first; the table renders from it a moment later.
+  await eventually('the Name column marked descending', async () => (await nameHeader.getAttribute('aria-sort')) === 'descending');
+  let shown = [];
+  await eventually('the rows sorted by name descending', async () => {
+    shown = await names();
+    return shown.length >= 2 && JSON.stringify(shown) === JSON.stringify([...shown].sort().reverse());
+  });
   await page.reload();
   await rows.first().waitFor();
   shown = await names();

@@ -81,6 +81,25 @@ describe('NamespaceWatch', () => {
     expect(refused.states).toEqual(['connecting', 'ended']);
   });
 
+  it('says it is reconnecting as soon as the stream drops, during the wait before the next try', async () => {
+    const { watch } = scripted([{ lines: [{ type: 'BOOKMARK', kind: 'runs', resourceVersion: '1' }], fail: new ApiError(0, 'StreamClosed', 'dropped') }, { lines: [] }]);
+    const states: LiveState[] = [];
+    const whileWaiting: LiveState[] = [];
+    await new NamespaceWatch('team-a', {
+      watch: async (...a) => {
+        await watch(...a);
+      },
+      onState: (s) => states.push(s),
+      onChange: () => {},
+      sleep: async () => {
+        whileWaiting.push(states[states.length - 1]!);
+      },
+    }).run();
+    expect(whileWaiting.length).toBeGreaterThan(0);
+    expect(whileWaiting.every((s) => s === 'reconnecting')).toBe(true);
+    expect(states.slice(0, 3)).toEqual(['connecting', 'live', 'reconnecting']);
+  });
+
   it('names the cached answers an event makes stale', () => {
     expect(staleKeys('team-a', 'runs', 'r1')).toEqual([['runs', 'team-a'], ['run', 'team-a', 'r1'], ['runtime', 'team-a'], ['workflowrun', 'team-a']]);
     expect(staleKeys('team-a', 'workflowruns', undefined)).toEqual([['workflowruns', 'team-a'], ['workflowrun', 'team-a']]);

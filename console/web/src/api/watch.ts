@@ -93,7 +93,7 @@ export class NamespaceWatch {
     let attempt = 0;
     let first = true;
     while (!signal.aborted) {
-      this.opts.onState(first ? 'connecting' : 'reconnecting');
+      if (first) this.opts.onState('connecting');
       first = false;
       const kinds = Object.fromEntries(WATCH_KINDS.map((k) => [k, this.rv[k]])) as Partial<Record<WatchKind, string | undefined>>;
       try {
@@ -111,6 +111,8 @@ export class NamespaceWatch {
         this.opts.onState('ended', this.ended);
         return;
       }
+      // Not live from the moment the stream drops, through the wait and the next try.
+      this.opts.onState('reconnecting');
       await sleep(BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)]!, signal);
       attempt++;
     }
