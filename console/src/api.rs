@@ -2,6 +2,7 @@
 //! token; only public-read summaries use the Console's ServiceAccount.
 
 pub mod access;
+pub mod listing;
 pub mod logs;
 pub mod manifest;
 pub mod namespaces;

@@ -544,6 +544,71 @@ async fn follows_are_capped_per_caller_and_a_closed_one_frees_its_place() {
     fx.delete_pod(&pod).await;
 }
 
+/// The type of the next NDJSON line of a watch stream (None when none came in 15 s).
+fn next_watch_line(rx: &mpsc::Receiver<String>) -> Option<String> {
+    let line = rx.recv_timeout(Duration::from_secs(15)).ok()?;
+    let v: Value =
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad NDJSON line ({e}): {line}"));
+    Some(v["type"].as_str().unwrap_or_default().to_owned())
+}
+
+fn stop(mut child: std::process::Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Opens a namespace watch as `user`; waits for its first line (a BOOKMARK).
+fn open_watch(port: u16, user: &str) -> std::process::Child {
+    let (child, rx) = follow_direct(port, env().token(user), WATCH_PATH);
+    assert_eq!(
+        next_watch_line(&rx).as_deref(),
+        Some("BOOKMARK"),
+        "the watch of {user} did not start"
+    );
+    child
+}
+
+const WATCH_PATH: &str = "/api/namespaces/team-a/watch?runs=";
+
+#[tokio::test]
+async fn watches_are_capped_per_caller_and_in_total_and_a_closed_one_frees_its_place() {
+    let (c, _dir) = console(&["--max-watches-per-caller=2", "--max-watches=3"]);
+    let port = c.console_port;
+    let first = open_watch(port, "viewer");
+    let second = open_watch(port, "viewer");
+    let (code, retry, body) = get_once(port, WATCH_PATH, "viewer");
+    assert_eq!(code, 429, "a third watch of one caller: {body}");
+    assert!(retry.is_some(), "429 without Retry-After");
+    assert!(body.contains("--max-watches-per-caller"), "{body}");
+
+    // Another caller still gets one: the total is 3.
+    let third = open_watch(port, "operator");
+    let (code, retry, body) = get_once(port, WATCH_PATH, "admin");
+    assert_eq!(code, 429, "a fourth watch in total: {body}");
+    assert!(retry.is_some(), "429 without Retry-After");
+    assert!(
+        body.contains("at most 3 in total; --max-watches sets it"),
+        "{body}"
+    );
+
+    // A closed watch frees its place (the server sees the close on its next write or bookmark).
+    stop(first);
+    let mut reopened = None;
+    for _ in 0..100 {
+        let (child, rx) = follow_direct(port, env().token("viewer"), WATCH_PATH);
+        if next_watch_line(&rx).as_deref() == Some("BOOKMARK") {
+            reopened = Some(child);
+            break;
+        }
+        stop(child);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let again = reopened.expect("no watch accepted after one closed");
+    for ch in [second, third, again] {
+        stop(ch);
+    }
+}
+
 // ---- Long-lived streams re-check access.
 
 /// A ServiceAccount allowed operations and logs on team-a's Runs, its

@@ -5,14 +5,14 @@ use std::sync::Arc;
 use axum::Extension;
 use axum::extract::{RawQuery, State};
 use axum::response::Json;
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{DynamicObject, ListParams};
 use kube::{Api, Client};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::listing::{
+    self, Scan, check_label_selector, check_name_part, list_page, name_matches, parse_limit,
+};
 use super::objects::{bounded_outputs, conditions, lenient, meta};
 use super::types::{
     ArtifactRef, Condition, EventInfo, Items, LastTransition, ListResponse, PodInfo, PodSection,
@@ -27,15 +27,9 @@ use crate::state::{ConsoleState, RequestCredentials};
 use kruntimes_core::names::is_dns1123_subdomain;
 use kruntimes_core::query;
 use kruntimes_core::run::{Phase, Run};
-/// Default and largest page sizes.
+/// The default page size.
 pub const DEFAULT_LIMIT: u32 = 50;
-pub const MAX_LIMIT: u32 = 500;
-/// Upstream page size while filtering on the Console.
-const SCAN_PAGE: u32 = 500;
-/// Upstream pages read at most per request while filtering on the Console.
-pub const SCAN_PAGES: usize = 40;
-/// The same for a public (no credential) request: one page.
-pub const PUBLIC_SCAN_PAGES: usize = 1;
+pub use super::listing::{MAX_LIMIT, PUBLIC_SCAN_PAGES, SCAN_PAGES};
 
 /// Parsed query of the Run list.
 #[derive(Debug, Default, PartialEq)]
@@ -108,11 +102,7 @@ pub fn parse_query(raw: Option<&str>) -> Result<RunQuery, ConsoleError> {
         q.assigned_pod = Some(p);
     }
     if let Some(l) = sent.label_selector {
-        if l.len() > 1024 {
-            return Err(ConsoleError::bad_request(
-                "labelSelector is longer than 1024 characters",
-            ));
-        }
+        check_label_selector(&l)?;
         q.label_selector = nonempty(Some(l));
     }
     if let Some(t) = nonempty(sent.created_after) {
@@ -123,25 +113,11 @@ pub fn parse_query(raw: Option<&str>) -> Result<RunQuery, ConsoleError> {
         })?);
     }
     if let Some(n) = nonempty(sent.name) {
-        if n.len() > 253
-            || !n
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
-        {
-            return Err(ConsoleError::bad_request(format!(
-                "name {n:?} cannot be part of a Run name: lowercase letters, digits, '-' and '.', at most 253 characters"
-            )));
-        }
+        check_name_part("Run", &n)?;
         q.name = Some(n);
     }
     if let Some(v) = sent.limit {
-        q.limit = query::bounded(&v, MAX_LIMIT as usize)
-            .map(|n| n as u32)
-            .ok_or_else(|| {
-                ConsoleError::bad_request(format!(
-                    "limit must be an integer from 1 to {MAX_LIMIT}, got {v:?}"
-                ))
-            })?;
+        q.limit = parse_limit(&v)?;
     }
     q.cont = nonempty(sent.cont);
     Ok(q)
@@ -170,60 +146,22 @@ pub fn check_public_filters(q: &RunQuery) -> Result<(), ConsoleError> {
     )))
 }
 
-/// Our own continue token while filtering on the Console: the upstream
-/// token of the page being read and how many of its items were consumed.
-#[derive(Serialize, Deserialize, Debug, PartialEq)]
-struct ScanToken {
-    c: Option<String>,
-    s: usize,
-}
-
-const SCAN_PREFIX: &str = "krt1.";
-
-fn encode_scan(t: &ScanToken) -> String {
-    format!(
-        "{SCAN_PREFIX}{}",
-        URL_SAFE_NO_PAD.encode(serde_json::to_vec(t).unwrap_or_default())
-    )
-}
-
-fn decode_scan(s: &str) -> Result<Option<ScanToken>, ConsoleError> {
-    let Some(rest) = s.strip_prefix(SCAN_PREFIX) else {
-        return Ok(None);
-    };
-    let bytes = URL_SAFE_NO_PAD
-        .decode(rest)
-        .map_err(|_| ConsoleError::bad_request("the continue token is not valid"))?;
-    serde_json::from_slice(&bytes)
-        .map(Some)
-        .map_err(|_| ConsoleError::bad_request("the continue token is not valid"))
-}
-
-/// Filters the Console applies itself.
+/// Filters the Console applies itself: `fields` when the API server
+/// refused the field selector.
 struct Residual<'a> {
     q: &'a RunQuery,
-    /// Field filters the API server could not apply.
     fields: bool,
 }
 
 impl Residual<'_> {
-    fn is_empty(&self) -> bool {
-        !self.fields
-            && self.q.created_after.is_none()
-            && self.q.name.is_none()
-            && self.q.phases.len() <= 1
+    /// Whether anything is filtered here even when the field selector is taken.
+    fn any(q: &RunQuery) -> bool {
+        q.created_after.is_some() || q.name.is_some() || q.phases.len() > 1
     }
 
     fn admits(&self, o: &Run) -> bool {
         let q = self.q;
-        if let Some(part) = &q.name
-            && !o
-                .metadata
-                .name
-                .as_deref()
-                .unwrap_or("")
-                .contains(part.as_str())
-        {
+        if !name_matches(q.name.as_deref(), o.metadata.name.as_deref()) {
             return false;
         }
         if let Some(after) = q.created_after {
@@ -269,17 +207,8 @@ fn field_selector(q: &RunQuery) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join(","))
 }
 
-/// Is this the API server refusing a field selector the CRD does not declare?
-fn unsupported_field(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 400 && s.message.contains("field label not supported"))
-}
-
 /// A page of Runs matching `q`.
-pub struct Page {
-    pub items: Vec<Run>,
-    pub cont: Option<String>,
-    pub remaining: Option<i64>,
-}
+pub type Page = listing::Page<Run>;
 
 /// Lists one page, pushing filters to the API server where the CRD allows
 /// and filtering the rest here without listing everything per request.
@@ -288,120 +217,15 @@ pub async fn list_runs(
     q: &RunQuery,
     max_pages: usize,
 ) -> Result<Page, kube::Error> {
-    let scan = match &q.cont {
-        Some(c) => decode_scan(c).ok().flatten(),
-        None => None,
+    let scan = Scan {
+        label_selector: q.label_selector.as_deref(),
+        fields: field_selector(q),
+        limit: q.limit,
+        cont: q.cont.as_deref(),
+        max_pages,
+        filters: Residual::any(q),
     };
-    let fs = field_selector(q);
-    let mut residual = Residual { q, fields: false };
-    if scan.is_none() && residual.is_empty() {
-        let mut lp = ListParams::default().limit(q.limit);
-        if let Some(l) = &q.label_selector {
-            lp = lp.labels(l);
-        }
-        if let Some(c) = &q.cont {
-            lp = lp.continue_token(c);
-        }
-        if let Some(f) = &fs {
-            lp = lp.fields(f);
-        }
-        match api.list(&lp).await {
-            Ok(list) => {
-                return Ok(Page {
-                    items: list.items,
-                    cont: list.metadata.continue_.filter(|c| !c.is_empty()),
-                    remaining: list.metadata.remaining_item_count,
-                });
-            }
-            Err(e) if fs.is_some() && unsupported_field(&e) => residual.fields = true,
-            Err(e) => return Err(e),
-        }
-    }
-    scan_runs(api, q, residual, fs, scan, max_pages).await
-}
-
-async fn scan_runs(
-    api: &Api<Run>,
-    q: &RunQuery,
-    mut residual: Residual<'_>,
-    fs: Option<String>,
-    start: Option<ScanToken>,
-    max_pages: usize,
-) -> Result<Page, kube::Error> {
-    let (mut upstream, mut skip) = start.map(|t| (t.c, t.s)).unwrap_or((None, 0));
-    let mut items = Vec::new();
-    // A refused field selector is retried without it; that retry is not a page read.
-    let mut retried = false;
-    let mut pages = 0;
-    while pages < max_pages.max(1) {
-        let mut lp = ListParams::default().limit(SCAN_PAGE);
-        if let Some(l) = &q.label_selector {
-            lp = lp.labels(l);
-        }
-        if let Some(c) = &upstream {
-            lp = lp.continue_token(c);
-        }
-        if !residual.fields
-            && let Some(f) = &fs
-        {
-            lp = lp.fields(f);
-        }
-        let list = match api.list(&lp).await {
-            Ok(l) => l,
-            Err(e) if !residual.fields && !retried && fs.is_some() && unsupported_field(&e) => {
-                residual.fields = true;
-                retried = true;
-                continue;
-            }
-            Err(e) => return Err(e),
-        };
-        pages += 1;
-        let n = list.items.len();
-        for (i, o) in list.items.into_iter().enumerate().skip(skip) {
-            if !residual.admits(&o) {
-                continue;
-            }
-            items.push(o);
-            if items.len() as u32 == q.limit {
-                let next = if i + 1 < n {
-                    Some(ScanToken {
-                        c: upstream.clone(),
-                        s: i + 1,
-                    })
-                } else {
-                    list.metadata
-                        .continue_
-                        .clone()
-                        .filter(|c| !c.is_empty())
-                        .map(|c| ScanToken { c: Some(c), s: 0 })
-                };
-                return Ok(Page {
-                    items,
-                    cont: next.map(|t| encode_scan(&t)),
-                    remaining: None,
-                });
-            }
-        }
-        match list.metadata.continue_.filter(|c| !c.is_empty()) {
-            Some(c) => {
-                upstream = Some(c);
-                skip = 0;
-            }
-            None => {
-                return Ok(Page {
-                    items,
-                    cont: None,
-                    remaining: None,
-                });
-            }
-        }
-    }
-    // Bounded work per request: hand back what was found and where to go on.
-    Ok(Page {
-        items,
-        cont: Some(encode_scan(&ScanToken { c: upstream, s: 0 })),
-        remaining: None,
-    })
+    list_page(api, scan, |o, fields| Residual { q, fields }.admits(o)).await
 }
 
 /// The condition with the latest transition.
@@ -773,7 +597,7 @@ mod tests {
             q: &q,
             fields: false,
         };
-        assert!(!residual.is_empty());
+        assert!(Residual::any(&q));
         let run = |n: &str| -> Run {
             serde_json::from_value(serde_json::json!({
                 "apiVersion": "kruntimes.io/v1alpha1", "kind": "Run",
@@ -901,7 +725,7 @@ mod tests {
         assert!(page.items.is_empty());
         let cont = page.cont.expect("a continue token to go on");
         assert_eq!(
-            decode_scan(&cont).unwrap().unwrap().c.as_deref(),
+            listing::decode_scan(&cont).unwrap().unwrap().c.as_deref(),
             Some("page-1")
         );
         let (api, calls) = endless_runs();
@@ -946,16 +770,5 @@ mod tests {
                 "phase": "Failed", "runtime": "bash", "mode": "task",
             })
         );
-    }
-
-    #[test]
-    fn scan_tokens_round_trip() {
-        let t = ScanToken {
-            c: Some("abc".into()),
-            s: 7,
-        };
-        assert_eq!(decode_scan(&encode_scan(&t)).unwrap(), Some(t));
-        assert_eq!(decode_scan("upstream-token").unwrap(), None);
-        assert!(decode_scan("krt1.!!").is_err());
     }
 }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::Extension;
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::response::Json;
 use k8s_openapi::api::core::v1::Pod;
 use kruntimes_core::names::is_dns1123_subdomain;
@@ -14,6 +14,7 @@ use kube::api::{DynamicObject, ListParams};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::listing::{PUBLIC_SCAN_PAGES, SCAN_PAGES, check_public_list, parse_list_query};
 use super::objects::{conditions, lenient, meta};
 use super::runs::{RunQuery, list_runs, pod_facts};
 use super::types::{
@@ -79,27 +80,38 @@ pub async fn list(
     State(state): State<Arc<ConsoleState>>,
     Extension(caller): Extension<RequestCredentials>,
     ApiPath(ns): ApiPath<String>,
+    RawQuery(raw): RawQuery,
 ) -> Result<Json<RuntimeList>, ConsoleError> {
     check_namespace(&ns)?;
+    let q = parse_list_query(raw.as_deref(), "Runtime")?;
     let reader = list_reader(&state, &caller)?;
-    let api = kruntimes_api(reader.client().clone(), &ns, "Runtime", "runtimes");
-    let list = api
-        .list(&ListParams::default().limit(500))
-        .await
-        .map_err(|e| {
-            KubeFailure::new(
-                e,
-                "listing runtimes",
-                AccessRequest::new("list", "kruntimes.io", "runtimes", &ns, None),
-            )
-        })?;
     let summary = matches!(reader, Reader::Public(_));
-    let items = list
+    if summary {
+        check_public_list(&q)?;
+    }
+    let api = kruntimes_api(reader.client().clone(), &ns, "Runtime", "runtimes");
+    let max_pages = if summary {
+        PUBLIC_SCAN_PAGES
+    } else {
+        SCAN_PAGES
+    };
+    let page = q.page(&api, max_pages).await.map_err(|e| {
+        KubeFailure::new(
+            e,
+            "listing runtimes",
+            AccessRequest::new("list", "kruntimes.io", "runtimes", &ns, None),
+        )
+    })?;
+    let items = page
         .items
         .iter()
         .map(|o| runtime_item(o, summary))
         .collect();
-    Ok(Json(ListResponse::new(items, summary)))
+    Ok(Json(ListResponse {
+        cont: page.cont,
+        remaining_item_count: page.remaining,
+        ..ListResponse::new(items, summary)
+    }))
 }
 
 pub async fn detail(

@@ -230,6 +230,23 @@ pub struct RunListQuery {
     pub cont: Option<String>,
 }
 
+/// Query of `GET /api/namespaces/{ns}/runtimes` and `.../workflowruns`:
+/// a name search (filtered by the Console), a label selector (passed to the
+/// API server) and paging. Page size 1..500, default 500.
+#[derive(Debug, Default, PartialEq, Eq, TS)]
+#[ts(rename_all = "camelCase", optional_fields)]
+pub struct ObjectListQuery {
+    /// Only objects whose name contains this (lowercase letters, digits, `-` and `.`).
+    pub name: Option<String>,
+    /// Kubernetes label selector syntax; needs a credential.
+    pub label_selector: Option<String>,
+    #[ts(type = "number", optional)]
+    pub limit: Option<String>,
+    /// Continue token from the previous page.
+    #[ts(rename = "continue")]
+    pub cont: Option<String>,
+}
+
 /// `GET /api/session` (and `POST`, `DELETE`). `GET` without a valid cookie
 /// answers 200 with `{authenticated:false}` (not 401). The token itself is never returned.
 #[derive(Debug, Serialize, TS)]
@@ -1081,6 +1098,7 @@ pub fn typescript() -> String {
     decl::<LastTransition>(&mut out);
     decl::<RunListItem>(&mut out);
     decl::<RunListQuery>(&mut out);
+    decl::<ObjectListQuery>(&mut out);
     alias::<RunList>(&mut out, "RunList", "`GET /api/namespaces/{ns}/runs`.");
     decl::<ArtifactRef>(&mut out);
     decl::<RunSpecView>(&mut out);

@@ -5,12 +5,13 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use axum::Extension;
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::response::Json;
 use kruntimes_core::run::{Phase, Run};
 use kube::api::{DynamicObject, ListParams};
 use serde_json::Value;
 
+use super::listing::{PUBLIC_SCAN_PAGES, SCAN_PAGES, check_public_list, parse_list_query};
 use super::objects::{bounded_outputs, conditions, lenient, meta, present};
 use super::types::{
     JobCounts, JobSpec, JobStatus, ListResponse, StepStatus, WorkflowRunDetail, WorkflowRunList,
@@ -93,23 +94,34 @@ pub async fn list(
     State(state): State<Arc<ConsoleState>>,
     Extension(caller): Extension<RequestCredentials>,
     ApiPath(ns): ApiPath<String>,
+    RawQuery(raw): RawQuery,
 ) -> Result<Json<WorkflowRunList>, ConsoleError> {
     check_namespace(&ns)?;
+    let q = parse_list_query(raw.as_deref(), "WorkflowRun")?;
     let reader = list_reader(&state, &caller)?;
-    let api = kruntimes_api(reader.client().clone(), &ns, "WorkflowRun", "workflowruns");
-    let list = api
-        .list(&ListParams::default().limit(500))
-        .await
-        .map_err(|e| {
-            KubeFailure::new(
-                e,
-                "listing workflowruns",
-                AccessRequest::new("list", "kruntimes.io", "workflowruns", &ns, None),
-            )
-        })?;
     let summary = matches!(reader, Reader::Public(_));
-    let items = list.items.iter().map(|o| item(o, summary)).collect();
-    Ok(Json(ListResponse::new(items, summary)))
+    if summary {
+        check_public_list(&q)?;
+    }
+    let api = kruntimes_api(reader.client().clone(), &ns, "WorkflowRun", "workflowruns");
+    let max_pages = if summary {
+        PUBLIC_SCAN_PAGES
+    } else {
+        SCAN_PAGES
+    };
+    let page = q.page(&api, max_pages).await.map_err(|e| {
+        KubeFailure::new(
+            e,
+            "listing workflowruns",
+            AccessRequest::new("list", "kruntimes.io", "workflowruns", &ns, None),
+        )
+    })?;
+    let items = page.items.iter().map(|o| item(o, summary)).collect();
+    Ok(Json(ListResponse {
+        cont: page.cont,
+        remaining_item_count: page.remaining,
+        ..ListResponse::new(items, summary)
+    }))
 }
 
 fn job_spec(j: &Value) -> JobSpec {

@@ -14,6 +14,7 @@ import type {
   AccessRequest,
   LogStreamLine,
   NamespaceList,
+  ObjectListQuery,
   ObjectManifest,
   RunDetail,
   RunList,
@@ -236,8 +237,12 @@ export async function followRunLog(
   return end;
 }
 
-export function listRuntimes(ns: string): Promise<RuntimeList> {
-  return request<RuntimeList>(`/api/namespaces/${seg(ns)}/runtimes`, {
+function objectQuery(q: ObjectListQuery): string {
+  return query({ name: q.name, labelSelector: q.labelSelector, limit: q.limit, continue: q.continue });
+}
+
+export function listRuntimes(ns: string, q: ObjectListQuery = {}): Promise<RuntimeList> {
+  return request<RuntimeList>(`/api/namespaces/${seg(ns)}/runtimes${objectQuery(q)}`, {
     access: { verb: 'list', group: GROUP, resource: 'runtimes', namespace: ns },
   });
 }
@@ -248,8 +253,8 @@ export function getRuntime(ns: string, name: string): Promise<RuntimeDetail> {
   });
 }
 
-export function listWorkflowRuns(ns: string): Promise<WorkflowRunList> {
-  return request<WorkflowRunList>(`/api/namespaces/${seg(ns)}/workflowruns`, {
+export function listWorkflowRuns(ns: string, q: ObjectListQuery = {}): Promise<WorkflowRunList> {
+  return request<WorkflowRunList>(`/api/namespaces/${seg(ns)}/workflowruns${objectQuery(q)}`, {
     access: { verb: 'list', group: GROUP, resource: 'workflowruns', namespace: ns },
   });
 }

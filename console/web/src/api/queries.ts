@@ -3,7 +3,7 @@ import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import * as api from './client';
 import { ApiError } from './errors';
 import { useLive } from './watch';
-import type { RunListQuery } from './types';
+import type { ObjectListQuery, RunListQuery } from './types';
 import { landingNamespace, rememberedNamespace } from '../lib/namespace';
 
 /** How often visible lists and details refresh. */
@@ -20,9 +20,9 @@ export const queryKeys = {
   namespaces: ['namespaces'] as const,
   runs: (ns: string, q: RunListQuery) => ['runs', ns, q] as const,
   run: (ns: string, name: string) => ['run', ns, name] as const,
-  runtimes: (ns: string) => ['runtimes', ns] as const,
+  runtimes: (ns: string, q: ObjectListQuery = {}) => ['runtimes', ns, q] as const,
   runtime: (ns: string, name: string) => ['runtime', ns, name] as const,
-  workflowRuns: (ns: string) => ['workflowruns', ns] as const,
+  workflowRuns: (ns: string, q: ObjectListQuery = {}) => ['workflowruns', ns, q] as const,
   workflowRun: (ns: string, name: string) => ['workflowrun', ns, name] as const,
   manifest: (resource: string, ns: string, name: string) => ['manifest', resource, ns, name] as const,
 };
@@ -68,8 +68,13 @@ export function useRun(ns: string, name: string, opts: Live = {}) {
   return useQuery({ queryKey: queryKeys.run(ns, name), queryFn: () => api.getRun(ns, name), ...useLiveOptions(opts.live) });
 }
 
-export function useRuntimes(ns: string, opts: Live = {}) {
-  return useQuery({ queryKey: queryKeys.runtimes(ns), queryFn: () => api.listRuntimes(ns), ...useLiveOptions(opts.live) });
+export function useRuntimes(ns: string, opts: Live = {}, q: ObjectListQuery = {}) {
+  return useQuery({
+    queryKey: queryKeys.runtimes(ns, q),
+    queryFn: () => api.listRuntimes(ns, q),
+    placeholderData: keepPreviousData,
+    ...useLiveOptions(opts.live),
+  });
 }
 
 export function useRuntime(ns: string, name: string, opts: Live = {}) {
@@ -80,10 +85,11 @@ export function useRuntime(ns: string, name: string, opts: Live = {}) {
   });
 }
 
-export function useWorkflowRuns(ns: string, opts: Live = {}) {
+export function useWorkflowRuns(ns: string, opts: Live = {}, q: ObjectListQuery = {}) {
   return useQuery({
-    queryKey: queryKeys.workflowRuns(ns),
-    queryFn: () => api.listWorkflowRuns(ns),
+    queryKey: queryKeys.workflowRuns(ns, q),
+    queryFn: () => api.listWorkflowRuns(ns, q),
+    placeholderData: keepPreviousData,
     ...useLiveOptions(opts.live),
   });
 }

@@ -302,6 +302,27 @@ export type RunListQuery = {
   continue?: string;
 };
 
+/**
+ * Query of `GET /api/namespaces/{ns}/runtimes` and `.../workflowruns`:
+ * a name search (filtered by the Console), a label selector (passed to the
+ * API server) and paging. Page size 1..500, default 500.
+ */
+export type ObjectListQuery = {
+  /**
+   * Only objects whose name contains this (lowercase letters, digits, `-` and `.`).
+   */
+  name?: string;
+  /**
+   * Kubernetes label selector syntax; needs a credential.
+   */
+  labelSelector?: string;
+  limit?: number;
+  /**
+   * Continue token from the previous page.
+   */
+  continue?: string;
+};
+
 /** `GET /api/namespaces/{ns}/runs`. */
 export type RunList = ListResponse<RunListItem>;
 

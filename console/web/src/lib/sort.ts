@@ -2,10 +2,16 @@
  * Column sorting of a list page, kept in the URL as `sort=<column>` or
  * `sort=-<column>` (descending). Pure, no DOM.
  */
-import type { RunListItem } from '../api/types';
+import type { RunListItem, RuntimeListItem, WorkflowRunListItem } from '../api/types';
 
 export type RunColumn = 'name' | 'phase' | 'runtime' | 'pod' | 'attempt' | 'age';
 export const RUN_COLUMNS: readonly RunColumn[] = ['name', 'phase', 'runtime', 'pod', 'attempt', 'age'];
+export type RuntimeColumn = 'name' | 'ready' | 'age';
+export const RUNTIME_COLUMNS: readonly RuntimeColumn[] = ['name', 'ready', 'age'];
+export type WorkflowRunColumn = 'name' | 'phase' | 'jobs' | 'workflow' | 'duration' | 'age';
+export const WORKFLOW_RUN_COLUMNS: readonly WorkflowRunColumn[] = ['name', 'phase', 'jobs', 'workflow', 'duration', 'age'];
+
+type Key = string | number;
 
 export interface Sort<C extends string> {
   column: C;
@@ -26,7 +32,7 @@ export function nextSort<C extends string>(current: Sort<C> | null, column: C): 
   return current.descending ? '' : `-${column}`;
 }
 
-function key(r: RunListItem, c: RunColumn): string | number {
+function runKey(r: RunListItem, c: RunColumn): Key {
   switch (c) {
     case 'name':
       return r.metadata.name;
@@ -39,20 +45,66 @@ function key(r: RunListItem, c: RunColumn): string | number {
     case 'attempt':
       return r.attempt ?? -1;
     case 'age':
-      // Ascending age is youngest first, as the column reads.
-      return -(Date.parse(r.metadata.creationTimestamp ?? '') || 0);
+      return ageKey(r.metadata.creationTimestamp);
   }
 }
 
-/** The Runs of a page sorted by `sort` (stable; ties keep the server's order). */
-export function sortRuns(items: readonly RunListItem[], sort: Sort<RunColumn> | null): RunListItem[] {
+/** Ascending age is youngest first, as the column reads. */
+function ageKey(created: string | undefined): number {
+  return -(Date.parse(created ?? '') || 0);
+}
+
+function runtimeKey(r: RuntimeListItem, c: RuntimeColumn): Key {
+  switch (c) {
+    case 'name':
+      return r.metadata.name;
+    case 'ready':
+      // The share of ready Pods, then how many.
+      return r.replicas > 0 ? r.readyReplicas / r.replicas + r.readyReplicas / 1e6 : -1;
+    case 'age':
+      return ageKey(r.metadata.creationTimestamp);
+  }
+}
+
+function workflowRunKey(w: WorkflowRunListItem, c: WorkflowRunColumn): Key {
+  switch (c) {
+    case 'name':
+      return w.metadata.name;
+    case 'phase':
+      return w.phase ?? '';
+    case 'jobs':
+      return w.jobs.total > 0 ? w.jobs.succeeded / w.jobs.total : -1;
+    case 'workflow':
+      return w.workflow ?? '';
+    case 'duration': {
+      const start = Date.parse(w.startTime ?? '');
+      if (Number.isNaN(start)) return -1;
+      const end = Date.parse(w.completionTime ?? '');
+      return (Number.isNaN(end) ? Date.now() : end) - start;
+    }
+    case 'age':
+      return ageKey(w.metadata.creationTimestamp);
+  }
+}
+
+/** `items` sorted by `sort` with `key` (stable; ties keep the server's order). */
+export function sortBy<T, C extends string>(items: readonly T[], sort: Sort<C> | null, key: (t: T, c: C) => Key): T[] {
   if (!sort) return [...items];
   const dir = sort.descending ? -1 : 1;
   return items
-    .map((r, i) => ({ r, i, k: key(r, sort.column) }))
+    .map((t, i) => ({ t, i, k: key(t, sort.column) }))
     .sort((a, b) => {
       const c = typeof a.k === 'number' && typeof b.k === 'number' ? a.k - b.k : String(a.k).localeCompare(String(b.k));
       return c * dir || a.i - b.i;
     })
-    .map((x) => x.r);
+    .map((x) => x.t);
+}
+
+export const sortRuntimes = (items: readonly RuntimeListItem[], sort: Sort<RuntimeColumn> | null) => sortBy(items, sort, runtimeKey);
+export const sortWorkflowRuns = (items: readonly WorkflowRunListItem[], sort: Sort<WorkflowRunColumn> | null) =>
+  sortBy(items, sort, workflowRunKey);
+
+/** The Runs of a page sorted by `sort` (stable; ties keep the server's order). */
+export function sortRuns(items: readonly RunListItem[], sort: Sort<RunColumn> | null): RunListItem[] {
+  return sortBy(items, sort, runKey);
 }

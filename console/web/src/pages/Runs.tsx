@@ -1,5 +1,5 @@
 import { useId, useMemo, useState, type FormEvent } from 'react';
-import { Link, useParams, useSearchParams } from 'react-router';
+import { Link, useParams } from 'react-router';
 import { useRuns, useRuntimes } from '../api/queries';
 import type { RunListQuery } from '../api/types';
 import { RUN_PHASES } from '../api/types';
@@ -8,25 +8,19 @@ import { PageHeader, TableWrap } from '../components/Page';
 import { PhaseBadge } from '../components/Status';
 import { Empty, ErrorState, Loading } from '../components/States';
 import { age, dateTime } from '../lib/format';
-import { nextSort, parseSort, RUN_COLUMNS, sortRuns, type RunColumn } from '../lib/sort';
-
-const PAGE_SIZES = [25, 50, 100, 200, 500];
+import { RUN_COLUMNS, sortRuns, type RunColumn } from '../lib/sort';
+import { PageSize, Pager, SnapshotNote, SortHeader, useDraft, useListUrl } from '../components/ListControls';
 
 export function RunsPage() {
   const { ns = 'default' } = useParams();
-  const [params, setParams] = useSearchParams();
+  const url = useListUrl<RunColumn>(RUN_COLUMNS);
+  const { params, setParams, name, limit, sort, pages, cont, setParam } = url;
   const id = useId();
   const phase = params.get('phase') ?? '';
   const runtime = params.get('runtime') ?? '';
   const labelSelector = params.get('labelSelector') ?? '';
   const assignedPod = params.get('assignedPod') ?? '';
-  const name = params.get('name') ?? '';
-  const limit = Number(params.get('limit')) || 50;
-  const sort = parseSort(params.get('sort'), RUN_COLUMNS);
   const [live, setLive] = useState(true);
-  // The page is in the URL: the continue tokens of the pages read so far (`cont`, one per page after the first).
-  const pages = params.getAll('cont');
-  const cont = pages[pages.length - 1];
 
   const q: RunListQuery = useMemo(
     () => ({
@@ -47,36 +41,10 @@ export function RunsPage() {
     setLive(on);
     if (on) void runs.refetch();
   };
-  const goToPage = (next: string[]) => {
-    const p = new URLSearchParams(params);
-    p.delete('cont');
-    for (const c of next) p.append('cont', c);
-    setParams(p);
-  };
   const runtimes = useRuntimes(ns, { live: false });
 
-  const [draftName, setDraftName] = useState(name);
-  const [draftNameFor, setDraftNameFor] = useState(name);
-  if (draftNameFor !== name) {
-    setDraftNameFor(name);
-    setDraftName(name);
-  }
-  const [draftSelector, setDraftSelector] = useState(labelSelector);
-  const [draftFor, setDraftFor] = useState(labelSelector);
-  if (draftFor !== labelSelector) {
-    setDraftFor(labelSelector);
-    setDraftSelector(labelSelector);
-  }
-
-  // A new filter starts again at the first page; sorting keeps the page.
-  const setParam = (key: string, value: string) => {
-    const next = new URLSearchParams(params);
-    if (value) next.set(key, value);
-    else next.delete(key);
-    // Other filters start again at the first page; sorting keeps the page.
-    if (key !== 'sort') next.delete('cont');
-    setParams(next, { replace: true });
-  };
+  const [draftName, setDraftName] = useDraft(name);
+  const [draftSelector, setDraftSelector] = useDraft(labelSelector);
 
   const onSelector = (e: FormEvent) => {
     e.preventDefault();
@@ -92,19 +60,9 @@ export function RunsPage() {
     setParams(next, { replace: true });
   };
 
-  const sortHeader = (column: RunColumn, label: string, className?: string) => {
-    const active = sort?.column === column;
-    return (
-      <th scope="col" className={className} aria-sort={active ? (sort.descending ? 'descending' : 'ascending') : 'none'}>
-        <button type="button" className="th-sort" onClick={() => setParam('sort', nextSort(sort, column))}>
-          {label}
-          <span className="sort-mark" aria-hidden="true">
-            {active ? (sort.descending ? '▼' : '▲') : '↕'}
-          </span>
-        </button>
-      </th>
-    );
-  };
+  const sortHeader = (column: RunColumn, label: string, className?: string) => (
+    <SortHeader url={url} column={column} label={label} {...(className ? { className } : {})} />
+  );
 
   const filtered = Boolean(phase || runtime || labelSelector || assignedPod || name);
   const data = runs.data;
@@ -117,11 +75,7 @@ export function RunsPage() {
         crumbs={[{ label: ns }, { label: 'Runs' }]}
         actions={
           cont ? (
-            <div className="live">
-              <span className="muted small" role="status">
-                Page {pages.length + 1} as listed at {runs.dataUpdatedAt ? dateTime(new Date(runs.dataUpdatedAt).toISOString()) : '…'}; only page 1 refreshes.
-              </span>
-            </div>
+            <SnapshotNote pages={pages.length} updatedAt={runs.dataUpdatedAt} when={(t) => dateTime(new Date(t).toISOString())} />
           ) : (
             <LiveToggle live={live} onChange={setLiveAndRead} updatedAt={runs.dataUpdatedAt} fetching={runs.isFetching} />
           )
@@ -204,21 +158,7 @@ export function RunsPage() {
             </span>
           </div>
         )}
-        <div className="field">
-          <label htmlFor={`${id}-limit`}>Per page</label>
-          <select
-            id={`${id}-limit`}
-            className="input"
-            value={limit}
-            onChange={(e) => setParam('limit', e.target.value === '50' ? '' : e.target.value)}
-          >
-            {PAGE_SIZES.map((n) => (
-              <option key={n} value={n}>
-                {n}
-              </option>
-            ))}
-          </select>
-        </div>
+        <PageSize url={url} id={id} />
         {filtered && (
           <div className="field end">
             <button type="button" className="button subtle" onClick={() => setParams(new URLSearchParams(), { replace: true })}>
@@ -306,23 +246,14 @@ export function RunsPage() {
               </tbody>
             </table>
           </TableWrap>
-          <div className="pager" role="navigation" aria-label="Pages">
-            <button type="button" className="button" disabled={pages.length === 0} onClick={() => goToPage(pages.slice(0, -1))}>
-              ← Previous
-            </button>
-            <span className="muted small">
-              Page {pages.length + 1} · {runs.isPlaceholderData ? 'loading…' : `${data.items.length} Runs${sort ? ' (this page sorted)' : ''}`}
-              {data.remainingItemCount !== undefined ? ` · ${data.remainingItemCount} more` : ''}
-            </span>
-            <button
-              type="button"
-              className="button"
-              disabled={!data.continue}
-              onClick={() => data.continue && goToPage([...pages, data.continue])}
-            >
-              Next →
-            </button>
-          </div>
+          <Pager
+            url={url}
+            count={data.items.length}
+            noun="Runs"
+            loading={runs.isPlaceholderData}
+            next={data.continue}
+            remaining={data.remainingItemCount}
+          />
         </>
       ) : null}
     </>

@@ -1,47 +1,67 @@
-import { useState } from 'react';
+import { useId, useMemo, useState } from 'react';
 import { Link, useParams } from 'react-router';
 import { useWorkflowRuns } from '../api/queries';
+import type { ObjectListQuery } from '../api/types';
+import { NameFilter, Pager, SnapshotNote, SortHeader, useListUrl } from '../components/ListControls';
 import { LiveToggle, SummaryBanner } from '../components/LiveToggle';
 import { PageHeader, TableWrap } from '../components/Page';
 import { PhaseBadge } from '../components/Status';
 import { Empty, ErrorState, Loading } from '../components/States';
 import { age, dateTime, duration } from '../lib/format';
+import { sortWorkflowRuns, WORKFLOW_RUN_COLUMNS, type WorkflowRunColumn } from '../lib/sort';
 
 export function WorkflowRunsPage() {
   const { ns = 'default' } = useParams();
+  const id = useId();
+  const url = useListUrl<WorkflowRunColumn>(WORKFLOW_RUN_COLUMNS);
+  const { name, limit, cont } = url;
   const [live, setLive] = useState(true);
-  const q = useWorkflowRuns(ns, { live });
+  const query: ObjectListQuery = useMemo(() => ({ ...(name ? { name } : {}), limit, ...(cont ? { continue: cont } : {}) }), [name, limit, cont]);
+  // Only the first page refreshes live (a continue token reads the list as it was).
+  const q = useWorkflowRuns(ns, { live: live && !cont }, query);
   const data = q.data;
   return (
     <>
       <PageHeader
         title="Workflow Runs"
         crumbs={[{ label: ns }, { label: 'Workflow Runs' }]}
-        actions={<LiveToggle live={live} onChange={setLive} updatedAt={q.dataUpdatedAt} fetching={q.isFetching} />}
+        actions={
+          cont ? (
+            <SnapshotNote pages={url.pages.length} updatedAt={q.dataUpdatedAt} when={(t) => dateTime(new Date(t).toISOString())} />
+          ) : (
+            <LiveToggle live={live} onChange={setLive} updatedAt={q.dataUpdatedAt} fetching={q.isFetching} />
+          )
+        }
       />
+      <NameFilter url={url} id={id} label="Filter Workflow Runs" />
       {data?.summary && <SummaryBanner />}
       {q.isPending ? (
         <Loading what="Workflow Runs" />
       ) : !data ? (
         <ErrorState error={q.error} what="Workflow Runs" />
       ) : data.items.length === 0 ? (
-        <Empty title={`No Workflow Runs in namespace ${ns}`} />
+        name ? (
+          <Empty title="No Workflow Runs match this name">Change or clear the name.</Empty>
+        ) : (
+          <Empty title={`No Workflow Runs in namespace ${ns}`} />
+        )
       ) : (
+        <>
         <TableWrap label="Workflow Runs">
           <table className="table">
             <caption className="visually-hidden">Workflow Runs in namespace {ns}</caption>
             <thead>
               <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Phase</th>
-                <th scope="col">Jobs</th>
-                <th scope="col">Workflow</th>
-                <th scope="col">Duration</th>
-                <th scope="col" className="num">Age</th>
+                <SortHeader url={url} column="name" label="Name" />
+                <SortHeader url={url} column="phase" label="Phase" />
+                <SortHeader url={url} column="jobs" label="Jobs" />
+                <SortHeader url={url} column="workflow" label="Workflow" />
+                <SortHeader url={url} column="duration" label="Duration" />
+                <SortHeader url={url} column="age" label="Age" className="num" />
               </tr>
             </thead>
             <tbody>
-              {data.items.map((w) => (
+              {sortWorkflowRuns(data.items, url.sort).map((w) => (
                 <tr key={w.metadata.name}>
                   <td className="name">
                     <Link to={`/namespaces/${ns}/workflowruns/${w.metadata.name}`}>{w.metadata.name}</Link>
@@ -73,6 +93,8 @@ export function WorkflowRunsPage() {
             </tbody>
           </table>
         </TableWrap>
+        <Pager url={url} count={data.items.length} noun="Workflow Runs" loading={q.isPlaceholderData} next={data.continue} remaining={data.remainingItemCount} />
+        </>
       )}
     </>
   );
