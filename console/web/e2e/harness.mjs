@@ -125,6 +125,38 @@ export async function runAll({ args = [] } = {}) {
  * preferences before any page script runs. Page errors fail the test.
  * `ignoreHTTPSErrors: false` leaves certificate checks to Chromium.
  */
+/**
+ * Serves the UI's files from `dist` (another build, e.g. an older commit's
+ * `vite build`) instead of the Console's embedded ones, with the Console's
+ * own API behind them: to see a test fail on the UI it was written against.
+ */
+async function serveOtherBuild(context, dist) {
+  const { readFile } = await import('node:fs/promises');
+  const path = await import('node:path');
+  const origin = new URL(env.url).origin;
+  const types = { '.js': 'text/javascript', '.css': 'text/css', '.svg': 'image/svg+xml', '.html': 'text/html' };
+  await context.route(
+    (u) => u.origin === origin && !/^\/(api|v1|apis|healthz|readyz|livez|metrics)(\/|$)/.test(u.pathname),
+    async (route) => {
+      const rel = decodeURIComponent(new URL(route.request().url()).pathname).replace(/^\/+/, '');
+      const file = path.join(dist, path.normalize(rel));
+      const inside = file.startsWith(path.resolve(dist) + path.sep);
+      let body;
+      try {
+        body = inside && rel ? await readFile(file) : null;
+      } catch {
+        body = null;
+      }
+      const served = body ? file : path.join(dist, 'index.html');
+      await route.fulfill({
+        status: 200,
+        body: body ?? (await readFile(served)),
+        contentType: types[path.extname(served)] ?? 'application/octet-stream',
+      });
+    },
+  );
+}
+
 export async function newPage(browser, { style, theme, viewport = { width: 1360, height: 900 }, ignoreHTTPSErrors = true } = {}) {
   const context = await browser.newContext({
     ignoreHTTPSErrors,
@@ -141,6 +173,7 @@ export async function newPage(browser, { style, theme, viewport = { width: 1360,
       [style, theme],
     );
   }
+  if (process.env.E2E_WEB_DIST) await serveOtherBuild(context, process.env.E2E_WEB_DIST);
   const page = await context.newPage();
   page.setDefaultTimeout(15_000);
   const errors = [];
