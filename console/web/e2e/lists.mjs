@@ -124,3 +124,19 @@ for (const list of [
     await close(page);
   });
 }
+
+test('lists: without a login the public Run list offers no label selector (summaries hide labels; the server refuses it)', async (browser) => {
+  const page = await newPage(browser);
+  await page.goto(`${env.url}/namespaces/${NS}/runs`);
+  await page.locator('table.table tbody tr').first().waitFor();
+  await page.getByText('public summary', { exact: false }).first().waitFor();
+  assert((await page.getByLabel('Label selector').count()) === 0, 'the public Run list shows a label selector box');
+  await page.getByLabel('Name', { exact: true }).fill('build');
+  await page.getByLabel('Name', { exact: true }).press('Enter');
+  await eventually('name=build in the URL', () => /[?&]name=build(&|$)/.test(page.url()));
+  await eventually('only build Runs', async () => {
+    const n = await page.locator('table.table tbody tr td:first-child a').allInnerTexts();
+    return n.length >= 1 && n.every((x) => x.includes('build'));
+  });
+  await close(page);
+});

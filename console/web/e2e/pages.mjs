@@ -177,7 +177,7 @@ for (const style of STYLES.filter((s) => !process.env.SHOT_STYLES || process.env
 }
 
 /** The pages this round added or changed, at a phone's width (390 px), in every Style x Theme. */
-const NARROW = ['runs-sorted-searched', 'run-pending', 'workflowrun-dag', 'workflowrun-timeline', 'runtime-queue', 'run-yaml', 'job-detail'];
+const NARROW = ['runs-sorted-searched', 'runtimes', 'workflowruns', 'run-pending', 'workflowrun-dag', 'workflowrun-timeline', 'runtime-queue', 'run-yaml', 'job-detail'];
 
 test('pages at 390 px in every Style x Theme: axe finds no serious or critical violation; screenshots', async (browser) => {
   const problems = [];

@@ -131,22 +131,31 @@ export function RunsPage() {
             size={16}
           />
         </div>
-        <div className="field grow">
-          <label htmlFor={`${id}-sel`}>Label selector</label>
-          <div className="input-group">
-            <input
-              id={`${id}-sel`}
-              className="input mono"
-              value={draftSelector}
-              placeholder="app=web,tier!=db"
-              spellCheck={false}
-              onChange={(e) => setDraftSelector(e.target.value)}
-            />
+        {summary && !labelSelector ? (
+          // A public summary hides labels, so the server refuses a label selector without a login.
+          <div className="field end">
             <button type="submit" className="button">
               Apply
             </button>
           </div>
-        </div>
+        ) : (
+          <div className="field grow">
+            <label htmlFor={`${id}-sel`}>Label selector</label>
+            <div className="input-group">
+              <input
+                id={`${id}-sel`}
+                className="input mono"
+                value={draftSelector}
+                placeholder="app=web,tier!=db"
+                spellCheck={false}
+                onChange={(e) => setDraftSelector(e.target.value)}
+              />
+              <button type="submit" className="button">
+                Apply
+              </button>
+            </div>
+          </div>
+        )}
         {assignedPod && (
           <div className="field">
             <span className="field-label-static">Assigned Pod</span>
