@@ -162,25 +162,41 @@ YAML
 		\"report\":{\"phase\":\"Waiting\"}}}}" >/dev/null
 }
 
-# Writes a few historic lines for each assigned Run.
+# Writes a few historic lines for each assigned Run. A Pod's log is in time
+# order, as the kubelet writes it (the Run-log API reads it by time): Runs
+# are taken oldest first, and no line is stamped before the last one of its
+# file (a Run seeded later, e.g. by a second seed, gets lines stamped then).
 demo_seed_logs() {
-	local ns=$1
-	K -n "$ns" get runs -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.uid} {.metadata.creationTimestamp} {.status.assignedPod} {.spec.runtime}{"\n"}{end}' |
-		while read -r name uid created pod rt; do
-			[[ -z "$pod" ]] && continue
-			mkdir -p "$TESTENV_LOGS/${ns}_$pod"
-			# Seeded once: a second seed would append older lines after newer ones.
-			grep -qs "\"run_uid\":\"$uid\"" "$TESTENV_LOGS/${ns}_$pod/runtimed.log" && continue
-			# Written while the Run ran: a tenth of a second apart from its
-			# creation on (no line of a Run is older than the Run).
-			local base
-			base=$(date -u -d "$created" +%Y-%m-%dT%H:%M:%S)
-			for i in 1 2 3 4 5; do
-				printf '%s.%09dZ stdout F {"run_uid":"%s","run_name":"%s","namespace":"%s","runtime":"%s","pod":"%s","stream":"stdout","message":"step %d of %s: ok"}\n' \
-					"$base" $((i * 100000000)) "$uid" "$name" "$ns" "$rt" "$pod" "$i" "$name" >>"$TESTENV_LOGS/${ns}_$pod/runtimed.log"
-			done
-			printf '%s stdout F runtimed: health probe ok\n' "$(demo_ts)" >>"$TESTENV_LOGS/${ns}_$pod/runtimed.log"
+	local ns=$1 name uid created pod rt file base ts i
+	local -A last=()
+	while read -r name uid created pod rt; do
+		[[ -z "$pod" ]] && continue
+		file="$TESTENV_LOGS/${ns}_$pod/runtimed.log"
+		mkdir -p "${file%/*}"
+		[[ -v "last[$pod]" ]] || last[$pod]=$(demo_last_stamp "$file")
+		# Seeded once: a second seed leaves the Runs it already wrote.
+		grep -qs "\"run_uid\":\"$uid\"" "$file" && continue
+		# Written while the Run ran: a tenth of a second apart from its
+		# creation on (no line of a Run is older than the Run).
+		base=$(date -u -d "$created" +%Y-%m-%dT%H:%M:%S)
+		for i in 1 2 3 4 5; do
+			ts=$(printf '%s.%09dZ' "$base" $((i * 100000000)))
+			[[ $ts < ${last[$pod]} ]] && ts=${last[$pod]}
+			last[$pod]=$ts
+			printf '%s stdout F {"run_uid":"%s","run_name":"%s","namespace":"%s","runtime":"%s","pod":"%s","stream":"stdout","message":"step %d of %s: ok"}\n' \
+				"$ts" "$uid" "$name" "$ns" "$rt" "$pod" "$i" "$name" >>"$file"
 		done
+	done < <(K -n "$ns" get runs --sort-by=.metadata.creationTimestamp \
+		-o jsonpath='{range .items[*]}{.metadata.name} {.metadata.uid} {.metadata.creationTimestamp} {.status.assignedPod} {.spec.runtime}{"\n"}{end}')
+	for pod in "${!last[@]}"; do
+		printf '%s stdout F runtimed: health probe ok\n' "$(demo_ts)" >>"$TESTENV_LOGS/${ns}_$pod/runtimed.log"
+	done
+}
+
+# The timestamp of the last line of a CRI log file (empty when none).
+demo_last_stamp() {
+	[[ -s $1 ]] || return 0
+	tail -n 1 "$1" | cut -d' ' -f1
 }
 
 # Appends interleaved lines for the Running Runs forever (hack/testenv down stops it).

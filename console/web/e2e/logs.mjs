@@ -52,6 +52,22 @@ test('logs: follow is on by default for an active Run, off for a finished one', 
   await close(page);
 });
 
+test('logs: turning Follow off before the follow delivered anything reads the tail', async (browser) => {
+  const page = await newPage(browser);
+  await login(page, env.viewer, 'viewer');
+  // The follow answers nothing (a slow Pod log, a loaded machine); the plain tail answers at once.
+  await page.route(/\/logs\?(.*&)?follow=true/, () => {});
+  await page.goto(`${env.url}/namespaces/${NS}/runs/build-scheduled`);
+  await page.getByRole('heading', { name: 'build-scheduled', level: 1 }).waitFor();
+  const logs = page.locator('#logs');
+  await eventually('the follow started', async () => (await state(logs)).includes('Connecting') || (await state(logs)).includes('Following'));
+  await logs.getByLabel('Follow').uncheck();
+  await eventually('the tail with the seeded records', async () => /^Last [1-9]/.test(await state(logs)), 15_000);
+  const text = await logs.locator('.log-line').allInnerTexts();
+  assert(text.some((t) => t.includes('step 1 of build-scheduled: ok')), `the tail lacks the first record:\n${text.join('\n')}`);
+  await close(page);
+});
+
 test('logs: a line deep link names its cursor and shows the same record after new lines arrive', async (browser) => {
   const page = await newPage(browser);
   await login(page, env.viewer, 'viewer');

@@ -301,9 +301,13 @@ export function useRunLogStream(ns: string, run: string, { tail, follow, active,
     };
     const fresh = loadedRef.current !== base;
 
-    /** The first read: the tail, or the window around the anchor. Keeps what is loaded when only `follow` changed. */
+    /**
+     * The first read: the tail, or the window around the anchor. Keeps what
+     * is loaded when only `follow` changed, unless nothing was: a follow
+     * turned off before it delivered anything leaves the tail to be read.
+     */
     const firstRead = async (): Promise<boolean> => {
-      if (!fresh && (!follow || buffer.length > 0)) return true;
+      if (!fresh && buffer.length > 0) return true;
       if (follow && !anchor) {
         // A follow without an anchor starts with the tail itself.
         buffer.replace([]);
