@@ -268,14 +268,7 @@ impl LogSource {
                     bytes_read,
                 });
             }
-            let covered = anchor - lo;
-            let growth = if kept.is_empty() {
-                SPAN_GROWTH
-            } else {
-                let want = (max_records as f64 * 1.25 / kept.len() as f64).ceil() as i64;
-                want.clamp(2, MAX_SPAN_GROWTH)
-            };
-            span = covered.saturating_mul(growth);
+            span = next_span(anchor - lo, kept.len(), max_records, anchor - self.floor);
             stop = Some(Cursor {
                 stamp: Stamp::whole_second(lo),
                 seq: 0,
@@ -350,6 +343,32 @@ impl LogSource {
 }
 
 /// Sends records as NDJSON lines; `false` when the receiver went away.
+/// The span (seconds back from the anchor) the next, older segment of a tail
+/// ends at, after segments covering `covered` seconds held `kept` records
+/// of the `max_records` wanted, with `to_floor` seconds from the anchor to
+/// the Run's floor. It grows by the rate the records came in at (at least
+/// 2×, at most [`MAX_SPAN_GROWTH`]×; [`SPAN_GROWTH`]× when none came). When
+/// that rate says the tail needs more than half the distance to the floor,
+/// it goes to the floor at once: one read of the rest costs less than more
+/// round trips through kube-apiserver to the kubelet (each of which reads
+/// the file from its start to `sinceTime`), and never reads more than the
+/// Run's window.
+pub fn next_span(covered: i64, kept: usize, max_records: usize, to_floor: i64) -> i64 {
+    // What the rate so far says the whole tail needs, and the step taken towards it.
+    let (needed, growth) = if kept == 0 {
+        (covered.saturating_mul(SPAN_GROWTH), SPAN_GROWTH)
+    } else {
+        let want = (max_records as f64 * 1.25 / kept as f64).ceil() as i64;
+        (covered.saturating_mul(want), want.clamp(2, MAX_SPAN_GROWTH))
+    };
+    let span = covered.saturating_mul(growth);
+    if needed.saturating_mul(2) >= to_floor || span >= to_floor {
+        to_floor
+    } else {
+        span
+    }
+}
+
 pub async fn send_records(tx: &mpsc::Sender<Bytes>, records: &[LogRecord]) -> bool {
     for rec in records {
         if !send(tx, rec).await {
@@ -374,6 +393,19 @@ pub async fn send(tx: &mpsc::Sender<Bytes>, rec: &LogRecord) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sparse_tail_goes_to_the_floor_once_the_next_span_would_pass_half_way() {
+        // 2 records in 4 s of a 720 s window: the rate says 1,252 s, so the rest at once.
+        assert_eq!(next_span(4, 2, 500, 720), 720);
+        // Dense: 14 records in 4 s grow by 16 (45 wanted), far from the floor.
+        assert_eq!(next_span(4, 14, 500, 7200), 64);
+        // Nothing yet: grow by 8, unless that is past half-way.
+        assert_eq!(next_span(4, 0, 500, 7200), 32);
+        assert_eq!(next_span(4, 0, 500, 60), 60);
+        // Almost enough: at least double.
+        assert_eq!(next_span(100, 499, 500, 100_000), 200);
+    }
 
     #[test]
     fn the_floor_is_the_later_of_start_and_creation_less_the_skew() {
