@@ -63,7 +63,7 @@ pub async fn follow(
     tx: &mpsc::Sender<Bytes>,
 ) -> Result<End, ApiError> {
     if finished {
-        return Ok(match send_history(source, &history, tx).await? {
+        return Ok(match Box::pin(send_history(source, &history, tx)).await? {
             Some(_) => End::Finished,
             None => End::Left,
         });
@@ -77,8 +77,10 @@ pub async fn follow(
     let queue = &sub.queue;
     // A follower that falls behind while its history is sent ends there:
     // its client resumes after the last record it got.
+    // Boxed: the history's read state is freed once it is sent, instead of
+    // staying in the follow's task for as long as it is live.
     let sent = tokio::select! {
-        sent = send_history(source, &history, tx) => sent?,
+        sent = Box::pin(send_history(source, &history, tx)) => sent?,
         () = queue.dropped() => {
             return Ok(match queue.take_end() {
                 Some(line) => End::Final(line),

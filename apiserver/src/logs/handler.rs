@@ -206,11 +206,13 @@ pub async fn serve(
     follower: Option<(Slot, Caller)>,
 ) -> Result<Response, ApiError> {
     let runs: Api<Run> = Api::namespaced(api.service_account.clone(), &ns);
-    let run = runs
+    let mut run = runs
         .get_opt(&name)
         .await
         .map_err(|e| from_kube(&e, &format!("reading run {ns}/{name}")))?
         .ok_or_else(|| run_not_found(&ns, &name))?;
+    // A follow keeps its Run for as long as it lives; not the field history.
+    run.metadata.managed_fields = None;
     let pods: Api<Pod> = Api::namespaced(api.service_account.clone(), &ns);
     if !query.follow {
         let Some((pod, _)) = run.assignment() else {
@@ -371,7 +373,9 @@ async fn follow(
     let run = if run.assignment().is_some() {
         run
     } else {
-        match wait_for_assignment(&runs, &run, tx).await {
+        // Boxed here and below: a follow's task keeps its largest state for
+        // as long as it lives, and these only run before it goes live.
+        match Box::pin(wait_for_assignment(&runs, &run, tx)).await {
             Waited::Assigned(run) => run,
             Waited::Left => return Ok(None),
             Waited::Finished(run) => return Ok(Some(run_finished_line(run.phase()))),
@@ -384,7 +388,7 @@ async fn follow(
             }
         }
     };
-    check_pod(&pods, &run).await?;
+    Box::pin(check_pod(&pods, &run)).await?;
     let Some((pod, _)) = run.assignment() else {
         return Ok(None);
     };
@@ -417,7 +421,7 @@ async fn follow(
             // A read of the Pod log failed: 404 when the Pod went, else 503
             // (the container not started, kube-apiserver or the kubelet
             // failing): the client reconnects with sinceCursor.
-            check_pod(&pods, &run).await?;
+            Box::pin(check_pod(&pods, &run)).await?;
             return Err(reconnect(&error));
         }
     };

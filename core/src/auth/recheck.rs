@@ -60,7 +60,9 @@ impl Recheck {
                 () = tokio::time::sleep(interval) => {}
             }
             let current = match &caller.token {
-                Some(token) => match self.tokens.review(token.clone()).await {
+                // Boxed: held by every long-lived stream, the review's state
+                // is allocated only while a recheck runs.
+                Some(token) => match Box::pin(self.tokens.review(token.clone())).await {
                     Ok(c) if c.user == caller.user => c,
                     Ok(_) | Err(AuthError::InvalidToken) => return Revoked::Unauthenticated,
                     Err(error) => {
@@ -70,7 +72,7 @@ impl Recheck {
                 },
                 None => caller.clone(),
             };
-            match self.access.check(&current, attrs).await {
+            match Box::pin(self.access.check(&current, attrs)).await {
                 Ok(Decision::Allowed) => {}
                 Ok(Decision::Denied(_)) => {
                     return Revoked::Forbidden {
