@@ -125,6 +125,33 @@ test('logs: Load older pages back before the loaded tail until the Run start', a
   await close(page);
 });
 
+test('logs: the "Load older" bar covers no line of a short log, nor of a long one at its top', async (browser) => {
+  const name = 'e2e-log-older-bar';
+  await finishedRun(name, Array.from({ length: 30 }, (_, i) => `line ${i + 1}`));
+  const page = await newPage(browser);
+  try {
+    await login(page, env.viewer, 'viewer');
+    const logs = await openLogs(page, name);
+    for (const tail of [3, 5, 6, 8, 20]) {
+      await logs.getByLabel('Tail').fill(String(tail));
+      await logs.getByRole('button', { name: 'Load', exact: true }).click();
+      await eventually(`a ${tail}-line tail`, async () => (await logs.locator('.log-line').count()) === tail);
+      await logs.locator('.log-older').waitFor();
+      // A long log scrolls under the (sticky) bar: at its top, the bar is above the first line.
+      if (tail > 10) await logs.locator('.log-scroll').evaluate((e) => (e.scrollTop = 0));
+      await page.waitForTimeout(100);
+      const bar = await logs.locator('.log-older').boundingBox();
+      const under = await logs
+        .locator('.log-line .ln')
+        .evaluateAll((els, b) => els.map((e) => e.getBoundingClientRect()).filter((r) => r.top < b.y + b.height && r.bottom > b.y).length, bar);
+      assert(under === 0, `with ${tail} lines, "Load older" covers ${under} line(s)`);
+    }
+  } finally {
+    deleteRun(NS, name);
+    await close(page);
+  }
+});
+
 test('logs: search covers everything loaded; only matching lines; download has every loaded line', async (browser) => {
   const page = await newPage(browser);
   await login(page, env.viewer, 'viewer');

@@ -32,6 +32,8 @@ import { Forbidden } from './States';
 const ROW_HEIGHT = 20;
 /** The log area shrinks to short logs, down to this height. */
 const MIN_HEIGHT = 120;
+/** Height of the "Load older" bar above the first line (a small button and its padding). */
+const OLDER_BAR_HEIGHT = 40;
 
 export interface LogViewerProps {
   /** Name of the Run, for the log's accessible name. */
@@ -68,6 +70,8 @@ export function LogViewer({ run, log, assignedPod, onlyMatching = false, toolbar
   const rows = useMemo(() => (onlyMatching ? [...search.lines].sort((a, b) => a - b) : null), [onlyMatching, search.lines]);
   const count = rows ? rows.length : total;
   const lineAt = (row: number) => (rows ? rows[row]! : row);
+  // "Load older" sits above the first line; the box grows by its height so it covers no line.
+  const showOlder = (older.available || older.loading || older.error != null) && !rows && count > 0;
   const rowOf = (line: number) => (rows ? rows.indexOf(line) : line);
 
   const scrollRef = useRef<HTMLDivElement>(null);
@@ -237,14 +241,14 @@ export function LogViewer({ run, log, assignedPod, onlyMatching = false, toolbar
         ref={scrollRef}
         hidden={(status === 'error' || awaitingPod) && count === 0}
         className="log-scroll"
-        style={{ maxHeight: height, height: wrap ? height : Math.max(MIN_HEIGHT, count * ROW_HEIGHT + 14) }}
+        style={{ maxHeight: height, height: wrap ? height : Math.max(MIN_HEIGHT, count * ROW_HEIGHT + 14 + (showOlder ? OLDER_BAR_HEIGHT : 0)) }}
         onScroll={onScroll}
         tabIndex={0}
         role="log"
         aria-live="off"
         aria-label={`Log of Run ${run}`}
       >
-        {(older.available || older.loading || older.error != null) && !rows && count > 0 && (
+        {showOlder && (
           <div className="log-older">
             <button type="button" className="button small" onClick={log.loadOlder} disabled={older.loading}>
               {older.loading ? 'Loading older lines…' : 'Load older'}
