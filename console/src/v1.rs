@@ -27,6 +27,7 @@ use kruntimes_core::lifecycle::Lifecycle;
 use kruntimes_core::limit::{CapReached, Caps, Slot};
 use kruntimes_core::names::{is_dns1123_label, is_dns1123_subdomain};
 use kruntimes_core::routes::{self, Route};
+use kruntimes_core::workers::PerThread;
 use rustls::ClientConfig;
 
 use self::gateway::{GatewayResolver, GatewayTarget};
@@ -60,7 +61,9 @@ pub struct V1State {
     pub gateways: GatewayResolver,
     pub access: AccessReview,
     pub tls: Arc<ClientConfig>,
-    pub http: HyperClient<hyper_rustls::HttpsConnector<HttpConnector>, Body>,
+    /// The gateway client of each connection thread (its pooled connections
+    /// live on that thread), and one for the main runtime.
+    pub http: PerThread<HyperClient<hyper_rustls::HttpsConnector<HttpConnector>, Body>>,
     pub bounds: AccessBounds,
     /// Concurrent invokes and operations sockets, in total and per caller.
     pub calls: Arc<Caps>,
@@ -79,6 +82,7 @@ impl V1State {
         bounds: AccessBounds,
         calls: Arc<Caps>,
         recheck: Recheck,
+        threads: usize,
     ) -> Self {
         let mut http = HttpConnector::new();
         http.enforce_http(false);
@@ -92,11 +96,13 @@ impl V1State {
             .https_only()
             .enable_http1()
             .wrap_connector(http);
-        let client = HyperClient::builder(hyper_util::rt::TokioExecutor::new())
-            // Never re-send a request once it may have reached the gateway.
-            .retry_canceled_requests(false)
-            .pool_idle_timeout(Duration::from_secs(60))
-            .build(https);
+        let client = PerThread::new(threads, || {
+            HyperClient::builder(hyper_util::rt::TokioExecutor::new())
+                // Never re-send a request once it may have reached the gateway.
+                .retry_canceled_requests(false)
+                .pool_idle_timeout(Duration::from_secs(60))
+                .build(https.clone())
+        });
         Self {
             runs,
             gateways,
@@ -475,7 +481,7 @@ async fn forward_invoke(
         .body(Body::from(body))
         .map_err(|e| ConsoleError::internal(e.to_string()))?;
     *upstream.headers_mut() = headers;
-    let resp = tokio::time::timeout(state.bounds.total_timeout, state.http.request(upstream))
+    let resp = tokio::time::timeout(state.bounds.total_timeout, state.http.get().request(upstream))
         .await
         .map_err(|_| {
             ConsoleError::new(
