@@ -201,6 +201,13 @@ pub struct Args {
     #[arg(long, default_value_t = 4096)]
     pub max_connections: usize,
 
+    /// Threads serving the Console listener's connections, each with its own
+    /// event loop, so a `/v1` call and its gateway connection stay on one
+    /// thread; 0 serves them on the main runtime's workers. Default: the
+    /// number of CPUs the process may use.
+    #[arg(long)]
+    pub console_threads: Option<usize>,
+
     /// Open connections from one peer IP address on the Console and admin
     /// listeners; more are closed right after accept.
     #[arg(long, default_value_t = 256)]

@@ -16,6 +16,7 @@ use kruntimes_core::metrics::Metrics;
 use kruntimes_core::ready::Readiness;
 use kruntimes_core::serve::serve_tls;
 use kruntimes_core::tls::{ClientRoots, DynamicClientVerifier, ReloadingCert, server_config};
+use kruntimes_core::workers::Workers;
 use tokio::net::TcpListener;
 
 use crate::args::Args;
@@ -96,6 +97,7 @@ pub struct Built {
     metrics: Metrics,
     lifecycle: Lifecycle,
     readiness: Readiness,
+    console_threads: Option<Workers>,
 }
 
 /// Builds every component; watches (the authentication ConfigMap, the `/v1`
@@ -225,6 +227,15 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
         args.gateway_client_cert.as_deref(),
         args.gateway_client_key.as_deref(),
     )?;
+    let console_threads = match args
+        .console_threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    {
+        0 => None,
+        n => Some(
+            Workers::start(n, "console-conn").context("--console-threads: cannot start threads")?,
+        ),
+    };
     let run_cache = v1::runs::RunCache::start(sa.clone());
     readiness.add("the /v1 Run cache", {
         let run_cache = run_cache.clone();
@@ -254,6 +265,7 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
             ),
             recheck,
         )
+        .with_threads(console_threads.as_ref().map_or(0, Workers::len))
         .with_lifecycle(lifecycle.clone()),
     );
     let console_router = router::router(console_state, v1::router(v1_state), args.max_header_bytes);
@@ -265,6 +277,7 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
         metrics,
         lifecycle,
         readiness,
+        console_threads,
     })
 }
 
@@ -309,6 +322,7 @@ pub async fn serve(args: &Args, built: Built, bound: Bound) {
         metrics,
         lifecycle,
         readiness,
+        console_threads,
     } = built;
     let stopping = || {
         let lifecycle = lifecycle.clone();
@@ -324,6 +338,7 @@ pub async fn serve(args: &Args, built: Built, bound: Bound) {
         "console",
         metrics.clone(),
         stopping(),
+        console_threads,
     ));
     let api_task = tokio::spawn(serve_tls(
         bound.api,
@@ -333,6 +348,7 @@ pub async fn serve(args: &Args, built: Built, bound: Bound) {
         "apiserver",
         metrics.clone(),
         stopping(),
+        None,
     ));
     // The admin listener answers probes and metrics until the very end.
     let (admin_stop, admin_stopped) = tokio::sync::oneshot::channel::<()>();

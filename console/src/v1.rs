@@ -27,6 +27,7 @@ use kruntimes_core::lifecycle::Lifecycle;
 use kruntimes_core::limit::{CapReached, Caps, Slot};
 use kruntimes_core::names::{is_dns1123_label, is_dns1123_subdomain};
 use kruntimes_core::routes::{self, Route};
+use kruntimes_core::workers::PerThread;
 use rustls::ClientConfig;
 
 use self::gateway::{GatewayResolver, GatewayTarget};
@@ -60,7 +61,9 @@ pub struct V1State {
     pub gateways: GatewayResolver,
     pub access: AccessReview,
     pub tls: Arc<ClientConfig>,
-    pub http: HyperClient<hyper_rustls::HttpsConnector<HttpConnector>, Body>,
+    /// The gateway client of each connection thread (its pooled connections
+    /// live on that thread), and one for the main runtime.
+    pub http: PerThread<HyperClient<hyper_rustls::HttpsConnector<HttpConnector>, Body>>,
     pub bounds: AccessBounds,
     /// Concurrent invokes and operations sockets, in total and per caller.
     pub calls: Arc<Caps>,
@@ -80,29 +83,13 @@ impl V1State {
         calls: Arc<Caps>,
         recheck: Recheck,
     ) -> Self {
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        http.set_nodelay(true);
-        http.set_connect_timeout(Some(bounds.connect_timeout));
-        let mut http_tls = (*tls).clone();
-        // The connector sets ALPN itself (HTTP/1.1 only: no retries, upgrades stay possible).
-        http_tls.alpn_protocols.clear();
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(http_tls)
-            .https_only()
-            .enable_http1()
-            .wrap_connector(http);
-        let client = HyperClient::builder(hyper_util::rt::TokioExecutor::new())
-            // Never re-send a request once it may have reached the gateway.
-            .retry_canceled_requests(false)
-            .pool_idle_timeout(Duration::from_secs(60))
-            .build(https);
+        let http = PerThread::new(0, || gateway_client(&tls, &bounds));
         Self {
             runs,
             gateways,
             access,
             tls,
-            http: client,
+            http,
             bounds,
             calls,
             recheck,
@@ -110,11 +97,41 @@ impl V1State {
         }
     }
 
+    /// One gateway client per connection thread (`threads` of them) besides the main one.
+    pub fn with_threads(mut self, threads: usize) -> Self {
+        self.http = PerThread::new(threads, || gateway_client(&self.tls, &self.bounds));
+        self
+    }
+
     /// Operation sockets close when `lifecycle` stops.
     pub fn with_lifecycle(mut self, lifecycle: Lifecycle) -> Self {
         self.lifecycle = lifecycle;
         self
     }
+}
+
+/// A client for the Runtime gateways: HTTPS only, HTTP/1.1, never retried.
+fn gateway_client(
+    tls: &ClientConfig,
+    bounds: &AccessBounds,
+) -> HyperClient<hyper_rustls::HttpsConnector<HttpConnector>, Body> {
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    http.set_nodelay(true);
+    http.set_connect_timeout(Some(bounds.connect_timeout));
+    let mut http_tls = tls.clone();
+    // The connector sets ALPN itself (HTTP/1.1 only: no retries, upgrades stay possible).
+    http_tls.alpn_protocols.clear();
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(http_tls)
+        .https_only()
+        .enable_http1()
+        .wrap_connector(http);
+    HyperClient::builder(hyper_util::rt::TokioExecutor::new())
+        // Never re-send a request once it may have reached the gateway.
+        .retry_canceled_requests(false)
+        .pool_idle_timeout(Duration::from_secs(60))
+        .build(https)
 }
 
 /// The `/v1` routes; every one is counted as `v1`.
@@ -475,16 +492,19 @@ async fn forward_invoke(
         .body(Body::from(body))
         .map_err(|e| ConsoleError::internal(e.to_string()))?;
     *upstream.headers_mut() = headers;
-    let resp = tokio::time::timeout(state.bounds.total_timeout, state.http.request(upstream))
-        .await
-        .map_err(|_| {
-            ConsoleError::new(
-                StatusCode::GATEWAY_TIMEOUT,
-                "Timeout",
-                "the Runtime gateway did not answer in time",
-            )
-        })?
-        .map_err(|e| unreachable(&target, &e))?;
+    let resp = tokio::time::timeout(
+        state.bounds.total_timeout,
+        state.http.get().request(upstream),
+    )
+    .await
+    .map_err(|_| {
+        ConsoleError::new(
+            StatusCode::GATEWAY_TIMEOUT,
+            "Timeout",
+            "the Runtime gateway did not answer in time",
+        )
+    })?
+    .map_err(|e| unreachable(&target, &e))?;
     relay_response(resp, inv, state.bounds.max_response_bytes, slot)
 }
 

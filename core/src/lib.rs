@@ -22,3 +22,4 @@ pub mod serve;
 pub mod status;
 pub mod tls;
 pub mod ttlmap;
+pub mod workers;

@@ -32,6 +32,7 @@ use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
 use crate::metrics::{ConnRefusalLabels, ListenerLabels, Metrics};
+use crate::workers::Workers;
 
 /// The certificate chain the client presented during the handshake (empty when none).
 #[derive(Clone, Debug, Default)]
@@ -220,7 +221,9 @@ impl http_body::Body for TrackedBody {
 }
 
 /// Accepts TLS connections on `listener` and serves `router` on each until
-/// `shutdown` resolves; open connections then finish gracefully.
+/// `shutdown` resolves; open connections then finish gracefully. With
+/// `workers`, each connection is served on one of those threads.
+#[allow(clippy::too_many_arguments)]
 pub async fn serve_tls(
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
@@ -229,6 +232,7 @@ pub async fn serve_tls(
     name: &'static str,
     metrics: Metrics,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    workers: Option<Workers>,
 ) {
     serve(
         listener,
@@ -238,6 +242,7 @@ pub async fn serve_tls(
         name,
         metrics,
         shutdown,
+        workers,
     )
     .await
 }
@@ -251,9 +256,13 @@ pub async fn serve_plain(
     metrics: Metrics,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
-    serve(listener, None, router, limits, name, metrics, shutdown).await
+    serve(
+        listener, None, router, limits, name, metrics, shutdown, None,
+    )
+    .await
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn serve(
     listener: TcpListener,
     acceptor: Option<TlsAcceptor>,
@@ -262,6 +271,7 @@ async fn serve(
     name: &'static str,
     metrics: Metrics,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    workers: Option<Workers>,
 ) {
     let gate = ConnGate::new(limits.max_connections, limits.max_connections_per_peer);
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -305,7 +315,7 @@ async fn serve(
         let stop = stop_rx.clone();
         let alive = alive_tx.clone();
         let open = open.clone();
-        tokio::spawn(async move {
+        let connection = async move {
             let _permit = permit;
             let _alive = alive;
             open.inc();
@@ -349,7 +359,11 @@ async fn serve(
                 }
             }
             open.dec();
-        });
+        };
+        match &workers {
+            Some(w) => w.spawn(connection),
+            None => drop(tokio::spawn(connection)),
+        }
     }
     drop(alive_tx);
     let _ = stop_tx.send(true);
