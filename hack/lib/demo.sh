@@ -79,6 +79,12 @@ demo_run_status() {
 	start=$(K -n "$ns" get run "$name" -o jsonpath='{.status.startTime}')
 	# A Run starts once it exists: at its creation (reads of its log begin there).
 	[[ -n $start ]] || start=$(K -n "$ns" get run "$name" -o jsonpath='{.metadata.creationTimestamp}')
+	# A finished Run completes after it started (at the first seed; a later
+	# seed keeps that time): @done@ in the extra fields.
+	local finished
+	finished=$(K -n "$ns" get run "$name" -o jsonpath='{.status.completionTime}')
+	[[ -n $finished ]] || finished=$now
+	extra=${extra//@done@/$finished}
 	if [[ -n "$pod" ]]; then
 		local puid
 		puid=$(K -n "$ns" get pod "$pod" -o jsonpath='{.metadata.uid}')
@@ -101,8 +107,6 @@ demo_seed() {
 	demo_pod $ns bash-pool-0 bash
 	demo_pod $ns bash-pool-1 bash
 	demo_pod $ns python-pool-0 python
-	local done_at
-	done_at=$(date -u +%FT%TZ)
 	demo_run $ns build-pending bash task Pending
 	demo_run $ns build-scheduled bash task Scheduled bash-pool-1
 	demo_run $ns build-running bash task Running bash-pool-0
@@ -110,11 +114,11 @@ demo_seed() {
 	demo_run $ns resize-function python function Ready python-pool-0
 	demo_run $ns shell-session bash session Ready bash-pool-1
 	demo_run $ns test-succeeded bash task Succeeded bash-pool-0 \
-		"\"completionTime\":\"$done_at\",\"outputs\":{\"result\":\"42 tests passed\",\"coverage\":\"87%\"},\"artifactRefs\":[{\"name\":\"junit\",\"driver\":\"s3\",\"type\":\"report\",\"location\":\"s3://demo-artifacts/team-a/test-succeeded/junit.xml\",\"sizeBytes\":18231,\"digest\":\"sha256:3f1d0c9a5b7e2d4f6a8c0e1b3d5f7a9c2e4b6d8f0a1c3e5b7d9f1a2c4e6b8d0f\",\"contentType\":\"application/xml\",\"createdAt\":\"$done_at\"}]"
+		"\"completionTime\":\"@done@\",\"outputs\":{\"result\":\"42 tests passed\",\"coverage\":\"87%\"},\"artifactRefs\":[{\"name\":\"junit\",\"driver\":\"s3\",\"type\":\"report\",\"location\":\"s3://demo-artifacts/team-a/test-succeeded/junit.xml\",\"sizeBytes\":18231,\"digest\":\"sha256:3f1d0c9a5b7e2d4f6a8c0e1b3d5f7a9c2e4b6d8f0a1c3e5b7d9f1a2c4e6b8d0f\",\"contentType\":\"application/xml\",\"createdAt\":\"@done@\"}]"
 	demo_run $ns lint-failed bash task Failed bash-pool-1 \
-		"\"completionTime\":\"$done_at\",\"message\":\"exit code 2\",\"outputs\":{\"result\":\"3 lint errors\"}"
-	demo_run $ns slow-timeout python task Timeout python-pool-0 "\"completionTime\":\"$done_at\",\"message\":\"exceeded the 10m timeout\""
-	demo_run $ns deploy-cancelled bash task Cancelled bash-pool-0 "\"completionTime\":\"$done_at\",\"message\":\"cancelled by operator\""
+		"\"completionTime\":\"@done@\",\"message\":\"exit code 2\",\"outputs\":{\"result\":\"3 lint errors\"}"
+	demo_run $ns slow-timeout python task Timeout python-pool-0 "\"completionTime\":\"@done@\",\"message\":\"exceeded the 10m timeout\""
+	demo_run $ns deploy-cancelled bash task Cancelled bash-pool-0 "\"completionTime\":\"@done@\",\"message\":\"cancelled by operator\""
 	demo_workflows $ns
 	demo_seed_logs $ns
 }
