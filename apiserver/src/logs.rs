@@ -7,6 +7,7 @@ pub mod filter;
 pub mod follow;
 pub mod handler;
 pub mod lines;
+pub mod outbox;
 pub mod params;
 pub mod reader;
 pub mod runwatch;

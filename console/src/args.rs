@@ -118,6 +118,12 @@ pub struct Args {
     #[arg(long, default_value_t = 16 << 10)]
     pub max_header_bytes: usize,
 
+    /// Idle connections to kube-apiserver kept for reuse, for the Console's
+    /// own identity and for callers' reads each; a burst of concurrent reads
+    /// (e.g. many follows opening) closes the rest when it is over.
+    #[arg(long, default_value_t = 128)]
+    pub kube_idle_connections: usize,
+
     /// PEM CA bundle that verifies Runtime gateways' serving certificates.
     #[arg(long)]
     pub gateway_ca_file: Option<PathBuf>,
@@ -260,6 +266,13 @@ pub struct Args {
     /// that does not read; then the answer is closed.
     #[arg(long, default_value = "10s")]
     pub log_follower_final_timeout: DurationArg,
+
+    /// Reads of Pod logs (tails and follows' histories) open at once; more
+    /// wait for a place. Each holds a connection to kube-apiserver and its
+    /// buffers while it reads; a history streamed to a client that reads
+    /// nothing for --log-follower-final-timeout gives its place up.
+    #[arg(long, default_value_t = kruntimes_apiserver::logs::handler::DEFAULT_MAX_CONCURRENT_READS)]
+    pub log_max_concurrent_reads: usize,
     /// Open /api watch streams (live lists and details) in total; each holds
     /// one Kubernetes watch per kind it follows. More get 429 with Retry-After.
     #[arg(long, default_value_t = 512)]
@@ -307,6 +320,7 @@ impl Args {
             follower_buffer_records: self.log_follower_buffer_records,
             follower_buffer_bytes: self.log_follower_buffer_bytes,
             follower_final_timeout: self.log_follower_final_timeout.into(),
+            max_concurrent_reads: self.log_max_concurrent_reads,
         }
     }
 
@@ -319,6 +333,7 @@ impl Args {
             ("--max-connections", self.max_connections),
             ("--max-follows", self.max_follows),
             ("--max-follows-per-caller", self.max_follows_per_caller),
+            ("--log-max-concurrent-reads", self.log_max_concurrent_reads),
             ("--max-watches", self.max_watches),
             ("--max-watches-per-caller", self.max_watches_per_caller),
             (

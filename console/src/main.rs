@@ -6,10 +6,19 @@ use clap::Parser;
 /// mimalloc: a proxied `/v1` call costs ~25% less CPU than with glibc's
 /// allocator. Its arenas are committed lazily (`.cargo/config.toml`), which
 /// keeps idle memory where glibc's was.
+#[cfg(not(feature = "heap-profile"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// `--features heap-profile`: every allocation recorded with its stack.
+#[cfg(feature = "heap-profile")]
+#[global_allocator]
+static ALLOCATOR: dhat::Alloc = dhat::Alloc;
+
 fn main() -> anyhow::Result<()> {
+    // Written to dhat-heap.json when main returns (after a graceful stop).
+    #[cfg(feature = "heap-profile")]
+    let _profiler = dhat::Profiler::new_heap();
     // One crypto provider for every rustls user in the process.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();

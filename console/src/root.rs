@@ -108,7 +108,8 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
     let lifecycle = Lifecycle::default();
     let readiness = Readiness::default();
     let sa_config = service_account_config(args.kubeconfig.as_deref()).await?;
-    let sa = kube::Client::try_from(sa_config.clone()).context("building the Kubernetes client")?;
+    let sa = clients::service_account(&sa_config, args.kube_idle_connections)
+        .context("building the Kubernetes client")?;
     let tokens = TokenReviewer::new(
         sa.clone(),
         args.authentication_cache_ttl.into(),
@@ -168,6 +169,7 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
         limits: args.log_limits(),
         fanout: LogApi::fanout(&metrics, &args.log_limits()),
         run_watch: kruntimes_apiserver::logs::runwatch::RunWatch::new(sa.clone()),
+        reads: LogApi::reads(&args.log_limits()),
     });
     let api_router = kruntimes_apiserver::server::router(log_api, api_authn, Some(request_header));
 
@@ -207,7 +209,7 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
         authn: Authenticator::new(console_verifier, None, tokens.clone()),
         access: access.clone(),
         sealer,
-        users: clients::UserClients::new(sa_config.clone())?,
+        users: clients::UserClients::new(sa_config.clone(), args.kube_idle_connections)?,
         service_account: sa.clone(),
         public_read: args.public_read,
         metrics: metrics.clone(),

@@ -797,3 +797,179 @@ async fn open_streams_end_when_access_is_revoked() {
     }
     fx.delete_pod(&pod).await;
 }
+
+// ---- The Console's pools of connections to kube-apiserver.
+
+/// Established TCP connections of process `pid` to 127.0.0.1:`port`.
+fn connections_to(pid: u32, port: u16) -> usize {
+    let mut inodes = std::collections::HashSet::new();
+    for fd in std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+    {
+        if let Ok(target) = std::fs::read_link(fd.path()) {
+            let t = target.to_string_lossy();
+            if let Some(n) = t.strip_prefix("socket:[").and_then(|r| r.strip_suffix(']')) {
+                inodes.insert(n.to_owned());
+            }
+        }
+    }
+    let table = std::fs::read_to_string(format!("/proc/{pid}/net/tcp")).unwrap();
+    table
+        .lines()
+        .skip(1)
+        .filter(|row| {
+            let cols: Vec<&str> = row.split_whitespace().collect();
+            // rem_address is HEX_IP:HEX_PORT; st 01 is ESTABLISHED.
+            cols.len() > 9
+                && cols[2] == format!("0100007F:{port:04X}")
+                && cols[3] == "01"
+                && inodes.contains(cols[9])
+        })
+        .count()
+}
+
+/// Reads the tail of `run` `n` times at once on the aggregated listener:
+/// each read is a few requests to kube-apiserver with the Console's own identity.
+fn burst_of_tails(c: &ConsoleProcess, run: &str, n: usize) {
+    let path =
+        format!("/apis/logs.kruntimes.io/v1alpha1/namespaces/team-a/runs/{run}/log?tailLines=5");
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..n)
+            .map(|_| s.spawn(|| get_once(c.api_port, &path, "viewer")))
+            .collect();
+        for h in handles {
+            let (code, _, body) = h.join().unwrap();
+            assert_eq!(code, 200, "{body}");
+        }
+    });
+}
+
+/// After a burst of concurrent reads, the Console keeps at most
+/// `--kube-idle-connections` idle connections to kube-apiserver; with a
+/// large bound the same burst leaves many (so the burst did open them).
+#[tokio::test]
+async fn a_burst_of_reads_leaves_at_most_kube_idle_connections_to_kube_apiserver() {
+    let port: u16 = env()
+        .var("TESTENV_APISERVER")
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let fx = Fixtures::new("team-a").await;
+    let LoggedRun { run, pod, .. } = fx.logged_run("pooled", "a line").await;
+    let mut left = Vec::new();
+    for bound in ["1000", "2"] {
+        let (c, _dir) = console(&[&format!("--kube-idle-connections={bound}")]);
+        // Warm up: the authorization cache and the watches the Console keeps.
+        burst_of_tails(&c, &run, 1);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let before = connections_to(c.pid(), port);
+        burst_of_tails(&c, &run, 48);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let after = connections_to(c.pid(), port);
+        left.push((bound, before, after));
+    }
+    fx.delete_pod(&pod).await;
+    let (_, before, after) = left[0];
+    assert!(
+        after >= before + 6,
+        "with room for 1000 idle connections the burst left only {after} (before: {before}): it did not open several at once {left:?}"
+    );
+    let (_, before, after) = left[1];
+    assert!(
+        after <= before + 2,
+        "--kube-idle-connections=2, but {after} connections to kube-apiserver are open after the burst (before: {before}) {left:?}"
+    );
+}
+
+// ---- Pod log reads open at once.
+
+/// With `--log-max-concurrent-reads=1`, a history streamed to a client that
+/// reads nothing holds the only place until `--log-follower-final-timeout`;
+/// a tail waits for it meanwhile and is answered once it is given up.
+#[tokio::test]
+async fn pod_log_reads_wait_for_a_place_and_a_client_that_does_not_read_gives_it_up() {
+    let (c, _dir) = console(&[
+        "--log-max-concurrent-reads=1",
+        "--log-follower-final-timeout=3s",
+    ]);
+    let fx = Fixtures::new("team-a").await;
+    let big = fx.logged_run("stalled", "start").await;
+    let other = fx.logged_run("waiting", "other").await;
+    let base = "/apis/logs.kruntimes.io/v1alpha1/namespaces/team-a/runs";
+    let (code, _, body) = get_once(
+        c.api_port,
+        &format!("{base}/{}/log?tailLines=1", big.run),
+        "viewer",
+    );
+    assert_eq!(code, 200, "{body}");
+    let first: Value = serde_json::from_str(&body).unwrap();
+    let cursor = first["records"][0]["cursor"].as_str().unwrap().to_owned();
+    // ~24 MiB of history after it, more than the sockets hold, stamped
+    // right after it: older than what the Pod's shared stream starts with
+    // once the follow opens below, so it comes as history only.
+    let at: jiff::Timestamp = first["records"][0]["time"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let filler = "x".repeat(1000);
+    for batch in 0..24i64 {
+        let lines: Vec<(String, String)> = (0..1000i64)
+            .map(|i| {
+                let t = at + jiff::SignedDuration::from_micros(batch * 1000 + i + 1);
+                (
+                    t.strftime("%Y-%m-%dT%H:%M:%S%.9fZ").to_string(),
+                    runtimed_line(&big.uid, &big.run, "team-a", &big.pod, "stdout", &filler),
+                )
+            })
+            .collect();
+        fx.append_log_at(&big.pod, &lines);
+    }
+    // Past the shared stream's clock-skew margin (5 s).
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    // A follow from the first record whose client never reads (a small
+    // receive buffer: Linux would otherwise take up to 32 MiB of it).
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(64 << 10).unwrap();
+    let tcp = socket
+        .connect(([127, 0, 0, 1], c.api_port).into())
+        .await
+        .unwrap();
+    let mut stalled = tokio_rustls::TlsConnector::from(client_config(b"http/1.1"))
+        .connect(
+            rustls::pki_types::ServerName::try_from("localhost").unwrap(),
+            tcp,
+        )
+        .await
+        .unwrap();
+    let request = format!(
+        "GET {base}/{}/log?follow=true&sinceCursor={cursor} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {}\r\n\r\n",
+        big.run,
+        env().token("viewer")
+    );
+    stalled.write_all(request.as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    let (tx, rx) = mpsc::channel();
+    let port = c.api_port;
+    let path = format!("{base}/{}/log?tailLines=1", other.run);
+    let started = Instant::now();
+    std::thread::spawn(move || {
+        let _ = tx.send(get_once(port, &path, "viewer"));
+    });
+    if let Ok(r) = rx.recv_timeout(Duration::from_millis(1500)) {
+        panic!("a tail was answered while the only place was held: {r:?}");
+    }
+    let (code, _, body) = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the tail never got the place back from the client that does not read");
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains("other"), "{body}");
+    assert!(started.elapsed() >= Duration::from_millis(1500));
+    drop(stalled);
+    fx.delete_pod(&big.pod).await;
+    fx.delete_pod(&other.pod).await;
+}

@@ -414,7 +414,7 @@ async fn run_hub(
     });
     let result = read_upstream(&hub, &pods, &metrics, skew_secs).await;
     // However it ended: 404 when the Pod went or was replaced, else 503.
-    let gone = match pods.get_opt(&hub.key.name).await {
+    let gone = match pods.get_metadata_opt(&hub.key.name).await {
         Ok(Some(p)) if p.metadata.uid.as_deref() == Some(hub.key.uid.as_str()) => None,
         Ok(Some(_)) => Some(
             ApiError::not_found(format!(
@@ -493,6 +493,9 @@ async fn read_upstream(
 /// A failed read of a followed Pod log, as the follow's final line says it:
 /// 503, and what to do.
 pub fn reconnect(error: &ApiError) -> ApiError {
+    if error.reason == "FellBehind" {
+        return error.clone();
+    }
     let message = error.message.trim_end();
     if message.contains("sinceCursor") {
         return ApiError::unavailable(message);

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
+use super::outbox;
 use bytes::Bytes;
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::cursor::Cursor;
@@ -50,47 +50,87 @@ pub struct Live<S> {
     pub final_timeout: Duration,
 }
 
-/// Sends the history, then (unless the Run `finished`) every new record.
+/// A follower gone live: all it holds for as long as it is open. The
+/// history's read state, the Run and the Pod check are gone by then (a
+/// follow's task keeps its largest state for as long as it lives).
+pub struct Following {
+    sub: Subscription,
+    finished: Finished,
+    /// The newest line the history read: what is not after it was sent.
+    last: Option<Cursor>,
+    /// No line stamped before this Unix second belongs to the Run.
+    floor: i64,
+    final_timeout: Duration,
+}
+
+/// How sending the history ended.
+pub enum Started {
+    /// Live records follow.
+    Live(Following),
+    /// Nothing more to send.
+    Ended(End),
+}
+
+/// Sends the history and, unless the Run `finished`, joins the Pod's
+/// shared stream for what comes next.
 ///
-/// The follower joins the Pod's shared stream before it reads its history,
-/// so nothing written meanwhile is missed; what the history already covered
-/// (cursors up to the last line it read) is skipped.
-pub async fn follow(
+/// The follower joins the stream before it reads its history, so nothing
+/// written meanwhile is missed; what the history already covered (cursors
+/// up to the last line it read) is skipped by [`deliver`].
+pub async fn start(
     source: &LogSource,
     history: History,
     finished: bool,
     live: Live<impl FnOnce() -> Subscription>,
-    tx: &mpsc::Sender<Bytes>,
-) -> Result<End, ApiError> {
+    tx: &outbox::Sender,
+) -> Result<Started, ApiError> {
     if finished {
-        return Ok(match Box::pin(send_history(source, &history, tx)).await? {
-            Some(_) => End::Finished,
-            None => End::Left,
-        });
+        return Ok(Started::Ended(
+            match Box::pin(send_history(source, &history, tx)).await? {
+                Some(_) => End::Finished,
+                None => End::Left,
+            },
+        ));
     }
     let Live {
         subscribe,
-        mut finished,
+        finished,
         final_timeout,
     } = live;
     let sub = subscribe();
-    let queue = &sub.queue;
     // A follower that falls behind while its history is sent ends there:
     // its client resumes after the last record it got.
-    // Boxed: the history's read state is freed once it is sent, instead of
-    // staying in the follow's task for as long as it is live.
     let sent = tokio::select! {
         sent = Box::pin(send_history(source, &history, tx)) => sent?,
-        () = queue.dropped() => {
-            return Ok(match queue.take_end() {
+        () = sub.queue.dropped() => {
+            return Ok(Started::Ended(match sub.queue.take_end() {
                 Some(line) => End::Final(line),
                 None => End::Left,
-            });
+            }));
         }
     };
     let Some(last) = sent else {
-        return Ok(End::Left);
+        return Ok(Started::Ended(End::Left));
     };
+    Ok(Started::Live(Following {
+        sub,
+        finished,
+        last,
+        floor: source.floor,
+        final_timeout,
+    }))
+}
+
+/// Sends every new record of a live follower until the follow ends.
+pub async fn deliver(following: Following, tx: &outbox::Sender) -> End {
+    let Following {
+        sub,
+        mut finished,
+        last,
+        floor,
+        final_timeout,
+    } = following;
+    let queue = &sub.queue;
     let mut deadline: Option<Instant> = None;
     let mut phase: Option<String> = None;
     let mut drained = Instant::now();
@@ -103,18 +143,18 @@ pub async fn follow(
                 continue;
             }
             () = tokio::time::sleep_until(drained), if phase.is_some() => {
-                return Ok(End::FinishedAs(phase.unwrap_or_default()));
+                return End::FinishedAs(phase.unwrap_or_default());
             }
-            () = tx.closed() => return Ok(End::Left),
+            () = tx.closed() => return End::Left,
         };
         let line = match next {
             Next::Record(cursor, line) => {
-                if last.is_some_and(|l| cursor <= l) || cursor.stamp.secs < source.floor {
+                if last.is_some_and(|l| cursor <= l) || cursor.stamp.secs < floor {
                     continue;
                 }
                 line
             }
-            Next::End(line) => return Ok(End::Final(line)),
+            Next::End(line) => return End::Final(line),
         };
         // Once dropped from the stream, what is left gets `final_timeout`
         // to reach a client that does not read.
@@ -122,7 +162,7 @@ pub async fn follow(
             tokio::select! {
                 r = tx.send(line.clone()) => {
                     if r.is_err() {
-                        return Ok(End::Left);
+                        return End::Left;
                     }
                     continue;
                 }
@@ -133,7 +173,7 @@ pub async fn follow(
         }
         let at = deadline.unwrap_or_else(Instant::now);
         if !matches!(tokio::time::timeout_at(at, tx.send(line)).await, Ok(Ok(()))) {
-            return Ok(End::Left);
+            return End::Left;
         }
     }
 }
@@ -143,7 +183,7 @@ pub async fn follow(
 pub async fn send_history(
     source: &LogSource,
     history: &History,
-    tx: &mpsc::Sender<Bytes>,
+    tx: &outbox::Sender,
 ) -> Result<Option<Option<Cursor>>, ApiError> {
     if let Some(since) = history.since {
         let last = source.send_after(since, tx).await?;

@@ -3,6 +3,7 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
+use super::outbox;
 use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
@@ -14,7 +15,6 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 use serde::Serialize;
-use tokio::sync::mpsc;
 
 use super::fanout::{Fanout, PodKey, QueueLimits, reconnect};
 use super::filter::{LogRecord, RunFilter};
@@ -53,6 +53,8 @@ pub struct LogApi {
     pub fanout: Arc<Fanout>,
     /// Tells followers when their Run finishes (one watch per namespace).
     pub run_watch: Arc<RunWatch>,
+    /// Places for Pod log reads open at once (`--log-max-concurrent-reads`).
+    pub reads: Arc<tokio::sync::Semaphore>,
 }
 
 impl LogApi {
@@ -67,6 +69,13 @@ impl LogApi {
             limits.clock_skew_secs,
         )
     }
+
+    /// The places for Pod log reads of `limits`.
+    pub fn reads(limits: &LogLimits) -> Arc<tokio::sync::Semaphore> {
+        Arc::new(tokio::sync::Semaphore::new(
+            limits.max_concurrent_reads.max(1),
+        ))
+    }
 }
 
 /// Bounds of the Run-log reader.
@@ -80,8 +89,12 @@ pub struct LogLimits {
     /// Bytes of NDJSON a follower may have waiting before it is ended as fallen behind.
     pub follower_buffer_bytes: usize,
     /// How long a follow's final line may take to reach a client that does
-    /// not read before the connection is closed.
+    /// not read before the connection is closed (and how long a streamed
+    /// history line waits for one).
     pub follower_final_timeout: std::time::Duration,
+    /// Reads of Pod logs (tails, histories) open at once in the process;
+    /// more wait for a place.
+    pub max_concurrent_reads: usize,
 }
 
 impl Default for LogLimits {
@@ -91,12 +104,15 @@ impl Default for LogLimits {
             follower_buffer_records: DEFAULT_FOLLOWER_BUFFER_RECORDS,
             follower_buffer_bytes: DEFAULT_FOLLOWER_BUFFER_BYTES,
             follower_final_timeout: std::time::Duration::from_secs(10),
+            max_concurrent_reads: DEFAULT_MAX_CONCURRENT_READS,
         }
     }
 }
 
 /// Default of `--log-follower-buffer-records`.
 pub const DEFAULT_FOLLOWER_BUFFER_RECORDS: usize = 256;
+/// Default of `--log-max-concurrent-reads`.
+pub const DEFAULT_MAX_CONCURRENT_READS: usize = 32;
 /// Default of `--log-follower-buffer-bytes`.
 pub const DEFAULT_FOLLOWER_BUFFER_BYTES: usize = 256 << 10;
 
@@ -251,47 +267,64 @@ pub async fn serve(
     if run.assignment().is_some() {
         check_pod(&pods, &run).await?;
     }
-    let (tx, rx) = mpsc::channel::<Bytes>(16);
-    let metrics = api.metrics.clone();
-    tokio::spawn(async move {
+    let (tx, rx) = outbox::channel(16);
+    // What a follow's task captures stays in it for as long as it lives
+    // (moved out or not): only small values and one box it frees once live.
+    let open = api.metrics.follow_opened();
+    let shared = api.clone();
+    let grace = api.limits.follower_final_timeout;
+    let attrs = log_attributes(&ns, &name);
+    let start = Box::new(StartArgs {
+        api,
+        runs,
+        pods,
+        run,
+        query,
+    });
+    let task = async move {
         // The follow's place is freed however the follow ends.
-        let (_slot, caller) = match follower {
-            Some((slot, caller)) => (Some(slot), Some(caller)),
-            None => (None, None),
-        };
-        let _open = metrics.follow_opened();
-        let recheck = api.recheck.clone();
-        let attrs = log_attributes(&ns, &name);
+        let _open = open;
+        let caller = follower.as_ref().map(|(_slot, caller)| caller);
         let revoked = async {
-            match &caller {
-                Some(c) => recheck.revoked(c, &attrs).await,
+            match caller {
+                Some(c) => shared.recheck.revoked(c, &attrs).await,
                 None => std::future::pending().await,
             }
         };
-        let lifecycle = api.lifecycle.clone();
-        let _stream = lifecycle.track();
-        let grace = api.limits.follower_final_timeout;
+        let _stream = shared.lifecycle.track();
+        // Getting live (the Run, the Pod check, the history read) is boxed
+        // and freed on the way.
+        let followed = async {
+            match Box::pin(start_follow(start, &tx)).await? {
+                Begun::Done(line) => Ok::<_, ApiError>(line),
+                Begun::Live(following, phase) => Ok(final_of(
+                    super::follow::deliver(following, &tx).await,
+                    &phase,
+                )),
+            }
+        };
         tokio::select! {
-            res = follow(api, runs, pods, run, query, &tx) => {
+            res = followed => {
                 match res {
                     Ok(None) => {}
                     Ok(Some(line)) => final_line(&tx, line, grace).await,
                     Err(error) => {
-                        tracing::debug!(%error, namespace = %ns, run = %name, "follow ended");
+                        tracing::debug!(%error, namespace = %attrs.namespace, run = attrs.name.as_deref().unwrap_or_default(), "follow ended");
                         final_line(&tx, error.status_line(), grace).await;
                     }
                 }
             }
             why = revoked => {
-                tracing::info!(reason = %why, namespace = %ns, run = %name, "ending a follow whose access ended");
+                tracing::info!(reason = %why, namespace = %attrs.namespace, run = attrs.name.as_deref().unwrap_or_default(), "ending a follow whose access ended");
                 let status = why.to_api_error();
                 final_line(&tx, status.status_line(), grace).await;
             }
-            () = lifecycle.stopping() => {
+            () = shared.lifecycle.stopping() => {
                 final_line(&tx, ApiError::shutting_down().status_line(), grace).await;
             }
         }
-    });
+    };
+    tokio::spawn(task);
     let body = futures::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|b| (Ok::<_, Infallible>(b), rx))
     });
@@ -318,6 +351,8 @@ fn source_for(api: &LogApi, pods: Api<Pod>, run: &Run, pod: &str, query: &LogQue
         ),
         until: until_of(run.is_terminal().then(|| run.completion_time()).flatten()),
         metrics: api.metrics.clone(),
+        reads: api.reads.clone(),
+        send_timeout: api.limits.follower_final_timeout,
     }
 }
 
@@ -342,8 +377,9 @@ async fn check_pod(pods: &Api<Pod>, run: &Run) -> Result<(), ApiError> {
     };
     let name = run.metadata.name.as_deref().unwrap_or_default();
     check_assigned_pod(run, pod)?;
+    // Its metadata is all it takes (not the whole Pod, parsed per follow).
     let live = pods
-        .get_opt(pod)
+        .get_metadata_opt(pod)
         .await
         .map_err(|e| from_kube(&e, &format!("reading pod {pod}")))?
         .ok_or_else(|| {
@@ -361,24 +397,50 @@ async fn check_pod(pods: &Api<Pod>, run: &Run) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Follows the Run; the final line to send, if any (`None` when the caller left).
-async fn follow(
+/// How a follow's start ended.
+enum Begun {
+    /// Live, for a Run in this phase.
+    Live(super::follow::Following, String),
+    /// Over: the final line to send, if any (`None` when the caller left).
+    Done(Option<Bytes>),
+}
+
+/// The final line of a follow that ended so (`phase`: the Run's when it started).
+fn final_of(end: End, phase: &str) -> Option<Bytes> {
+    match end {
+        End::Left => None,
+        End::Final(line) => Some(line),
+        End::Finished => Some(run_finished_line(phase)),
+        End::FinishedAs(phase) => Some(run_finished_line(&phase)),
+    }
+}
+
+/// What starting a follow needs.
+struct StartArgs {
     api: Arc<LogApi>,
     runs: Api<Run>,
     pods: Api<Pod>,
     run: Run,
     query: LogQuery,
-    tx: &mpsc::Sender<Bytes>,
-) -> Result<Option<Bytes>, ApiError> {
+}
+
+/// Waits for the Run's assignment, checks its Pod, sends its history and
+/// joins the Pod's shared stream.
+async fn start_follow(args: Box<StartArgs>, tx: &outbox::Sender) -> Result<Begun, ApiError> {
+    let StartArgs {
+        api,
+        runs,
+        pods,
+        run,
+        query,
+    } = *args;
     let run = if run.assignment().is_some() {
         run
     } else {
-        // Boxed here and below: a follow's task keeps its largest state for
-        // as long as it lives, and these only run before it goes live.
         match Box::pin(wait_for_assignment(&runs, &run, tx)).await {
             Waited::Assigned(run) => run,
-            Waited::Left => return Ok(None),
-            Waited::Finished(run) => return Ok(Some(run_finished_line(run.phase()))),
+            Waited::Left => return Ok(Begun::Done(None)),
+            Waited::Finished(run) => return Ok(Begun::Done(Some(run_finished_line(run.phase())))),
             Waited::Gone => {
                 let name = run.metadata.name.as_deref().unwrap_or_default();
                 return Err(ApiError::not_found(format!(
@@ -388,18 +450,15 @@ async fn follow(
             }
         }
     };
-    Box::pin(check_pod(&pods, &run)).await?;
-    let Some((pod, _)) = run.assignment() else {
-        return Ok(None);
+    check_pod(&pods, &run).await?;
+    let Some((pod, pod_uid)) = run.assignment() else {
+        return Ok(Begun::Done(None));
     };
     let key_ns = run.metadata.namespace.clone().unwrap_or_default();
     let key = PodKey {
         namespace: key_ns.clone(),
         name: pod.to_owned(),
-        uid: run
-            .assignment()
-            .map(|(_, u)| u.to_owned())
-            .unwrap_or_default(),
+        uid: pod_uid.to_owned(),
     };
     let pod = pod.to_owned();
     let source = source_for(&api, pods.clone(), &run, &pod, &query);
@@ -415,27 +474,24 @@ async fn follow(
         finished: api.run_watch.finished(&key_ns, &uid),
         final_timeout: api.limits.follower_final_timeout,
     };
-    let ended = match super::follow::follow(&source, history, finished, live, tx).await {
-        Ok(ended) => ended,
+    match super::follow::start(&source, history, finished, live, tx).await {
+        Ok(super::follow::Started::Live(following)) => {
+            Ok(Begun::Live(following, run.phase().to_owned()))
+        }
+        Ok(super::follow::Started::Ended(end)) => Ok(Begun::Done(final_of(end, run.phase()))),
         Err(error) => {
             // A read of the Pod log failed: 404 when the Pod went, else 503
             // (the container not started, kube-apiserver or the kubelet
             // failing): the client reconnects with sinceCursor.
-            Box::pin(check_pod(&pods, &run)).await?;
-            return Err(reconnect(&error));
+            check_pod(&pods, &run).await?;
+            Err(reconnect(&error))
         }
-    };
-    match ended {
-        End::Left => Ok(None),
-        End::Final(line) => Ok(Some(line)),
-        End::Finished => Ok(Some(run_finished_line(run.phase()))),
-        End::FinishedAs(phase) => Ok(Some(run_finished_line(&phase))),
     }
 }
 
 /// Sends a follow's final line, giving up after `grace` on a client that
 /// does not read (dropping the sender then closes the answer).
-async fn final_line(tx: &mpsc::Sender<Bytes>, line: Bytes, grace: std::time::Duration) {
+async fn final_line(tx: &outbox::Sender, line: Bytes, grace: std::time::Duration) {
     let _ = tokio::time::timeout(grace, tx.send(line)).await;
 }
 
@@ -452,7 +508,7 @@ enum Waited {
 
 /// Waits until the Run is assigned, deleted or replaced, or ends unassigned,
 /// or the caller goes away.
-async fn wait_for_assignment(runs: &Api<Run>, run: &Run, tx: &mpsc::Sender<Bytes>) -> Waited {
+async fn wait_for_assignment(runs: &Api<Run>, run: &Run, tx: &outbox::Sender) -> Waited {
     let name = run.metadata.name.clone().unwrap_or_default();
     let uid = run.metadata.uid.clone();
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));

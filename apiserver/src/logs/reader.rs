@@ -15,7 +15,12 @@ use bytes::Bytes;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::LogParams;
-use tokio::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::outbox;
 
 use super::cursor::{Cursor, Sequencer, Stamp};
 use super::filter::{LogRecord, RunFilter};
@@ -47,6 +52,11 @@ pub struct LogSource {
     /// A finished Run: no line stamped at or after this Unix second belongs to it.
     pub until: Option<i64>,
     pub metrics: Metrics,
+    /// Reads of Pod logs open at once in the process (each holds a
+    /// connection to kube-apiserver and its buffers while it reads).
+    pub reads: Arc<Semaphore>,
+    /// How long a streamed history line waits for a client that does not read.
+    pub send_timeout: Duration,
 }
 
 /// The floor of a Run's reads: `max(startTime, creationTimestamp)` less
@@ -90,6 +100,8 @@ pub struct Scan<R> {
     pod: String,
     metrics: Metrics,
     counted: u64,
+    /// This read's place among `--log-max-concurrent-reads`.
+    _permit: OwnedSemaphorePermit,
 }
 
 impl<R: futures::io::AsyncBufRead + Unpin> Scan<R> {
@@ -178,6 +190,12 @@ impl LogSource {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        let permit = self
+            .reads
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| ApiError::shutting_down())?;
         let stream = self
             .pods
             .log_stream(&self.pod, &self.params(since, follow))
@@ -192,6 +210,7 @@ impl LogSource {
             pod: self.pod.clone(),
             metrics: self.metrics.clone(),
             counted: 0,
+            _permit: permit,
         })
     }
 
@@ -327,15 +346,25 @@ impl LogSource {
     pub async fn send_after(
         &self,
         after: Cursor,
-        tx: &mpsc::Sender<Bytes>,
+        tx: &outbox::Sender,
     ) -> Result<Option<Cursor>, ApiError> {
         let mut scan = self.scan(after.stamp.secs, None, false).await?;
         while let Some((cursor, rec)) = scan.next(&self.filter).await? {
-            if let Some(rec) = rec
-                && cursor > after
-                && !send(tx, &rec).await
-            {
-                break;
+            let Some(rec) = rec else { continue };
+            if cursor <= after {
+                continue;
+            }
+            // The read holds one of few places: a client that stops reading
+            // gives it up after `send_timeout`.
+            match tokio::time::timeout(self.send_timeout, tx.send(record_line(&rec))).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => break,
+                Err(_) => {
+                    return Err(ApiError::fell_behind(format!(
+                        "the client read nothing for {:?} while the history was sent; reconnect with sinceCursor to continue after the last record",
+                        self.send_timeout
+                    )));
+                }
             }
         }
         Ok(scan.last().max(Some(after)))
@@ -369,7 +398,7 @@ pub fn next_span(covered: i64, kept: usize, max_records: usize, to_floor: i64) -
     }
 }
 
-pub async fn send_records(tx: &mpsc::Sender<Bytes>, records: &[LogRecord]) -> bool {
+pub async fn send_records(tx: &outbox::Sender, records: &[LogRecord]) -> bool {
     for rec in records {
         if !send(tx, rec).await {
             return false;
@@ -386,7 +415,7 @@ pub fn record_line(rec: &LogRecord) -> Bytes {
 }
 
 /// Sends one record; `false` when the receiver went away (the caller left).
-pub async fn send(tx: &mpsc::Sender<Bytes>, rec: &LogRecord) -> bool {
+pub async fn send(tx: &outbox::Sender, rec: &LogRecord) -> bool {
     tx.send(record_line(rec)).await.is_ok()
 }
 
