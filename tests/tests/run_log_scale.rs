@@ -782,3 +782,39 @@ async fn a_follow_ends_with_run_finished_when_its_run_finishes() {
     assert_eq!(v["reason"], "RunFinished", "{v}");
     assert_eq!(v["message"], "the Run finished: Succeeded", "{v}");
 }
+
+/// A `sinceCursor` follow whose history holds more recent records than a
+/// follower's buffer (256): the Pod's shared stream, which starts a few
+/// seconds back, brings them again while the history is sent. Those the
+/// history covers are not a gap: the follow goes live instead of ending
+/// with `FellBehind`, without a duplicate.
+#[tokio::test]
+async fn a_long_recent_history_does_not_end_a_resumed_follow_as_fallen_behind() {
+    let l = Logged::new("recent").await;
+    l.fx.append_log(&l.pod, &[l.line("r0")]);
+    let first = get_raw(&l.path("?tailLines=1"));
+    let cursor = first["records"][0]["cursor"].as_str().unwrap().to_owned();
+    let total = 20_000usize;
+    let lines: Vec<String> = (1..total).map(|i| l.line(&format!("r{i}"))).collect();
+    l.fx.append_log(&l.pod, &lines);
+    let (mut child, rx) = follow(&l.path(&format!("?follow=true&sinceCursor={cursor}")));
+    let mut got = Vec::new();
+    while got.len() < total - 1 {
+        let v = next_line(&rx);
+        assert!(
+            v.get("kind").is_none(),
+            "the follow ended after {} records: {v}",
+            got.len()
+        );
+        got.push(v["message"].as_str().unwrap().to_owned());
+    }
+    // Live now: a new record arrives, once.
+    l.fx.append_log(&l.pod, &[l.line("after")]);
+    let v = next_line(&rx);
+    assert_eq!(v["message"], "after", "{v}");
+    let _ = child.kill();
+    let _ = child.wait();
+    let want: Vec<String> = (1..total).map(|i| format!("r{i}")).collect();
+    assert_eq!(got, want, "every record of the history once, in order");
+    l.fx.delete_pod(&l.pod).await;
+}

@@ -105,6 +105,12 @@ struct QueueState {
     bytes: usize,
     /// The final line, once the follower was dropped from its hub.
     end: Option<Bytes>,
+    /// Live: the follower's history was sent. Before, a full queue drops
+    /// its oldest lines instead of ending the follower: the history may
+    /// cover them.
+    live: bool,
+    /// The newest line dropped before going live.
+    dropped: Option<Cursor>,
 }
 
 /// What a follower gets next.
@@ -131,16 +137,20 @@ impl Queue {
         if st.end.is_some() {
             return false;
         }
-        if st.items.len() >= self.limits.records || st.bytes + line.len() > self.limits.bytes {
+        let full = |st: &QueueState| {
+            st.items.len() >= self.limits.records || st.bytes + line.len() > self.limits.bytes
+        };
+        if !st.live {
+            while !st.items.is_empty() && full(&st) {
+                if let Some((c, old)) = st.items.pop_front() {
+                    st.bytes -= old.len();
+                    st.dropped = st.dropped.max(Some(c));
+                }
+            }
+        } else if full(&st) {
             st.items.clear();
             st.bytes = 0;
-            st.end = Some(
-                ApiError::fell_behind(format!(
-                    "this follow fell behind (more than {} records or {} bytes waiting) and was ended so the others go on; reconnect with sinceCursor to continue after the last record",
-                    self.limits.records, self.limits.bytes
-                ))
-                .status_line(),
-            );
+            st.end = Some(self.fell_behind());
             drop(st);
             self.close_signal();
             return false;
@@ -150,6 +160,28 @@ impl Queue {
         drop(st);
         self.ready.notify_one();
         true
+    }
+
+    fn fell_behind(&self) -> Bytes {
+        ApiError::fell_behind(format!(
+            "this follow fell behind (more than {} records or {} bytes waiting) and was ended so the others go on; reconnect with sinceCursor to continue after the last record",
+            self.limits.records, self.limits.bytes
+        ))
+        .status_line()
+    }
+
+    /// The history was sent up to `last`: from now on a full queue ends the
+    /// follower. `Err` with the final line when lines were dropped that the
+    /// history did not cover (a gap).
+    pub fn go_live(&self, last: Option<Cursor>) -> Result<(), Bytes> {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.live = true;
+        if st.dropped.is_some() && st.dropped > last {
+            st.items.clear();
+            st.bytes = 0;
+            return Err(self.fell_behind());
+        }
+        Ok(())
     }
 
     fn end(&self, line: Bytes) {
@@ -521,6 +553,7 @@ mod tests {
             records: 2,
             bytes: 1 << 20,
         });
+        q.go_live(None).unwrap();
         let line = Bytes::from_static(b"{}\n");
         assert!(q.push(at(0), &line));
         assert!(q.push(at(1), &line));
@@ -543,6 +576,7 @@ mod tests {
             records: 100,
             bytes: 8,
         });
+        q.go_live(None).unwrap();
         let line = Bytes::from_static(b"12345\n");
         assert!(q.push(at(0), &line));
         assert!(!q.push(at(1), &line), "12 bytes exceed 8");
@@ -555,5 +589,30 @@ mod tests {
         q.end(Bytes::from_static(b"end\n"));
         assert!(matches!(q.next().await, Next::Record(c, _) if c == at(0)));
         assert!(matches!(q.next().await, Next::End(e) if &e[..] == b"end\n"));
+    }
+
+    #[tokio::test]
+    async fn before_going_live_a_full_queue_drops_its_oldest_and_a_gap_ends_it() {
+        let limits = QueueLimits {
+            records: 2,
+            bytes: 1 << 20,
+        };
+        let line = Bytes::from_static(b"{}\n");
+        // The history covered what was dropped: no gap, the newest remain.
+        let q = Queue::new(limits);
+        for seq in 0..5 {
+            assert!(q.push(at(seq), &line));
+        }
+        q.go_live(Some(at(2))).unwrap();
+        assert!(matches!(q.next().await, Next::Record(c, _) if c == at(3)));
+        assert!(matches!(q.next().await, Next::Record(c, _) if c == at(4)));
+        // It did not: the follower ends as fallen behind.
+        let q = Queue::new(limits);
+        for seq in 0..5 {
+            assert!(q.push(at(seq), &line));
+        }
+        let end = q.go_live(Some(at(1))).unwrap_err();
+        let v: serde_json::Value = serde_json::from_slice(&end).unwrap();
+        assert_eq!(v["reason"], "FellBehind");
     }
 }

@@ -98,8 +98,8 @@ pub async fn start(
         final_timeout,
     } = live;
     let sub = subscribe();
-    // A follower that falls behind while its history is sent ends there:
-    // its client resumes after the last record it got.
+    // Until the history is sent, a full queue drops its oldest lines (the
+    // history may cover them; `go_live` ends the follower when it did not).
     let sent = tokio::select! {
         sent = Box::pin(send_history(source, &history, tx)) => sent?,
         () = sub.queue.dropped() => {
@@ -112,6 +112,10 @@ pub async fn start(
     let Some(last) = sent else {
         return Ok(Started::Ended(End::Left));
     };
+    // What the queue dropped while the history was read must be covered by it.
+    if let Err(line) = sub.queue.go_live(last) {
+        return Ok(Started::Ended(End::Final(line)));
+    }
     Ok(Started::Live(Following {
         sub,
         finished,
