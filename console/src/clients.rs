@@ -35,6 +35,16 @@ const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 /// fit in it (kube-apiserver's are well under 1 KiB).
 const READ_BUFFER_BYTES: usize = 16 << 10;
 
+/// The settings of both pools of connections to kube-apiserver.
+fn pool(max_idle: usize) -> hyper_util::client::legacy::Builder {
+    let mut builder = HyperClient::builder(TokioExecutor::new());
+    builder
+        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+        .pool_max_idle_per_host(max_idle)
+        .http1_read_buf_exact_size(READ_BUFFER_BYTES);
+    builder
+}
+
 /// The Console's own client: kube's default stack (timeouts, retries of
 /// 429/503/504, the configuration's credentials and headers) over a pool
 /// that keeps at most `max_idle` idle connections, each with a small read
@@ -50,11 +60,7 @@ pub fn service_account(config: &kube::Config, max_idle: usize) -> anyhow::Result
     connector.set_read_timeout(config.read_timeout);
     connector.set_write_timeout(config.write_timeout);
     connector.set_reset_reader_on_write(config.reset_reader_on_write);
-    let pool: HyperClient<_, kube::client::Body> = HyperClient::builder(TokioExecutor::new())
-        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
-        .pool_max_idle_per_host(max_idle)
-        .http1_read_buf_exact_size(READ_BUFFER_BYTES)
-        .build(connector);
+    let pool: HyperClient<_, kube::client::Body> = pool(max_idle).build(connector);
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
         .option_layer(
@@ -82,10 +88,7 @@ impl UserClients {
     pub fn new(mut config: kube::Config, max_idle: usize) -> anyhow::Result<Self> {
         config.auth_info = Default::default();
         let https = config.rustls_https_connector()?;
-        let pool = HyperClient::builder(TokioExecutor::new())
-            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
-            .pool_max_idle_per_host(max_idle)
-            .http1_read_buf_exact_size(READ_BUFFER_BYTES)
+        let pool = pool(max_idle)
             .build(https)
             .map_response(|resp| resp.map(|body| body.map_err(BoxError::from).boxed_unsync()))
             .map_err(BoxError::from);
