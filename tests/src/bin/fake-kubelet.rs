@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use kruntimes_tests::sim::cli::{self, ListenError};
 use kruntimes_tests::sim::kubelet::{self, Kubelet};
+use kruntimes_tests::sim::logwake::LogWake;
 use kruntimes_tests::sim::podwatch::{PodWatch, PodWatchError};
 use kruntimes_tests::sim::serve::serve_tls;
 use kruntimes_tests::sim::tls::{self, TlsError};
@@ -78,9 +79,15 @@ async fn run(args: Args) -> Result<(), Error> {
         Some(path) => Some(PodWatch::start(path).await?),
         None => None,
     };
+    // As the kubelet does, a follower re-reads when its file changes; it polls if inotify fails.
+    let wake = LogWake::new().unwrap_or_else(|err| {
+        tracing::warn!(error = %err, "inotify is not available; followers poll their files");
+        LogWake::none()
+    });
     let router = kubelet::router(Kubelet {
         logs_dir: args.logs_dir.clone(),
         pods,
+        wake,
     });
     let (listener, bound) = cli::bind(args.listen).await?;
     if let Some(path) = &args.addr_file {

@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 
 use crate::sim::logfilter::LogOptions;
 use crate::sim::logstream;
+use crate::sim::logwake::LogWake;
 use crate::sim::podwatch::PodWatch;
 
 /// Shared state of the fake kubelet.
@@ -23,6 +24,8 @@ pub struct Kubelet {
     pub logs_dir: PathBuf,
     /// Watches Pods so followers end when their Pod goes; None without a kubeconfig.
     pub pods: Option<PodWatch>,
+    /// Wakes followers when their log file changes.
+    pub wake: LogWake,
 }
 
 /// The router kube-apiserver talks to.
@@ -139,7 +142,13 @@ async fn container_logs(
         &query,
     );
     let (tx, rx) = mpsc::channel::<Bytes>(8);
-    tokio::spawn(logstream::stream(log, opts, guard, tx));
+    tokio::spawn(logstream::stream(
+        log,
+        opts,
+        guard,
+        kubelet.wake.clone(),
+        tx,
+    ));
     let body = futures::stream::unfold((rx, served), |(mut rx, mut served)| async move {
         let chunk = rx.recv().await?;
         served.bytes += chunk.len() as u64;
@@ -231,6 +240,7 @@ mod tests {
         let router = router(Kubelet {
             logs_dir: dir.path().to_owned(),
             pods: None,
+            wake: LogWake::none(),
         });
         assert_eq!(
             get(&router, "/containerLogs/team-a/pod-1/runtimed").await,

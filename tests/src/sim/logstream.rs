@@ -15,12 +15,15 @@ use tokio::sync::mpsc;
 use crate::sim::logdecode::Decoder;
 use crate::sim::logfilter::LogOptions;
 use crate::sim::logtail::{ReadAt, tail_start};
+use crate::sim::logwake::{FileWatch, LogWake};
 use crate::sim::podwatch::PodGuard;
 
 /// Bytes read from the file per step.
 const READ_CHUNK: usize = 64 * 1024;
-/// How often a follower looks at the file.
+/// How often a follower looks at the file when it cannot watch it.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(100);
+/// How often a follower that watches its file looks at it anyway (and so at its Pod).
+pub const WATCHED_CHECK_INTERVAL: Duration = Duration::from_millis(500);
 /// How often a follower checks its Pod.
 pub const POD_CHECK_INTERVAL: Duration = Duration::from_millis(500);
 
@@ -129,15 +132,17 @@ async fn read_to_end(
 }
 
 /// Streams `log` per `opts` into `tx`. With `follow`, `pod` (when given) ends the stream once
-/// the Pod is deleted or replaced; removing the file ends it too.
+/// the Pod is deleted or replaced; removing the file ends it too. A follower re-reads when `wake`
+/// reports a change of the file, and on a timer.
 pub async fn stream(
     mut log: OpenLog,
     opts: LogOptions,
     mut pod: Option<PodGuard>,
+    wake: LogWake,
     tx: mpsc::Sender<Bytes>,
 ) {
     let path = log.path.clone();
-    if let Err(err) = stream_inner(&mut log, opts, pod.as_mut(), tx).await {
+    if let Err(err) = stream_inner(&mut log, opts, pod.as_mut(), &wake, tx).await {
         tracing::warn!(path = %path.display(), error = %err, "log stream ended with an error");
     }
 }
@@ -146,6 +151,7 @@ async fn stream_inner(
     log: &mut OpenLog,
     opts: LogOptions,
     mut pod: Option<&mut PodGuard>,
+    wake: &LogWake,
     tx: mpsc::Sender<Bytes>,
 ) -> io::Result<()> {
     let mut sink = Sink {
@@ -162,6 +168,8 @@ async fn stream_inner(
         }
     };
     let follow = opts.follow;
+    // Watched before the first read, so no write after it goes unnoticed.
+    let mut watched = if follow { wake.watch(&log.path) } else { None };
     let mut decoder = Decoder::new(opts, log.mtime);
     let Some(mut pos) = read_to_end(log, start, &mut decoder, &mut sink).await? else {
         return Ok(());
@@ -173,12 +181,20 @@ async fn stream_inner(
         return Ok(());
     }
 
-    let mut ticker = tokio::time::interval(POLL_INTERVAL);
+    let period = |watched: &Option<FileWatch>| {
+        if watched.is_some() {
+            WATCHED_CHECK_INTERVAL
+        } else {
+            POLL_INTERVAL
+        }
+    };
+    let mut ticker = tokio::time::interval(period(&watched));
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_pod_check = Instant::now();
     loop {
         tokio::select! {
             _ = ticker.tick() => {}
+            () = changed(&mut watched) => {}
             () = sink.tx.closed() => return Ok(()),
         }
         let meta = match tokio::fs::metadata(&log.path).await {
@@ -193,7 +209,15 @@ async fn stream_inner(
             // Replaced (rotated or recreated): start over on the new file.
             tracing::debug!(path = %log.path.display(), "log file replaced; reading it from the start");
             match open(&log.path).await {
-                Ok(new) => *log = new,
+                Ok(new) => {
+                    *log = new;
+                    let was_watched = watched.is_some();
+                    watched = wake.watch(&log.path);
+                    if watched.is_some() != was_watched {
+                        ticker = tokio::time::interval(period(&watched));
+                        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                    }
+                }
                 Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(()),
                 Err(err) => return Err(err),
             }
@@ -229,6 +253,14 @@ async fn stream_inner(
                 return Ok(());
             }
         }
+    }
+}
+
+/// Waits for a change of the watched file; never returns for a follower that polls.
+async fn changed(watched: &mut Option<FileWatch>) {
+    match watched {
+        Some(watch) => watch.changed().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -268,7 +300,7 @@ mod tests {
     async fn run(path: &Path, opts: LogOptions) -> String {
         let log = open(path).await.expect("open");
         let (tx, rx) = mpsc::channel(4);
-        let task = tokio::spawn(stream(log, opts, None, tx));
+        let task = tokio::spawn(stream(log, opts, None, LogWake::none(), tx));
         let out = collect(rx).await;
         task.await.expect("stream task");
         out
@@ -316,7 +348,7 @@ mod tests {
             follow: true,
             ..LogOptions::default()
         };
-        let task = tokio::spawn(stream(log, opts, None, tx));
+        let task = tokio::spawn(stream(log, opts, None, LogWake::none(), tx));
         assert_eq!(recv(&mut rx).await.as_deref(), Some(&b"one\n"[..]));
 
         let mut file = std::fs::OpenOptions::new()

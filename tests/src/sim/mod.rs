@@ -12,6 +12,7 @@ pub mod logdecode;
 pub mod logfilter;
 pub mod logstream;
 pub mod logtail;
+pub mod logwake;
 pub mod podwatch;
 pub mod serve;
 pub mod tls;
