@@ -25,7 +25,7 @@ use hyper_util::server::conn::auto::Builder;
 use hyper_util::service::TowerToHyperService;
 use rustls_pki_types::CertificateDer;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
@@ -315,7 +315,7 @@ async fn serve(
         let stop = stop_rx.clone();
         let alive = alive_tx.clone();
         let open = open.clone();
-        let connection = async move {
+        let connection = move |tcp: TcpStream| async move {
             let _permit = permit;
             let _alive = alive;
             open.inc();
@@ -361,8 +361,21 @@ async fn serve(
             open.dec();
         };
         match &workers {
-            Some(w) => w.spawn(connection),
-            None => drop(tokio::spawn(connection)),
+            // The socket moves to the connection thread's own reactor: left
+            // with this runtime's, every readiness event of the connection
+            // would wake this runtime first and then cross to the thread.
+            Some(w) => match tcp.into_std() {
+                Ok(std) => w.spawn(async move {
+                    match TcpStream::from_std(std) {
+                        Ok(tcp) => connection(tcp).await,
+                        Err(error) => {
+                            tracing::warn!(%error, %remote, "cannot register a connection")
+                        }
+                    }
+                }),
+                Err(error) => tracing::warn!(%error, %remote, "cannot hand a connection over"),
+            },
+            None => drop(tokio::spawn(connection(tcp))),
         }
     }
     drop(alive_tx);
@@ -479,6 +492,81 @@ async fn sleep_until(deadline: Option<Instant>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{BufRead, BufReader, Write};
+
+    /// Sends one keep-alive request and reads its answer's status line and body.
+    fn get(conn: &mut BufReader<std::net::TcpStream>) -> std::io::Result<String> {
+        conn.get_mut()
+            .write_all(b"GET / HTTP/1.1\r\nHost: test\r\n\r\n")?;
+        let mut status = String::new();
+        conn.read_line(&mut status)?;
+        let mut len = 0;
+        loop {
+            let mut line = String::new();
+            conn.read_line(&mut line)?;
+            if line == "\r\n" || line.is_empty() {
+                break;
+            }
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                len = v.trim().parse().unwrap_or(0);
+            }
+        }
+        let mut body = vec![0; len];
+        std::io::Read::read_exact(conn, &mut body)?;
+        Ok(format!(
+            "{} {}",
+            status.trim(),
+            String::from_utf8_lossy(&body)
+        ))
+    }
+
+    /// A connection handed to a connection thread is driven by that thread's
+    /// own runtime: its socket must not stay registered with the runtime that
+    /// accepted it (every readiness event would cross threads, and stop when
+    /// that runtime is busy).
+    #[test]
+    fn a_connection_handed_to_a_connection_thread_is_served_without_the_accepting_runtime() {
+        let accepting = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let workers = Workers::start(1, "serve-test").unwrap();
+        let listener = accepting
+            .block_on(TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        let router = Router::new().route("/", axum::routing::get(|| async { "ok" }));
+        accepting.spawn(serve(
+            listener,
+            None,
+            router,
+            ConnLimits::default(),
+            "test",
+            Metrics::default(),
+            std::future::pending(),
+            Some(workers),
+        ));
+        let client = std::thread::spawn(move || {
+            let tcp = std::net::TcpStream::connect(addr).unwrap();
+            tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut conn = BufReader::new(tcp);
+            let first = get(&mut conn).map_err(|e| e.to_string());
+            (conn, first)
+        });
+        // The accepting runtime runs only while the first request is served.
+        let (mut conn, first) = accepting.block_on(async {
+            loop {
+                if client.is_finished() {
+                    break client.join().unwrap();
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        });
+        assert_eq!(first.as_deref(), Ok("HTTP/1.1 200 OK ok"));
+        // Now nothing drives it: the connection thread alone must answer.
+        let second = get(&mut conn).map_err(|e| e.kind());
+        assert_eq!(second.as_deref(), Ok("HTTP/1.1 200 OK ok"));
+    }
 
     #[test]
     fn gate_counts_per_listener_and_per_peer() {
