@@ -164,11 +164,26 @@ impl Drop for ConnPermit {
     }
 }
 
-/// Requests in flight on one connection; every change wakes its idle timer.
+/// Requests in flight on one connection. The idle timer reads it when it
+/// fires; a request starting or ending wakes nothing (re-arming a timer per
+/// request costs a wake-up of the runtime's driver).
 #[derive(Debug)]
 struct Activity {
-    /// (requests in flight, requests started so far)
-    state: watch::Sender<(usize, u64)>,
+    state: Mutex<ActivityState>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct ActivityState {
+    in_flight: usize,
+    started: u64,
+    /// When the last request ended (or the connection opened).
+    idle_since: Instant,
+}
+
+impl Activity {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ActivityState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// A request in flight: held by the service future, then by the response body.
@@ -176,17 +191,21 @@ struct InFlight(Arc<Activity>);
 
 impl InFlight {
     fn start(activity: &Arc<Activity>) -> Self {
-        activity.state.send_modify(|(n, total)| {
-            *n += 1;
-            *total += 1;
-        });
+        let mut st = activity.lock();
+        st.in_flight += 1;
+        st.started += 1;
+        drop(st);
         Self(activity.clone())
     }
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.state.send_modify(|(n, _)| *n -= 1);
+        let mut st = self.0.lock();
+        st.in_flight -= 1;
+        if st.in_flight == 0 {
+            st.idle_since = Instant::now();
+        }
     }
 }
 
@@ -397,9 +416,12 @@ async fn serve_connection<S>(
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let activity = Arc::new(Activity {
-        state: watch::Sender::new((0, 0)),
+        state: Mutex::new(ActivityState {
+            in_flight: 0,
+            started: 0,
+            idle_since: Instant::now(),
+        }),
     });
-    let mut changes = activity.state.subscribe();
     let tracked = activity.clone();
     let svc = router
         .map_request(move |mut req: http::Request<hyper::body::Incoming>| {
@@ -420,13 +442,12 @@ async fn serve_connection<S>(
             }
         });
     let mut builder = Builder::new(TokioExecutor::new());
+    // No timer for HTTP/1: hyper would arm a header-read timeout for every
+    // request. The idle timer below bounds a keep-alive gap and a trickled
+    // header alike (a request is in flight only once its head is read).
     builder
         .http1()
-        .timer(hyper_util::rt::TokioTimer::new())
-        .max_buf_size(limits.max_header_bytes.max(8192))
-        // hyper arms this whenever it waits for a request head: a keep-alive
-        // gap or a trickled header never outlasts the idle timeout.
-        .header_read_timeout(limits.idle_timeout);
+        .max_buf_size(limits.max_header_bytes.max(8192));
     builder
         .http2()
         .timer(hyper_util::rt::TokioTimer::new())
@@ -437,17 +458,15 @@ async fn serve_connection<S>(
     let conn =
         builder.serve_connection_with_upgrades(TokioIo::new(io), TowerToHyperService::new(svc));
     tokio::pin!(conn);
-    let mut idle_since = Instant::now();
+    // Fires no later than the earliest time the connection could be idle too
+    // long; it then looks at what happened since and closes or re-arms. A
+    // request that starts and ends after it looked moves its deadline later,
+    // never earlier, than `now + idle_timeout`.
+    let opened = Instant::now();
+    let idle = tokio::time::sleep(limits.first_request_timeout.min(limits.idle_timeout));
+    tokio::pin!(idle);
     let mut closing = false;
     loop {
-        let (in_flight, started) = *changes.borrow_and_update();
-        let deadline = if in_flight > 0 || closing {
-            None
-        } else if started == 0 {
-            Some(idle_since + limits.first_request_timeout)
-        } else {
-            Some(idle_since + limits.idle_timeout)
-        };
         tokio::select! {
             res = conn.as_mut() => {
                 if let Err(error) = res {
@@ -455,13 +474,22 @@ async fn serve_connection<S>(
                 }
                 return;
             }
-            Ok(()) = changes.changed() => {
-                if changes.borrow().0 == 0 {
-                    idle_since = Instant::now();
+            () = idle.as_mut(), if !closing => {
+                let st = *activity.lock();
+                let now = Instant::now();
+                let deadline = if st.in_flight > 0 {
+                    None
+                } else if st.started == 0 {
+                    Some(opened + limits.first_request_timeout)
+                } else {
+                    Some(st.idle_since + limits.idle_timeout)
+                };
+                if deadline.is_none_or(|d| d > now) {
+                    let next = now + limits.idle_timeout;
+                    idle.as_mut().reset(deadline.map_or(next, |d| d.min(next)));
+                    continue;
                 }
-            }
-            () = sleep_until(deadline) => {
-                tracing::debug!(%remote, first = started == 0, "closing an idle connection");
+                tracing::debug!(%remote, first = st.started == 0, "closing an idle connection");
                 conn.as_mut().graceful_shutdown();
                 // A peer that does not let go is dropped after a bounded wait.
                 let _ = tokio::time::timeout(Duration::from_secs(1), conn.as_mut()).await;
@@ -479,13 +507,6 @@ async fn serve_connection<S>(
 async fn stopped(stop: &mut watch::Receiver<bool>) {
     if stop.wait_for(|s| *s).await.is_err() {
         std::future::pending::<()>().await;
-    }
-}
-
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
     }
 }
 

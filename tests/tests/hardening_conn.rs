@@ -136,6 +136,31 @@ async fn idle_keep_alive_connections_are_closed_at_the_idle_timeout() {
         "the server closed after the response, not for being idle: {text}"
     );
 
+    // HTTP/1.1: one request, then the next request's head trickled a byte at
+    // a time: bytes that never make a request do not keep the connection.
+    let mut tls = tls_connect(c.console_port, b"http/1.1").await.unwrap();
+    tls.write_all(b"GET /live-check HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = [0u8; 4096];
+    assert!(tls.read(&mut buf).await.unwrap() > 0, "no response");
+    let (mut rd, mut wr) = tokio::io::split(tls);
+    let trickle = async move {
+        for &b in b"GET /live-check HTTP/1.1\r\nHost: localhost\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" {
+            if wr.write_all(&[b]).await.is_err() || wr.flush().await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        std::future::pending::<()>().await;
+    };
+    tokio::select! {
+        got = closed_within(&mut rd, Duration::from_secs(2) + MARGIN) => {
+            got.expect("a trickled request head kept an HTTP/1.1 connection past the idle timeout");
+        }
+        () = trickle => unreachable!(),
+    }
+
     // HTTP/2: one stream, then nothing.
     for port in [c.console_port, c.api_port] {
         let tls = tls_connect(port, b"h2").await.unwrap();
