@@ -159,6 +159,7 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
             "--max-follows-per-caller",
         )
     };
+    let log_limits = args.log_limits();
     let log_api = Arc::new(LogApi {
         service_account: sa.clone(),
         access: access.clone(),
@@ -166,10 +167,10 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
         follows: follow_caps(),
         recheck: recheck.clone(),
         lifecycle: lifecycle.clone(),
-        limits: args.log_limits(),
-        fanout: LogApi::fanout(&metrics, &args.log_limits()),
+        fanout: LogApi::fanout(&metrics, &log_limits),
+        reads: LogApi::reads(&log_limits),
+        limits: log_limits,
         run_watch: kruntimes_apiserver::logs::runwatch::RunWatch::new(sa.clone()),
-        reads: LogApi::reads(&args.log_limits()),
     });
     let api_router = kruntimes_apiserver::server::router(log_api, api_authn, Some(request_header));
 

@@ -137,21 +137,23 @@ pub async fn deliver(following: Following, tx: &outbox::Sender) -> End {
     let queue = &sub.queue;
     let mut deadline: Option<Instant> = None;
     let mut phase: Option<String> = None;
-    let mut drained = Instant::now();
+    // One timer, armed once the Run finished (not one built per record).
+    let drained = tokio::time::sleep_until(Instant::now());
+    tokio::pin!(drained);
     loop {
         let next = tokio::select! {
             n = queue.next() => n,
             p = finished.wait(), if phase.is_none() => {
                 phase = Some(p);
-                drained = Instant::now() + FINISH_DRAIN;
+                drained.as_mut().reset(Instant::now() + FINISH_DRAIN);
                 continue;
             }
-            () = tokio::time::sleep_until(drained), if phase.is_some() => {
+            () = drained.as_mut(), if phase.is_some() => {
                 return End::FinishedAs(phase.unwrap_or_default());
             }
             () = tx.closed() => return End::Left,
         };
-        let line = match next {
+        let mut line = match next {
             Next::Record(cursor, line) => {
                 if last.is_some_and(|l| cursor <= l) || cursor.stamp.secs < floor {
                     continue;
@@ -163,6 +165,12 @@ pub async fn deliver(following: Following, tx: &outbox::Sender) -> End {
         // Once dropped from the stream, what is left gets `final_timeout`
         // to reach a client that does not read.
         if deadline.is_none() {
+            // The usual case: there is room, no waiting.
+            line = match tx.try_send(line) {
+                Ok(()) => continue,
+                Err(outbox::TrySendError::Closed) => return End::Left,
+                Err(outbox::TrySendError::Full(line)) => line,
+            };
             tokio::select! {
                 r = tx.send(line.clone()) => {
                     if r.is_err() {

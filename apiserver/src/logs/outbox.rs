@@ -37,6 +37,15 @@ pub struct Receiver(Arc<Shared>);
 #[derive(Debug)]
 pub struct Closed;
 
+/// Why [`Sender::try_send`] did not queue a line.
+#[derive(Debug)]
+pub enum TrySendError {
+    /// The queue is full: the line is handed back.
+    Full(Bytes),
+    /// The receiver went away.
+    Closed,
+}
+
 /// A queue holding at most `capacity` lines (at least 1).
 pub fn channel(capacity: usize) -> (Sender, Receiver) {
     let shared = Arc::new(Shared {
@@ -58,24 +67,39 @@ impl Shared {
 }
 
 impl Sender {
-    /// Queues `line`, waiting while the queue is full.
-    pub async fn send(&self, line: Bytes) -> Result<(), Closed> {
+    /// Queues `line` if there is room, without waiting.
+    pub fn try_send(&self, line: Bytes) -> Result<(), TrySendError> {
+        if self.0.receiver_gone.load(Ordering::Acquire) {
+            return Err(TrySendError::Closed);
+        }
+        let mut queue = self.0.lock();
+        if queue.len() >= self.0.capacity {
+            return Err(TrySendError::Full(line));
+        }
+        queue.push_back(line);
+        drop(queue);
+        self.0.readable.notify_one();
+        Ok(())
+    }
+
+    /// Queues `line`, waiting while the queue is full. A queue with room
+    /// takes it without registering for a wake-up.
+    pub async fn send(&self, mut line: Bytes) -> Result<(), Closed> {
         loop {
+            line = match self.try_send(line) {
+                Ok(()) => return Ok(()),
+                Err(TrySendError::Closed) => return Err(Closed),
+                Err(TrySendError::Full(line)) => line,
+            };
+            // Registered before looking again: room made in between wakes it.
             let room = self.0.writable.notified();
             tokio::pin!(room);
             room.as_mut().enable();
-            if self.0.receiver_gone.load(Ordering::Acquire) {
-                return Err(Closed);
-            }
-            {
-                let mut queue = self.0.lock();
-                if queue.len() < self.0.capacity {
-                    queue.push_back(line);
-                    drop(queue);
-                    self.0.readable.notify_one();
-                    return Ok(());
-                }
-            }
+            line = match self.try_send(line) {
+                Ok(()) => return Ok(()),
+                Err(TrySendError::Closed) => return Err(Closed),
+                Err(TrySendError::Full(line)) => line,
+            };
             room.await;
         }
     }
@@ -169,6 +193,23 @@ mod tests {
         sender.await.unwrap();
         // The sender is gone and nothing waits.
         assert_eq!(rx.recv().await, None);
+    }
+
+    #[tokio::test]
+    async fn try_send_hands_the_line_back_when_full_and_fails_once_the_receiver_left() {
+        let (tx, mut rx) = channel(1);
+        tx.try_send(Bytes::from_static(b"1")).unwrap();
+        match tx.try_send(Bytes::from_static(b"2")) {
+            Err(TrySendError::Full(line)) => assert_eq!(&line[..], b"2"),
+            other => panic!("a full queue answered {other:?}"),
+        }
+        assert_eq!(rx.recv().await.as_deref(), Some(&b"1"[..]));
+        tx.try_send(Bytes::from_static(b"2")).unwrap();
+        drop(rx);
+        assert!(matches!(
+            tx.try_send(Bytes::from_static(b"3")),
+            Err(TrySendError::Closed)
+        ));
     }
 
     #[tokio::test]

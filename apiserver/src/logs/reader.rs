@@ -355,8 +355,13 @@ impl LogSource {
                 continue;
             }
             // The read holds one of few places: a client that stops reading
-            // gives it up after `send_timeout`.
-            match tokio::time::timeout(self.send_timeout, tx.send(record_line(&rec))).await {
+            // gives it up after `send_timeout` (timed only when it must wait).
+            let line = match tx.try_send(record_line(&rec)) {
+                Ok(()) => continue,
+                Err(outbox::TrySendError::Closed) => break,
+                Err(outbox::TrySendError::Full(line)) => line,
+            };
+            match tokio::time::timeout(self.send_timeout, tx.send(line)).await {
                 Ok(Ok(())) => {}
                 Ok(Err(_)) => break,
                 Err(_) => {
