@@ -214,6 +214,13 @@ pub struct Args {
     #[arg(long)]
     pub console_threads: Option<usize>,
 
+    /// Serve `/v1` invoke over HTTP/1.1 on the connection's own buffers,
+    /// without hyper and the router: the same checks, bounds, headers,
+    /// metrics and access line at a fraction of the CPU per call. false:
+    /// every request goes through the router.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub access_fast_path: bool,
+
     /// Open connections from one peer IP address on the Console and admin
     /// listeners; more are closed right after accept.
     #[arg(long, default_value_t = 256)]

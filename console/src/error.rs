@@ -84,7 +84,7 @@ impl ConsoleError {
 }
 
 /// How much of a refused request's body is read before the refusal is sent.
-const REFUSAL_DRAIN_BYTES: usize = 64 << 10;
+pub const REFUSAL_DRAIN_BYTES: usize = 64 << 10;
 
 /// Answers `err` after reading a little of the request body: an HTTP/2
 /// client still sending would otherwise see a reset stream, not the answer.

@@ -6,20 +6,55 @@ use axum::middleware::Next;
 use axum::response::Response;
 use http::{HeaderValue, header};
 
+/// The size of a header block as the bound counts it.
+pub fn header_bytes(h: &http::HeaderMap) -> usize {
+    h.iter().map(|(k, v)| k.as_str().len() + v.len() + 4).sum()
+}
+
 /// Same-origin only, no inline script, no framing.
 pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
 img-src 'self' data:; font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; \
 form-action 'self'; frame-ancestors 'none'";
 
+/// The security headers set on every response, replacing any the handler set.
+pub const SECURITY_HEADERS: [(&str, &str); 8] = [
+    ("content-security-policy", CSP),
+    ("x-content-type-options", "nosniff"),
+    ("referrer-policy", "no-referrer"),
+    ("x-frame-options", "DENY"),
+    (
+        "strict-transport-security",
+        "max-age=31536000; includeSubDomains",
+    ),
+    ("cross-origin-opener-policy", "same-origin"),
+    ("cross-origin-resource-policy", "same-origin"),
+    (
+        "permissions-policy",
+        "camera=(), microphone=(), geolocation=()",
+    ),
+];
+
+/// Sets the security headers, and `Cache-Control: no-store` on an API
+/// answer that set no cache policy.
+pub fn secure(h: &mut http::HeaderMap, api: bool) {
+    for (name, value) in SECURITY_HEADERS {
+        h.insert(name, HeaderValue::from_static(value));
+    }
+    if api && !h.contains_key(header::CACHE_CONTROL) {
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+}
+
+/// Is this one of the headers the Console sets on every response?
+pub fn is_security_header(name: &str) -> bool {
+    SECURITY_HEADERS.iter().any(|(n, _)| *n == name)
+}
+
 /// Refuses a request whose header block exceeds `max` bytes (431), and sets
 /// the security headers on the response.
 pub async fn guard(State(max): State<usize>, req: Request, next: Next) -> Response {
     let api = req.uri().path().starts_with("/api/") || req.uri().path().starts_with("/v1/");
-    let size: usize = req
-        .headers()
-        .iter()
-        .map(|(k, v)| k.as_str().len() + v.len() + 4)
-        .sum();
+    let size = header_bytes(req.headers());
     let mut resp = if size > max {
         let refusal = crate::error::ConsoleError::new(
             http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
@@ -30,38 +65,6 @@ pub async fn guard(State(max): State<usize>, req: Request, next: Next) -> Respon
     } else {
         next.run(req).await
     };
-    let h = resp.headers_mut();
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CSP),
-    );
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    h.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
-    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    h.insert(
-        header::STRICT_TRANSPORT_SECURITY,
-        HeaderValue::from_static("max-age=31536000; includeSubDomains"),
-    );
-    h.insert(
-        "cross-origin-opener-policy",
-        HeaderValue::from_static("same-origin"),
-    );
-    h.insert(
-        "cross-origin-resource-policy",
-        HeaderValue::from_static("same-origin"),
-    );
-    h.insert(
-        "permissions-policy",
-        HeaderValue::from_static("camera=(), microphone=(), geolocation=()"),
-    );
-    if api && !h.contains_key(header::CACHE_CONTROL) {
-        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    }
+    secure(resp.headers_mut(), api);
     resp
 }

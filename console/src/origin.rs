@@ -10,7 +10,7 @@ use axum::response::Response;
 use http::{HeaderMap, Method, header};
 use kruntimes_core::serve::PeerCertificates;
 
-use crate::credentials::{Source, resolve};
+use crate::credentials::{Credentials, Source, resolve};
 use crate::error::{ConsoleError, refuse};
 use crate::state::{ConsoleState, RequestCredentials};
 
@@ -45,37 +45,48 @@ pub async fn credentials(
         Ok(c) => c,
         Err(e) => return refuse(req.into_body(), e).await,
     };
-    let changes_state = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
-    let is_ws = req
-        .headers()
-        .get(header::UPGRADE)
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"websocket"));
-    // Credentials a browser attaches by itself (the cookie, a client
-    // certificate) must come from our own origin on state changes and
-    // upgrades. A CLI sends no Origin: fine with a certificate, while a
-    // cookie state change always needs a matching one.
     if let Some(c) = &creds
-        && (changes_state || is_ws)
+        && let Some(refusal) = cross_origin(c, req.method(), req.headers(), req.uri())
     {
-        let has_origin = req.headers().contains_key(header::ORIGIN);
-        let refused = match c.source {
-            Source::Header => false,
-            Source::Cookie => !same_origin(req.headers(), req.uri()),
-            Source::Certificate => has_origin && !same_origin(req.headers(), req.uri()),
-        };
-        if refused {
-            let what = if c.source == Source::Cookie {
-                "the session cookie"
-            } else {
-                "a client certificate"
-            };
-            let refusal = ConsoleError::forbidden(format!(
-                "cross-origin request refused: a request authenticated by {what} must come from the Console's own origin"
-            ));
-            return refuse(req.into_body(), refusal).await;
-        }
+        return refuse(req.into_body(), refusal).await;
     }
     req.extensions_mut()
         .insert(RequestCredentials(creds.map(Arc::new)));
     next.run(req).await
+}
+
+/// The Origin rule: credentials a browser attaches by itself (the cookie, a
+/// client certificate) must come from our own origin on state changes and
+/// upgrades. A CLI sends no Origin: fine with a certificate, while a cookie
+/// state change always needs a matching one. `Some` is the refusal.
+pub fn cross_origin(
+    c: &Credentials,
+    method: &Method,
+    headers: &HeaderMap,
+    uri: &http::Uri,
+) -> Option<ConsoleError> {
+    let changes_state = !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS);
+    let is_ws = headers
+        .get(header::UPGRADE)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"websocket"));
+    if !(changes_state || is_ws) {
+        return None;
+    }
+    let has_origin = headers.contains_key(header::ORIGIN);
+    let refused = match c.source {
+        Source::Header => false,
+        Source::Cookie => !same_origin(headers, uri),
+        Source::Certificate => has_origin && !same_origin(headers, uri),
+    };
+    if !refused {
+        return None;
+    }
+    let what = if c.source == Source::Cookie {
+        "the session cookie"
+    } else {
+        "a client certificate"
+    };
+    Some(ConsoleError::forbidden(format!(
+        "cross-origin request refused: a request authenticated by {what} must come from the Console's own origin"
+    )))
 }

@@ -14,7 +14,7 @@ use kruntimes_core::lifecycle::{Lifecycle, Phase};
 use kruntimes_core::limit::Caps;
 use kruntimes_core::metrics::Metrics;
 use kruntimes_core::ready::Readiness;
-use kruntimes_core::serve::serve_tls;
+use kruntimes_core::serve::{FastPath, serve_tls};
 use kruntimes_core::tls::{ClientRoots, DynamicClientVerifier, ReloadingCert, server_config};
 use kruntimes_core::workers::Workers;
 use tokio::net::TcpListener;
@@ -98,6 +98,8 @@ pub struct Built {
     lifecycle: Lifecycle,
     readiness: Readiness,
     console_threads: Option<Workers>,
+    /// The `/v1` invoke fast path of the Console listener.
+    fast: Option<Arc<dyn FastPath>>,
 }
 
 /// Builds every component; watches (the authentication ConfigMap, the `/v1`
@@ -271,7 +273,22 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
         .with_threads(console_threads.as_ref().map_or(0, Workers::len))
         .with_lifecycle(lifecycle.clone()),
     );
-    let console_router = router::router(console_state, v1::router(v1_state), args.max_header_bytes);
+    let observer = router::observer(&console_state);
+    let fast: Option<Arc<dyn FastPath>> = args.access_fast_path.then(|| {
+        Arc::new(v1::fast::InvokeFastPath::new(
+            console_state.clone(),
+            v1_state.clone(),
+            observer.clone(),
+            args.max_header_bytes,
+            console_threads.as_ref().map_or(0, Workers::len),
+        )) as Arc<dyn FastPath>
+    });
+    let console_router = router::router_with(
+        console_state,
+        v1::router(v1_state),
+        args.max_header_bytes,
+        observer,
+    );
     Ok(Built {
         api_router,
         api_tls,
@@ -281,6 +298,7 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
         lifecycle,
         readiness,
         console_threads,
+        fast,
     })
 }
 
@@ -326,6 +344,7 @@ pub async fn serve(args: &Args, built: Built, bound: Bound) {
         lifecycle,
         readiness,
         console_threads,
+        fast,
     } = built;
     let stopping = || {
         let lifecycle = lifecycle.clone();
@@ -342,6 +361,7 @@ pub async fn serve(args: &Args, built: Built, bound: Bound) {
         metrics.clone(),
         stopping(),
         console_threads,
+        fast,
     ));
     let api_task = tokio::spawn(serve_tls(
         bound.api,
@@ -351,6 +371,7 @@ pub async fn serve(args: &Args, built: Built, bound: Bound) {
         "apiserver",
         metrics.clone(),
         stopping(),
+        None,
         None,
     ));
     // The admin listener answers probes and metrics until the very end.

@@ -104,7 +104,27 @@ fn route_name(path: &str) -> &'static str {
 /// The Console listener's router: `/api` and `/v1` behind the credentials
 /// layer, the embedded UI for everything else.
 pub fn router(state: Arc<ConsoleState>, v1: Router, max_header_bytes: usize) -> Router {
-    let metrics = state.metrics.clone();
+    let observer = observer(&state);
+    router_with(state, v1, max_header_bytes, observer)
+}
+
+/// The Console listener's request observer (metrics and the access log).
+pub fn observer(state: &ConsoleState) -> Arc<Observer> {
+    Arc::new(Observer {
+        metrics: state.metrics.clone(),
+        listener: "console",
+        route_name,
+        unmatched: "static",
+    })
+}
+
+/// [`router`] with the observer it shares with the `/v1` invoke fast path.
+pub fn router_with(
+    state: Arc<ConsoleState>,
+    v1: Router,
+    max_header_bytes: usize,
+    observer: Arc<Observer>,
+) -> Router {
     let api = routes::register(API_ROUTES, Router::new())
         .with_state(state.clone())
         .merge(v1)
@@ -117,15 +137,7 @@ pub fn router(state: Arc<ConsoleState>, v1: Router, max_header_bytes: usize) -> 
             max_header_bytes,
             crate::headers::guard,
         ))
-        .layer(middleware::from_fn_with_state(
-            Arc::new(Observer {
-                metrics,
-                listener: "console",
-                route_name,
-                unmatched: "static",
-            }),
-            observe,
-        ))
+        .layer(middleware::from_fn_with_state(observer, observe))
 }
 
 #[cfg(test)]

@@ -2,8 +2,10 @@
 //! operations, authorized by SubjectAccessReview and forwarded to the Run's
 //! Runtime gateway with the caller's identity in `X-Remote-*` headers.
 
+pub mod fast;
 pub mod gateway;
 pub mod runs;
+pub mod upstream;
 pub mod ws;
 
 use std::fmt::Write as _;
@@ -152,7 +154,7 @@ pub fn router(state: Arc<V1State>) -> Router {
     routes::register(ROUTES, Router::new()).with_state(state)
 }
 
-fn check_path(ns: &str, name: &str, uid: &str) -> Result<(), ConsoleError> {
+pub(crate) fn check_path(ns: &str, name: &str, uid: &str) -> Result<(), ConsoleError> {
     if !is_dns1123_label(ns) {
         return Err(ConsoleError::bad_request(format!(
             "namespace {ns:?} is not a valid name"
@@ -234,7 +236,7 @@ pub const FORWARDED_REQUEST_HEADERS: [&str; 10] = [
 /// Is this request header forwarded to the gateway? Only allow-listed
 /// names; none of them carries identity or trust (a unit test holds the
 /// list to that).
-fn is_forwarded_request_header(name: &HeaderName) -> bool {
+pub(crate) fn is_forwarded_request_header(name: &HeaderName) -> bool {
     FORWARDED_REQUEST_HEADERS.contains(&name.as_str())
 }
 
@@ -257,7 +259,7 @@ fn take_slot(state: &V1State, identity: &Identity) -> Result<Slot, ConsoleError>
 }
 
 /// Hop-by-hop headers and credentials never relayed back from the gateway.
-fn is_stripped(name: &HeaderName, connection_listed: &[String]) -> bool {
+pub(crate) fn is_stripped(name: &HeaderName, connection_listed: &[String]) -> bool {
     let n = name.as_str();
     matches!(
         n,
@@ -280,7 +282,7 @@ fn is_stripped(name: &HeaderName, connection_listed: &[String]) -> bool {
         || connection_listed.iter().any(|c| c == n)
 }
 
-fn connection_listed(headers: &HeaderMap) -> Vec<String> {
+pub(crate) fn connection_listed(headers: &HeaderMap) -> Vec<String> {
     headers
         .get_all(header::CONNECTION)
         .iter()
@@ -290,41 +292,56 @@ fn connection_listed(headers: &HeaderMap) -> Vec<String> {
         .collect()
 }
 
-/// Sets the caller's identity the way kube-apiserver's front proxy does.
-pub fn identity_headers(id: &Identity, out: &mut HeaderMap) {
-    if let Ok(v) = HeaderValue::from_str(&id.user) {
-        out.insert("x-remote-user", v);
-    }
-    if let Some(uid) = &id.uid
-        && let Ok(v) = HeaderValue::from_str(uid)
-    {
-        out.insert("x-remote-uid", v);
+/// The caller's identity as `X-Remote-*` fields, the way kube-apiserver's
+/// front proxy sends it: `emit(name, value)` for each, names in lower case.
+/// A value no header can carry (a control character) is left out.
+pub fn identity_fields(id: &Identity, mut emit: impl FnMut(&str, &str)) {
+    let mut field = |name: &str, v: &str| {
+        if is_field_value(v) {
+            emit(name, v);
+        }
+    };
+    field("x-remote-user", &id.user);
+    if let Some(uid) = &id.uid {
+        field("x-remote-uid", uid);
     }
     for g in &id.groups {
-        if let Ok(v) = HeaderValue::from_str(g) {
-            out.append("x-remote-group", v);
-        }
+        field("x-remote-group", g);
     }
+    let mut key = String::new();
     for (k, vs) in &id.extra {
         // The key is percent-encoded, as kube-apiserver's front proxy does.
-        let mut key = String::from("x-remote-extra-");
+        key.clear();
+        key.push_str("x-remote-extra-");
         for b in k.bytes() {
             match b {
                 b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => key.push(b as char),
                 _ => {
-                    let _ = write!(key, "%{b:02X}");
+                    let _ = write!(key, "%{b:02x}");
                 }
             }
         }
-        let Ok(name) = HeaderName::from_bytes(key.as_bytes()) else {
-            continue;
-        };
         for v in vs {
-            if let Ok(v) = HeaderValue::from_str(v) {
-                out.append(name.clone(), v);
-            }
+            field(&key, v);
         }
     }
+}
+
+/// Can a header field carry this value (as `HeaderValue::from_str` decides)?
+pub fn is_field_value(v: &str) -> bool {
+    v.bytes().all(|b| b == b'\t' || (b >= 32 && b != 127))
+}
+
+/// Sets the caller's identity the way kube-apiserver's front proxy does.
+pub fn identity_headers(id: &Identity, out: &mut HeaderMap) {
+    identity_fields(id, |name, v| {
+        if let (Ok(name), Ok(v)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(v),
+        ) {
+            out.append(name, v);
+        }
+    });
 }
 
 /// The invocation ID of the request, or a new one.
@@ -369,7 +386,7 @@ async fn bounded_body(body: Body, max: usize) -> Result<Bytes, ConsoleError> {
     Ok(buf.freeze())
 }
 
-fn too_large(max: usize) -> ConsoleError {
+pub(crate) fn too_large(max: usize) -> ConsoleError {
     ConsoleError::too_large(format!(
         "the request body exceeds {max} bytes; nothing was forwarded"
     ))
@@ -411,15 +428,15 @@ fn content_length(headers: &HeaderMap) -> Option<usize> {
 }
 
 /// An invoke that passed every check made from its headers.
-struct AdmittedInvoke {
+pub(crate) struct AdmittedInvoke {
     /// The caller's credentials, shared with the request (not copied).
-    creds: Arc<Credentials>,
-    inv: HeaderValue,
-    target: Arc<GatewayTarget>,
-    slot: Slot,
+    pub creds: Arc<Credentials>,
+    pub inv: HeaderValue,
+    pub target: Arc<GatewayTarget>,
+    pub slot: Slot,
 }
 
-async fn admit_invoke(
+pub(crate) async fn admit_invoke(
     state: &V1State,
     caller: &RequestCredentials,
     ns: &str,
@@ -508,7 +525,10 @@ async fn forward_invoke(
     relay_response(resp, inv, state.bounds.max_response_bytes, slot)
 }
 
-fn unreachable(target: &GatewayTarget, e: &hyper_util::client::legacy::Error) -> ConsoleError {
+pub(crate) fn unreachable(
+    target: &GatewayTarget,
+    e: &hyper_util::client::legacy::Error,
+) -> ConsoleError {
     tracing::warn!(gateway = %target.authority(), error = %e, connect = e.is_connect(), "Runtime gateway call failed");
     if e.is_connect() {
         ConsoleError::unavailable(format!(

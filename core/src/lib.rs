@@ -9,6 +9,7 @@
 
 pub mod auth;
 pub mod guard;
+pub mod h1;
 pub mod lifecycle;
 pub mod limit;
 pub mod metrics;

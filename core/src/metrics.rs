@@ -56,6 +56,8 @@ pub struct Metrics {
     pub log_bytes_read: Counter,
     pub connections_open: Family<ListenerLabels, Gauge>,
     pub connections_refused: Family<ConnRefusalLabels, Counter>,
+    /// Requests served by a listener's HTTP/1.1 fast path (`/v1` invoke).
+    pub fast_path_requests: Counter,
 }
 
 impl Default for Metrics {
@@ -75,6 +77,7 @@ impl Default for Metrics {
             log_bytes_read: Counter::default(),
             connections_open: Family::default(),
             connections_refused: Family::default(),
+            fast_path_requests: Counter::default(),
         }
     }
 }
@@ -152,6 +155,11 @@ impl Metrics {
             "connections_refused",
             "Connections closed right after accept by a connection cap, by listener and cap",
             self.connections_refused.clone(),
+        );
+        r.register(
+            "fast_path_requests",
+            "Requests served by the Console listener's HTTP/1.1 fast path (/v1 invoke), also counted in http_requests",
+            self.fast_path_requests.clone(),
         );
     }
 }

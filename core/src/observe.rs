@@ -27,7 +27,7 @@ pub struct Observer {
 
 /// A new request ID: 16 hex digits, unique in the process (a start-time
 /// base plus a counter), written without allocating.
-fn request_id() -> [u8; 16] {
+pub fn request_id() -> [u8; 16] {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     static BASE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     let base = *BASE.get_or_init(|| {
@@ -79,6 +79,52 @@ fn trace_access(a: &Access<'_>) {
     );
 }
 
+impl Observer {
+    /// Counts a request whose answer's head is ready and writes its access
+    /// line (when `path` is given: only when INFO is enabled, see
+    /// [`access_logged`]).
+    pub fn record(
+        &self,
+        route: &'static str,
+        method: &str,
+        path: Option<&str>,
+        code: u16,
+        elapsed: std::time::Duration,
+        id: &[u8; 16],
+    ) {
+        let listener = self.listener;
+        self.metrics
+            .request_seconds
+            .get_or_create(&RouteLabels { listener, route })
+            .observe(elapsed.as_secs_f64());
+        self.metrics
+            .requests
+            .get_or_create(&RequestLabels {
+                listener,
+                route,
+                code,
+            })
+            .inc();
+        if let Some(path) = path {
+            let id = std::str::from_utf8(id).unwrap_or_default();
+            let log = ACCESS_LOG.get().copied().unwrap_or(trace_access);
+            log(&Access {
+                listener,
+                request_id: id,
+                method,
+                path,
+                code,
+                ms: elapsed.as_secs_f64() * 1e3,
+            });
+        }
+    }
+}
+
+/// Whether access lines are written (INFO is enabled here).
+pub fn access_logged() -> bool {
+    tracing::enabled!(tracing::Level::INFO)
+}
+
 /// The middleware (its state is shared, not copied, per request).
 pub async fn observe(State(o): State<Arc<Observer>>, req: Request, next: Next) -> Response {
     let route = req
@@ -88,41 +134,23 @@ pub async fn observe(State(o): State<Arc<Observer>>, req: Request, next: Next) -
         .unwrap_or(o.unmatched);
     let method = req.method().clone();
     // Kept only when the access line will be written (a shared, not copied, URI).
-    let uri = tracing::enabled!(tracing::Level::INFO).then(|| req.uri().clone());
+    let uri = access_logged().then(|| req.uri().clone());
     let id = request_id();
     let started = Instant::now();
     let mut resp = next.run(req).await;
     let elapsed = started.elapsed();
     let code = resp.status().as_u16();
-    let listener = o.listener;
-    o.metrics
-        .request_seconds
-        .get_or_create(&RouteLabels { listener, route })
-        .observe(elapsed.as_secs_f64());
-    o.metrics
-        .requests
-        .get_or_create(&RequestLabels {
-            listener,
-            route,
-            code,
-        })
-        .inc();
     if let Ok(v) = HeaderValue::from_bytes(&id) {
         resp.headers_mut().insert("x-request-id", v);
     }
-    if let Some(uri) = &uri {
-        let path = uri.path();
-        let id = std::str::from_utf8(&id).unwrap_or_default();
-        let log = ACCESS_LOG.get().copied().unwrap_or(trace_access);
-        log(&Access {
-            listener,
-            request_id: id,
-            method: method.as_str(),
-            path,
-            code,
-            ms: elapsed.as_secs_f64() * 1e3,
-        });
-    }
+    o.record(
+        route,
+        method.as_str(),
+        uri.as_ref().map(|u| u.path()),
+        code,
+        elapsed,
+        &id,
+    );
     resp
 }
 

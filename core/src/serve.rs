@@ -19,18 +19,20 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
-use bytes::Bytes;
+use bytes::{Buf, Bytes, BytesMut};
+use http::HeaderMap;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::service::TowerToHyperService;
 use rustls_pki_types::CertificateDer;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
+use crate::h1::{self, Parsed, RequestHead};
 use crate::metrics::{ConnRefusalLabels, ListenerLabels, Metrics};
 use crate::workers::Workers;
 
@@ -41,6 +43,102 @@ pub struct PeerCertificates(pub Arc<Vec<CertificateDer<'static>>>);
 /// The client's socket address.
 #[derive(Clone, Copy, Debug)]
 pub struct RemoteAddr(pub SocketAddr);
+
+/// A server-side TLS connection.
+pub type ServerTls = tokio_rustls::server::TlsStream<TcpStream>;
+
+/// A handler that serves some HTTP/1.1 requests itself, on the bytes of the
+/// connection, instead of through hyper and the router (`/v1` invoke, where
+/// a plain proxy's cost per call is the bar). It claims a request by its
+/// head alone and must answer it as the router would; the first request it
+/// does not claim, and everything after it on that connection, goes to
+/// hyper and the router as usual. HTTP/2 connections never reach it.
+pub trait FastPath: Send + Sync + 'static {
+    /// Whether this request is served here. Nothing may be done yet: a
+    /// request not claimed is served by the router from the same bytes.
+    fn claims(&self, head: &RequestHead, headers: &HeaderMap) -> bool;
+
+    /// Serves a claimed request, whose head is already consumed from
+    /// `conn.buf` (its fields are in `conn.headers`). Answers whether the
+    /// connection may carry another request.
+    fn serve<'a>(
+        &'a self,
+        head: RequestHead,
+        conn: &'a mut FastConn,
+    ) -> Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>>;
+
+    /// The shortest bound any of its waits has (the connection's timer
+    /// fires at least this often).
+    fn shortest_timeout(&self) -> Duration;
+}
+
+/// A connection as a [`FastPath`] sees it.
+pub struct FastConn {
+    pub io: ServerTls,
+    /// Bytes read and not consumed yet (a body's start, a next request).
+    pub buf: BytesMut,
+    /// The fields of the request being served (the map is reused).
+    pub headers: HeaderMap,
+    /// A reusable buffer for what is written.
+    pub out: Vec<u8>,
+    pub peer: PeerCertificates,
+    pub remote: SocketAddr,
+    /// Bounds every wait of the connection, its requests' included.
+    pub timer: Watchdog,
+}
+
+/// Reads more of `io` into `buf`; `Ok(0)` at its end.
+pub async fn read_into<S: AsyncRead + Unpin>(
+    io: &mut S,
+    buf: &mut BytesMut,
+) -> std::io::Result<usize> {
+    if buf.capacity() - buf.len() < 1024 {
+        buf.reserve(4096);
+    }
+    io.read_buf(buf).await
+}
+
+/// One timer for all the waits of a connection. A fresh timer per wait
+/// (`tokio::time::timeout`) costs a wake-up of the runtime's driver
+/// whenever it is due before the driver's next one, which a per-request
+/// deadline always is; this one is only ever moved later, when it fires.
+/// It fires at least every `step` (the shortest bound any wait has), so it
+/// is never due after a deadline given to [`Watchdog::run`].
+pub struct Watchdog {
+    sleep: Pin<Box<tokio::time::Sleep>>,
+    step: Duration,
+}
+
+impl Watchdog {
+    pub fn new(step: Duration) -> Self {
+        Self {
+            sleep: Box::pin(tokio::time::sleep(step)),
+            step,
+        }
+    }
+
+    /// Runs `f` until `deadline`; `None` when the deadline came first.
+    pub async fn run<F: std::future::Future>(
+        &mut self,
+        deadline: Instant,
+        f: F,
+    ) -> Option<F::Output> {
+        tokio::pin!(f);
+        loop {
+            tokio::select! {
+                biased;
+                out = &mut f => return Some(out),
+                () = self.sleep.as_mut() => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return None;
+                    }
+                    self.sleep.as_mut().reset(deadline.min(now + self.step));
+                }
+            }
+        }
+    }
+}
 
 /// Limits of the connection layer.
 #[derive(Clone, Copy, Debug)]
@@ -252,6 +350,7 @@ pub async fn serve_tls(
     metrics: Metrics,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     workers: Option<Workers>,
+    fast: Option<Arc<dyn FastPath>>,
 ) {
     serve(
         listener,
@@ -262,6 +361,7 @@ pub async fn serve_tls(
         metrics,
         shutdown,
         workers,
+        fast,
     )
     .await
 }
@@ -276,7 +376,7 @@ pub async fn serve_plain(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
     serve(
-        listener, None, router, limits, name, metrics, shutdown, None,
+        listener, None, router, limits, name, metrics, shutdown, None, None,
     )
     .await
 }
@@ -291,6 +391,7 @@ async fn serve(
     metrics: Metrics,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     workers: Option<Workers>,
+    fast: Option<Arc<dyn FastPath>>,
 ) {
     let gate = ConnGate::new(limits.max_connections, limits.max_connections_per_peer);
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -334,6 +435,7 @@ async fn serve(
         let stop = stop_rx.clone();
         let alive = alive_tx.clone();
         let open = open.clone();
+        let fast = fast.clone();
         let connection = move |tcp: TcpStream| async move {
             let _permit = permit;
             let _alive = alive;
@@ -363,7 +465,13 @@ async fn serve(
                         .map(|c| c.iter().map(|c| c.clone().into_owned()).collect())
                         .unwrap_or_default();
                     let peer = PeerCertificates(Arc::new(chain));
-                    serve_connection(tls, peer, remote, router, limits, stop).await;
+                    let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+                    match fast {
+                        Some(fast) if !h2 => {
+                            serve_fast(fast, tls, peer, remote, router, limits, stop).await
+                        }
+                        _ => serve_connection(tls, peer, remote, router, limits, stop).await,
+                    }
                 }
                 None => {
                     serve_connection(
@@ -402,6 +510,139 @@ async fn serve(
     // Idle connections close now (HTTP/2 with GOAWAY); open requests get a
     // bounded time to finish.
     let _ = tokio::time::timeout(limits.drain_timeout, alive_rx.recv()).await;
+}
+
+/// Serves an HTTP/1.1 connection: requests the fast path claims here, and
+/// from the first one it does not claim on, hyper and the router (which
+/// then see the connection's bytes from that request's first byte on).
+/// The bounds are the same as hyper's: the first request head within
+/// `first_request_timeout`, a later one within `idle_timeout` of the last
+/// answer, a head no larger than hyper's read buffer.
+async fn serve_fast(
+    fast: Arc<dyn FastPath>,
+    io: ServerTls,
+    peer: PeerCertificates,
+    remote: SocketAddr,
+    router: Router,
+    limits: ConnLimits,
+    mut stop: watch::Receiver<bool>,
+) {
+    let first = limits.first_request_timeout.min(limits.idle_timeout);
+    let mut conn = FastConn {
+        io,
+        buf: BytesMut::new(),
+        headers: HeaderMap::new(),
+        out: Vec::new(),
+        peer,
+        remote,
+        timer: Watchdog::new(first.min(fast.shortest_timeout())),
+    };
+    let max_head = limits.max_header_bytes.max(8192);
+    let mut deadline = Instant::now() + first;
+    loop {
+        // Reads until a whole head is buffered, or it is clear this loop
+        // will not serve it.
+        let head = loop {
+            if !conn.buf.is_empty() {
+                match h1::parse_request(&conn.buf, &mut conn.headers) {
+                    Parsed::Complete(head) => break Some(head),
+                    Parsed::Invalid => break None,
+                    Parsed::Partial if conn.buf.len() >= max_head => break None,
+                    Parsed::Partial => {}
+                }
+            }
+            let read = async {
+                tokio::select! {
+                    biased;
+                    res = read_into(&mut conn.io, &mut conn.buf) => matches!(res, Ok(n) if n > 0),
+                    () = stopped(&mut stop) => false,
+                }
+            };
+            match conn.timer.run(deadline, read).await {
+                Some(true) => {}
+                Some(false) => return,
+                None => {
+                    tracing::debug!(%remote, "closing an idle connection");
+                    return;
+                }
+            }
+        };
+        let claimed = head
+            .as_ref()
+            .is_some_and(|head| fast.claims(head, &conn.headers));
+        let Some(head) = head.filter(|_| claimed) else {
+            let FastConn { io, buf, peer, .. } = conn;
+            let io = Rewind { pre: buf, io };
+            serve_connection(io, peer, remote, router, limits, stop).await;
+            return;
+        };
+        conn.buf.advance(head.len);
+        if !fast.serve(head, &mut conn).await || *stop.borrow() {
+            use tokio::io::AsyncWriteExt;
+            let _ = tokio::time::timeout(Duration::from_secs(1), conn.io.shutdown()).await;
+            return;
+        }
+        deadline = Instant::now() + limits.idle_timeout;
+        // A connection idle a long while does not keep a grown buffer.
+        if conn.buf.is_empty() && conn.buf.capacity() > 16 << 10 {
+            conn.buf = BytesMut::new();
+        }
+    }
+}
+
+/// A connection whose first bytes were already read: they are read again first.
+struct Rewind<S> {
+    pre: BytesMut,
+    io: S,
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Rewind<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        if !self.pre.is_empty() {
+            let n = self.pre.len().min(buf.remaining());
+            buf.put_slice(&self.pre[..n]);
+            self.pre.advance(n);
+            if self.pre.is_empty() {
+                self.pre = BytesMut::new();
+            }
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Rewind<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
 }
 
 /// Serves one connection until it ends, is idle past its deadline, or the listener stops.
@@ -566,6 +807,7 @@ mod tests {
             Metrics::default(),
             std::future::pending(),
             Some(workers),
+            None,
         ));
         let client = std::thread::spawn(move || {
             let tcp = std::net::TcpStream::connect(addr).unwrap();

@@ -48,8 +48,23 @@ pub enum Body<'a> {
     File(&'a Path),
 }
 
-/// Sends one request with `headers` and `body`; 30 s at most.
+/// Sends one request with `headers` and `body`; 30 s at most. The HTTP
+/// version is curl's choice (HTTP/2 where the server offers it), or
+/// `KRT_TEST_HTTP` (`1.1` or `2`) when set: the `/v1` suites run once more
+/// with `1.1`, through the Console's HTTP/1.1 invoke path.
 pub fn request(method: &str, url: &str, headers: &[(&str, &str)], body: Body<'_>) -> Reply {
+    let version = std::env::var("KRT_TEST_HTTP").ok();
+    request_as(version.as_deref(), method, url, headers, body)
+}
+
+/// [`request`] over HTTP `version` (`1.1` or `2`; `None`: curl's choice).
+pub fn request_as(
+    version: Option<&str>,
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Body<'_>,
+) -> Reply {
     let dir = tempfile::tempdir().expect("temporary directory");
     let hfile = dir.path().join("h");
     let mut cmd = Command::new("curl");
@@ -65,6 +80,12 @@ pub fn request(method: &str, url: &str, headers: &[(&str, &str)], body: Body<'_>
     ])
     .arg(&hfile)
     .args(["-o", "-", "-w", "\n%{http_code}"]);
+    match version {
+        Some("1.1") => drop(cmd.arg("--http1.1")),
+        Some("2") => drop(cmd.arg("--http2")),
+        Some(other) => panic!("KRT_TEST_HTTP must be 1.1 or 2, not {other}"),
+        None => {}
+    }
     for (k, v) in headers {
         cmd.arg("-H").arg(format!("{k}: {v}"));
     }

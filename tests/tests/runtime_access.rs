@@ -794,3 +794,349 @@ async fn a_plain_get_on_operations_tells_whether_the_caller_may() {
         "allowed, but a plain GET is not an upgrade"
     );
 }
+
+/// The `fast_path_requests` counter of the shared Console.
+fn fast_path_requests() -> u64 {
+    let (code, body) = env().curl(&format!("{}/metrics", env().var("CONSOLE_ADMIN_URL")), &[]);
+    assert_eq!(code, 200, "{body}");
+    body.lines()
+        .find_map(|l| l.strip_prefix("kruntimes_console_fast_path_requests_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("kruntimes_console_fast_path_requests_total")
+}
+
+/// A reply's headers as compared between the two paths: lower-case names,
+/// without the framing (which differs by HTTP version) and the values that
+/// differ per request (their shape is checked).
+fn comparable(r: &Reply) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = r
+        .headers
+        .iter()
+        .filter(|(k, _)| {
+            !matches!(
+                k.as_str(),
+                "content-length" | "connection" | "keep-alive" | "transfer-encoding"
+            )
+        })
+        .map(|(k, v)| match k.as_str() {
+            "date" => (k.clone(), "<date>".to_owned()),
+            "x-request-id" => {
+                assert!(
+                    v.len() == 16 && v.bytes().all(|b| b.is_ascii_hexdigit()),
+                    "request ID {v:?}"
+                );
+                (k.clone(), "<id>".to_owned())
+            }
+            _ => (k.clone(), v.clone()),
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// What is sent: a name, the URL, headers and a body.
+type Case<'a> = (&'a str, String, Vec<(&'a str, &'a str)>, Body<'a>);
+
+/// The same invoke over HTTP/1.1 (the Console's fast path) and over HTTP/2
+/// (hyper and the router) gets the same answer, refusals included, and the
+/// gateway sees the same request.
+#[tokio::test]
+async fn invoke_answers_are_the_same_over_http1_and_http2() {
+    let fx = Fixtures::new("team-a").await;
+    let (name, uid) = run(&fx, "bash", "function", "Ready").await;
+    let (pending, puid) = run(&fx, "bash", "function", "Pending").await;
+    let url = invoke_url("team-a", &name, &uid);
+    let op = bearer("operator");
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big");
+    std::fs::write(&big, vec![b'x'; (1 << 20) + 1]).unwrap();
+    let own = env().var("CONSOLE_URL").to_owned();
+    let cookie = {
+        let r = curl::request(
+            "POST",
+            &format!("{own}/api/session"),
+            &[],
+            Body::Json(&json!({"token": env().token("operator")}).to_string()),
+        );
+        assert_eq!(r.code, 200, "{}", r.body);
+        r.headers
+            .iter()
+            .filter(|(k, v)| k == "set-cookie" && !v.contains("Max-Age=0"))
+            .filter_map(|(_, v)| v.split(';').next().map(str::to_owned))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let long_id = "i".repeat(129);
+    let viewer = bearer("viewer");
+    // (what, URL, headers, body): curl's `Expect` is turned off, so a
+    // large body is sent at once on both.
+    let cases: Vec<Case<'_>> = vec![
+        (
+            "allowed",
+            url.clone(),
+            vec![
+                ("Authorization", &op),
+                ("Content-Type", "application/json"),
+                ("X-Kruntime-Invocation-ID", "inv-same-1"),
+                ("X-Request-Id", "client-rid"),
+                (
+                    "Traceparent",
+                    "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+                ),
+                ("X-Remote-User", "admin"),
+                ("Cookie", "sid=x"),
+                ("X-Forwarded-For", "10.0.0.1"),
+            ],
+            Body::Raw(r#"{"input": 1}"#),
+        ),
+        (
+            "empty body",
+            url.clone(),
+            vec![
+                ("Authorization", &op),
+                ("X-Kruntime-Invocation-ID", "inv-same-2"),
+            ],
+            Body::None,
+        ),
+        ("no credentials", url.clone(), vec![], Body::Raw("{}")),
+        (
+            "bad token",
+            url.clone(),
+            vec![("Authorization", "Bearer not-a-token")],
+            Body::Raw("{}"),
+        ),
+        (
+            "malformed authorization",
+            url.clone(),
+            vec![("Authorization", "Basic abc")],
+            Body::Raw("{}"),
+        ),
+        (
+            "denied",
+            url.clone(),
+            vec![("Authorization", &viewer)],
+            Body::Raw("{}"),
+        ),
+        (
+            "cookie from another origin",
+            url.clone(),
+            vec![("Cookie", &cookie), ("Origin", "https://evil.example")],
+            Body::Raw("{}"),
+        ),
+        (
+            "cookie without origin",
+            url.clone(),
+            vec![("Cookie", &cookie)],
+            Body::Raw("{}"),
+        ),
+        (
+            "cookie from the own origin",
+            url.clone(),
+            vec![
+                ("Cookie", &cookie),
+                ("Origin", &own),
+                ("X-Kruntime-Invocation-ID", "inv-same-3"),
+            ],
+            Body::Raw("{}"),
+        ),
+        (
+            "unknown uid",
+            invoke_url("team-a", &name, "00000000-0000-0000-0000-000000000000"),
+            vec![("Authorization", &op)],
+            Body::Raw("{}"),
+        ),
+        (
+            "bad namespace",
+            invoke_url("Team-A", &name, &uid),
+            vec![("Authorization", &op)],
+            Body::Raw("{}"),
+        ),
+        (
+            "pending run",
+            invoke_url("team-a", &pending, &puid),
+            vec![("Authorization", &op)],
+            Body::Raw("{}"),
+        ),
+        (
+            "bad invocation id",
+            url.clone(),
+            vec![
+                ("Authorization", &op),
+                ("X-Kruntime-Invocation-ID", &long_id),
+            ],
+            Body::Raw("{}"),
+        ),
+        (
+            "too large",
+            url.clone(),
+            vec![("Authorization", &op), ("Expect", "")],
+            Body::File(&big),
+        ),
+    ];
+    let before = fast_path_requests();
+    let mut over_h1 = 0;
+    for (what, url, headers, body) in cases {
+        let again = match &body {
+            Body::None => Body::None,
+            Body::Json(b) => Body::Json(b),
+            Body::Raw(b) => Body::Raw(b),
+            Body::File(f) => Body::File(f),
+        };
+        let h1 = curl::request_as(Some("1.1"), "POST", &url, &headers, body);
+        over_h1 += 1;
+        let h2 = curl::request_as(Some("2"), "POST", &url, &headers, again);
+        assert_ne!(h1.code, 0, "{what}: no answer over HTTP/1.1");
+        assert_eq!(h1.code, h2.code, "{what}: {} / {}", h1.body, h2.body);
+        assert_eq!(comparable(&h1), comparable(&h2), "{what}");
+        if what == "allowed" {
+            // The gateway's echo names the caller and the body; the same on both.
+            assert_eq!(h1.json()["user"], "operator");
+            assert_eq!(h1.json(), h2.json(), "{what}");
+        } else {
+            assert_eq!(h1.body, h2.body, "{what}");
+        }
+    }
+    let seen = gateway_requests(&name);
+    let headers_of = |inv: &str| {
+        let mut all: Vec<Vec<(String, String)>> = seen
+            .iter()
+            .filter(|r| header_values(r, "x-kruntime-invocation-id") == [inv])
+            .map(|r| {
+                let mut h: Vec<(String, String)> = r["headers"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|h| {
+                        (
+                            h[0].as_str().unwrap().to_ascii_lowercase(),
+                            h[1].as_str().unwrap().to_owned(),
+                        )
+                    })
+                    .collect();
+                h.sort();
+                h
+            })
+            .collect();
+        assert_eq!(all.len(), 2, "the gateway saw {inv} once per path");
+        let b = all.pop().unwrap();
+        (all.pop().unwrap(), b)
+    };
+    for inv in ["inv-same-1", "inv-same-2"] {
+        let (a, b) = headers_of(inv);
+        assert_eq!(a, b, "the gateway saw different requests for {inv}");
+    }
+    let (a, _) = headers_of("inv-same-1");
+    let names: Vec<&str> = a.iter().map(|(k, _)| k.as_str()).collect();
+    for gone in ["authorization", "cookie", "x-forwarded-for"] {
+        assert!(
+            !names.contains(&gone),
+            "{gone} reached the gateway: {names:?}"
+        );
+    }
+    assert!(
+        a.contains(&("x-remote-user".into(), "operator".into())),
+        "{a:?}"
+    );
+    let served = fast_path_requests() - before;
+    if std::env::var("KRT_TEST_HTTP").is_err() {
+        // Nothing else in this suite speaks HTTP/1.1 to /v1 invoke then.
+        assert_eq!(
+            served, over_h1,
+            "every HTTP/1.1 case took the fast path, no HTTP/2 one did"
+        );
+    } else {
+        assert!(served >= over_h1, "{served} < {over_h1}");
+    }
+}
+
+/// One HTTP/1.1 connection carries invokes on the fast path, then a request
+/// it does not take (hyper and the router answer it, from its first byte),
+/// then more invokes.
+#[tokio::test]
+async fn a_keep_alive_connection_moves_from_the_fast_path_to_the_router() {
+    let fx = Fixtures::new("team-a").await;
+    let (name, uid) = run(&fx, "bash", "function", "Ready").await;
+    let url = invoke_url("team-a", &name, &uid);
+    let auth = format!("Authorization: {}", bearer("operator"));
+    let session = format!("{}/api/session", env().var("CONSOLE_URL"));
+    let before = fast_path_requests();
+    let mut cmd = Command::new("curl");
+    cmd.args([
+        "-s",
+        "--http1.1",
+        "--max-time",
+        "30",
+        "--cacert",
+        env().var("CONSOLE_CA"),
+    ]);
+    let calls: [(&str, &str, &str); 5] = [
+        ("POST", &url, "{\"n\":1}"),
+        ("POST", &url, "{\"n\":2}"),
+        ("GET", &session, ""),
+        ("POST", &url, "{\"n\":3}"),
+        ("POST", &url, "{\"n\":4}"),
+    ];
+    for (i, (method, u, body)) in calls.iter().enumerate() {
+        if i > 0 {
+            cmd.arg("--next").args([
+                "-s",
+                "--http1.1",
+                "--max-time",
+                "30",
+                "--cacert",
+                env().var("CONSOLE_CA"),
+            ]);
+        }
+        cmd.args([
+            "-X",
+            method,
+            "-H",
+            &auth,
+            "-w",
+            "\n%{http_code} %{num_connects}\n",
+        ]);
+        if !body.is_empty() {
+            cmd.args([
+                "-H",
+                "Content-Type: application/json",
+                "--data-binary",
+                body,
+            ]);
+        }
+        cmd.arg(u);
+    }
+    let out = cmd.output().expect("curl");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    let is_status = |l: &str| {
+        l.split_once(' ').is_some_and(|(code, conns)| {
+            code.len() == 3
+                && code.bytes().all(|b| b.is_ascii_digit())
+                && !conns.is_empty()
+                && conns.bytes().all(|b| b.is_ascii_digit())
+        })
+    };
+    let status: Vec<&str> = lines.iter().copied().filter(|l| is_status(l)).collect();
+    assert_eq!(
+        status,
+        ["200 1", "200 0", "200 0", "200 0", "200 0"],
+        "one connection, every answer 200: {text}"
+    );
+    for n in 1..=4 {
+        assert!(
+            text.contains(&format!("\"n\":{n}")),
+            "invoke {n} echoed: {text}"
+        );
+    }
+    assert!(
+        text.contains("\"user\":\"operator\"") || text.contains("operator"),
+        "{text}"
+    );
+    let served = fast_path_requests() - before;
+    if std::env::var("KRT_TEST_HTTP").is_err() {
+        assert_eq!(
+            served, 2,
+            "the two invokes before the hand-off, none after it"
+        );
+    }
+}

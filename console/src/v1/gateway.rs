@@ -25,7 +25,7 @@ pub enum GatewayError {
 }
 
 /// Where to dial.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct GatewayTarget {
     /// DNS name dialled and verified (ClusterIP: `<svc>.<ns>.svc`; ExternalName: the external name).
     pub host: String,

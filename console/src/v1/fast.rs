@@ -1,0 +1,664 @@
+//! `/v1` invoke over HTTP/1.1 without hyper or the router: the Console
+//! listener's accept loop hands a keep-alive connection's requests here
+//! ([`kruntimes_core::serve::FastPath`]), and an invoke is read, checked,
+//! forwarded and answered on the connection's own buffers, with one write
+//! each way. Every rule is the router's, through the same functions: the
+//! header bound, the credentials and the Origin rule, admission
+//! ([`super::admit_invoke`]), the body bound and deadline, the forwarded
+//! and stripped headers, the security headers, the request ID, the metrics
+//! and the access line. What this path does not take (another route or
+//! method, a query, a percent-encoded or over-long path, `Expect`, a
+//! transfer coding, an oversized head) goes to hyper and the router,
+//! together with the rest of its connection.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::response::IntoResponse;
+use bytes::Buf;
+use http::{HeaderValue, Method, StatusCode, header};
+use kruntimes_core::h1::{self, BodyKind, Parsed, RequestHead};
+use kruntimes_core::observe::{Observer, access_logged, request_id};
+use kruntimes_core::serve::{FastConn, FastPath, read_into};
+use tokio::io::AsyncWriteExt;
+use tokio::time::Instant;
+
+use super::gateway::GatewayTarget;
+use super::upstream::{Upstream, Upstreams};
+use super::{
+    AdmittedInvoke, INVOCATION_ID, V1State, admit_invoke, connection_listed, identity_fields,
+    is_forwarded_request_header, is_stripped,
+};
+use crate::credentials::resolve;
+use crate::error::{ConsoleError, REFUSAL_DRAIN_BYTES};
+use crate::headers::{SECURITY_HEADERS, header_bytes, is_security_header};
+use crate::origin::cross_origin;
+use crate::state::{ConsoleState, RequestCredentials};
+
+/// Largest response head read from a gateway (hyper's default read buffer bound).
+const MAX_RESPONSE_HEAD: usize = 8192 + 4096 * 100;
+
+/// How long a refused request's body may take to be read and dropped.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The invoke fast path of the Console listener.
+pub struct InvokeFastPath {
+    console: Arc<ConsoleState>,
+    v1: Arc<V1State>,
+    upstreams: Upstreams,
+    observer: Arc<Observer>,
+    max_header_bytes: usize,
+    /// The security headers, written as they are on every answer.
+    security: Vec<u8>,
+}
+
+impl InvokeFastPath {
+    /// `threads`: the Console listener's connection threads (one pool each).
+    pub fn new(
+        console: Arc<ConsoleState>,
+        v1: Arc<V1State>,
+        observer: Arc<Observer>,
+        max_header_bytes: usize,
+        threads: usize,
+    ) -> Self {
+        let mut security = Vec::new();
+        for (name, value) in SECURITY_HEADERS {
+            field(&mut security, name, value.as_bytes());
+        }
+        let upstreams = Upstreams::new(threads, v1.tls.clone(), v1.bounds.connect_timeout);
+        Self {
+            console,
+            v1,
+            upstreams,
+            observer,
+            max_header_bytes,
+            security,
+        }
+    }
+}
+
+/// The Run an invoke's target names: `/v1/namespaces/{ns}/runs/{name}/{uid}/invoke`,
+/// every segment made of unreserved characters only (nothing to decode).
+fn invoke_path(target: &str) -> Option<(&str, &str, &str)> {
+    let rest = target.strip_prefix("/v1/namespaces/")?;
+    let mut parts = rest.split('/');
+    let (ns, runs, name, uid, invoke) = (
+        parts.next()?,
+        parts.next()?,
+        parts.next()?,
+        parts.next()?,
+        parts.next()?,
+    );
+    let plain = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'))
+    };
+    (parts.next().is_none()
+        && runs == "runs"
+        && invoke == "invoke"
+        && plain(ns)
+        && plain(name)
+        && plain(uid))
+    .then_some((ns, name, uid))
+}
+
+/// The request body's length: a `Content-Length`, or none at all (empty).
+fn request_length(headers: &http::HeaderMap) -> Option<u64> {
+    match h1::body_kind(headers)? {
+        BodyKind::Length(n) => Some(n),
+        BodyKind::Close => Some(0),
+        BodyKind::Chunked => None,
+    }
+}
+
+fn field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
+fn status_line(out: &mut Vec<u8>, code: u16) {
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(itoa(code as u64).as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(h1::reason(code).as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+fn itoa(n: u64) -> String {
+    n.to_string()
+}
+
+/// How an exchange with the gateway ended before an answer was relayed.
+enum Failed {
+    /// Answer this.
+    Answer(ConsoleError),
+    /// The caller's connection broke or the answer broke off midway: close.
+    Abort,
+}
+
+impl FastPath for InvokeFastPath {
+    fn claims(&self, head: &RequestHead, headers: &http::HeaderMap) -> bool {
+        head.method == Method::POST
+            && invoke_path(&head.target).is_some()
+            && !headers.contains_key(header::EXPECT)
+            && !headers.contains_key(header::UPGRADE)
+            && request_length(headers).is_some()
+            && header_bytes(headers) <= self.max_header_bytes
+    }
+
+    fn serve<'a>(
+        &'a self,
+        head: RequestHead,
+        conn: &'a mut FastConn,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>> {
+        Box::pin(self.invoke(head, conn))
+    }
+
+    fn shortest_timeout(&self) -> Duration {
+        let b = &self.v1.bounds;
+        b.body_timeout
+            .min(b.total_timeout)
+            .min(b.connect_timeout)
+            .min(DRAIN_TIMEOUT)
+    }
+}
+
+impl InvokeFastPath {
+    async fn invoke(&self, head: RequestHead, conn: &mut FastConn) -> bool {
+        let started = std::time::Instant::now();
+        let id = request_id();
+        let Some((ns, name, uid)) = invoke_path(&head.target) else {
+            return false;
+        };
+        let len = request_length(&conn.headers).unwrap_or(0);
+        let close = h1::wants_close(&conn.headers);
+        let admitted = match self.admit(conn, ns, name, uid).await {
+            Ok(a) => a,
+            Err(e) => {
+                // As the router: a refusal reads (and drops) a little of the
+                // body first; a 413 whose announced body is not huge, all of it.
+                let max = self.v1.bounds.max_request_bytes as u64;
+                let budget = if e.code == StatusCode::PAYLOAD_TOO_LARGE && len <= max * 2 {
+                    len
+                } else {
+                    REFUSAL_DRAIN_BYTES as u64
+                };
+                let drained = len <= budget && skip(conn, len).await;
+                let keep = drained && !close;
+                self.record(&head, e.code.as_u16(), started, &id);
+                return self.answer_error(conn, e, &id, keep).await && keep;
+            }
+        };
+        match self
+            .forward(conn, &head, admitted, len, started, &id, close)
+            .await
+        {
+            Ok(keep) => keep,
+            Err(Failed::Answer(e)) => {
+                self.record(&head, e.code.as_u16(), started, &id);
+                // The request body may be unread (408): the connection closes.
+                self.answer_error(conn, e, &id, false).await;
+                false
+            }
+            Err(Failed::Abort) => false,
+        }
+    }
+
+    /// The credentials layer and the handler's admission, as the router runs them.
+    async fn admit(
+        &self,
+        conn: &FastConn,
+        ns: &str,
+        name: &str,
+        uid: &str,
+    ) -> Result<AdmittedInvoke, ConsoleError> {
+        let creds = resolve(
+            &self.console.authn,
+            &self.console.sealer,
+            &conn.headers,
+            &conn.peer,
+        )
+        .await?;
+        if let Some(c) = &creds
+            && let Some(refusal) =
+                cross_origin(c, &Method::POST, &conn.headers, &http::Uri::default())
+        {
+            return Err(refusal);
+        }
+        let caller = RequestCredentials(creds.map(Arc::new));
+        admit_invoke(&self.v1, &caller, ns, name, uid, &conn.headers).await
+    }
+
+    fn record(&self, head: &RequestHead, code: u16, started: std::time::Instant, id: &[u8; 16]) {
+        let path = access_logged().then_some(head.target.as_str());
+        self.observer.metrics.fast_path_requests.inc();
+        self.observer
+            .record("v1", "POST", path, code, started.elapsed(), id);
+    }
+
+    /// Writes a refusal as the router renders it; `keep`: the connection stays open.
+    async fn answer_error(
+        &self,
+        conn: &mut FastConn,
+        e: ConsoleError,
+        id: &[u8; 16],
+        keep: bool,
+    ) -> bool {
+        let mut resp = e.into_response();
+        crate::headers::secure(resp.headers_mut(), true);
+        if let Ok(v) = HeaderValue::from_bytes(id) {
+            resp.headers_mut().insert("x-request-id", v);
+        }
+        let (parts, body) = resp.into_parts();
+        let body = axum::body::to_bytes(body, 1 << 20)
+            .await
+            .unwrap_or_default();
+        let out = &mut conn.out;
+        out.clear();
+        status_line(out, parts.status.as_u16());
+        for (k, v) in &parts.headers {
+            field(out, k.as_str(), v.as_bytes());
+        }
+        field(out, "date", &h1::date());
+        if !keep {
+            field(out, "connection", b"close");
+        }
+        field(out, "content-length", itoa(body.len() as u64).as_bytes());
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(&body);
+        let deadline = Instant::now() + DRAIN_TIMEOUT;
+        let FastConn { io, out, timer, .. } = conn;
+        let wrote = timer
+            .run(deadline, async {
+                io.write_all(out).await?;
+                io.flush().await
+            })
+            .await;
+        matches!(wrote, Some(Ok(())))
+    }
+
+    /// Reads the body, sends the call to the gateway and relays its answer.
+    /// `Ok(keep)`: the answer was relayed; whether the connection stays open.
+    #[allow(clippy::too_many_arguments)]
+    async fn forward(
+        &self,
+        conn: &mut FastConn,
+        head: &RequestHead,
+        admitted: AdmittedInvoke,
+        len: u64,
+        started: std::time::Instant,
+        id: &[u8; 16],
+        close: bool,
+    ) -> Result<bool, Failed> {
+        let AdmittedInvoke {
+            creds,
+            inv,
+            target,
+            slot,
+        } = admitted;
+        let bounds = &self.v1.bounds;
+        // The upstream request: head, then the body as it arrives.
+        let mut req = std::mem::take(&mut conn.out);
+        req.clear();
+        req.extend_from_slice(b"POST ");
+        req.extend_from_slice(head.target.as_bytes());
+        req.extend_from_slice(b" HTTP/1.1\r\n");
+        if target.port == 443 {
+            field(&mut req, "host", target.host.as_bytes());
+        } else {
+            field(&mut req, "host", target.authority().as_bytes());
+        }
+        for (k, v) in &conn.headers {
+            if k.as_str() != INVOCATION_ID && is_forwarded_request_header(k) {
+                field(&mut req, k.as_str(), v.as_bytes());
+            }
+        }
+        identity_fields(&creds.caller, |k, v| field(&mut req, k, v.as_bytes()));
+        field(&mut req, INVOCATION_ID, inv.as_bytes());
+        // As hyper's client: an empty body is sent without a length.
+        if len > 0 {
+            field(&mut req, "content-length", itoa(len).as_bytes());
+        }
+        req.extend_from_slice(b"\r\n");
+        let body_deadline = Instant::now() + bounds.body_timeout;
+        let mut left = len as usize;
+        loop {
+            let take = left.min(conn.buf.len());
+            req.extend_from_slice(&conn.buf[..take]);
+            conn.buf.advance(take);
+            left -= take;
+            if left == 0 {
+                break;
+            }
+            match conn
+                .timer
+                .run(body_deadline, read_into(&mut conn.io, &mut conn.buf))
+                .await
+            {
+                Some(Ok(n)) if n > 0 => {}
+                Some(_) => {
+                    conn.out = req;
+                    return Err(Failed::Answer(ConsoleError::bad_request(
+                        "the request body could not be read",
+                    )));
+                }
+                None => {
+                    conn.out = req;
+                    return Err(Failed::Answer(ConsoleError::new(
+                        StatusCode::REQUEST_TIMEOUT,
+                        "RequestTimeout",
+                        format!(
+                            "the request body did not arrive within {}s (--access-body-timeout); nothing was forwarded",
+                            bounds.body_timeout.as_secs_f32()
+                        ),
+                    )));
+                }
+            }
+        }
+        let deadline = Instant::now() + bounds.total_timeout;
+        let exchange = self.exchange(conn, &target, &req, deadline).await;
+        conn.out = req;
+        let (mut up, status) = match exchange {
+            Ok(x) => x,
+            Err(e) => return Err(Failed::Answer(e)),
+        };
+        // The answer's framing and size, decided before any of it is relayed.
+        let no_body = status == 204 || status == 304;
+        let kind = if no_body {
+            Some(BodyKind::Length(0))
+        } else {
+            h1::body_kind(&up.headers)
+        };
+        let max = bounds.max_response_bytes;
+        let kind = match kind {
+            Some(BodyKind::Length(n)) if n > max as u64 => {
+                return Err(Failed::Answer(ConsoleError::new(
+                    StatusCode::BAD_GATEWAY,
+                    "BadGateway",
+                    format!("the Runtime gateway's response exceeds {max} bytes"),
+                )));
+            }
+            Some(k) => k,
+            None => return Err(Failed::Answer(broken_off(&target, "malformed framing"))),
+        };
+        let reusable =
+            h1::body_kind(&up.headers) != Some(BodyKind::Close) && !h1::wants_close(&up.headers);
+        self.record(head, status, started, id);
+        // The answer's head.
+        let out = &mut conn.out;
+        out.clear();
+        status_line(out, status);
+        let listed = connection_listed(&up.headers);
+        let (mut dated, mut cached) = (false, false);
+        for (k, v) in &up.headers {
+            let n = k.as_str();
+            if is_stripped(k, &listed)
+                || is_security_header(n)
+                || n == INVOCATION_ID
+                || n == "x-request-id"
+            {
+                continue;
+            }
+            dated |= n == "date";
+            cached |= n == "cache-control";
+            field(out, n, v.as_bytes());
+        }
+        field(out, INVOCATION_ID, inv.as_bytes());
+        out.extend_from_slice(&self.security);
+        if !cached {
+            field(out, "cache-control", b"no-store");
+        }
+        field(out, "x-request-id", id);
+        if !dated {
+            field(out, "date", &h1::date());
+        }
+        if close {
+            field(out, "connection", b"close");
+        }
+        let relayed = match kind {
+            BodyKind::Length(n) => {
+                field(out, "content-length", itoa(n).as_bytes());
+                out.extend_from_slice(b"\r\n");
+                relay_length(conn, &mut up, n as usize, deadline).await
+            }
+            BodyKind::Chunked | BodyKind::Close => {
+                field(out, "transfer-encoding", b"chunked");
+                out.extend_from_slice(b"\r\n");
+                relay_chunked(conn, &mut up, kind == BodyKind::Chunked, max, deadline).await
+            }
+        };
+        drop(slot);
+        if !relayed {
+            return Err(Failed::Abort);
+        }
+        if reusable && up.buf.is_empty() {
+            self.upstreams.put(&target, up);
+        }
+        Ok(!close)
+    }
+
+    /// Sends the request on a pooled or new connection and reads the answer's head.
+    async fn exchange(
+        &self,
+        conn: &mut FastConn,
+        target: &Arc<GatewayTarget>,
+        req: &[u8],
+        deadline: Instant,
+    ) -> Result<(Upstream, u16), ConsoleError> {
+        let timed_out = || {
+            ConsoleError::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                "Timeout",
+                "the Runtime gateway did not answer in time",
+            )
+        };
+        let mut up = match self.upstreams.idle(target) {
+            Some(up) => up,
+            None => match conn
+                .timer
+                .run(deadline, self.upstreams.connect(target))
+                .await
+            {
+                Some(Ok(up)) => up,
+                Some(Err(e)) => return Err(e.into()),
+                None => return Err(timed_out()),
+            },
+        };
+        let sent = conn
+            .timer
+            .run(deadline, async {
+                up.io.write_all(req).await?;
+                up.io.flush().await
+            })
+            .await;
+        match sent {
+            Some(Ok(())) => {}
+            Some(Err(e)) => return Err(broken_off(target, &e.to_string())),
+            None => return Err(timed_out()),
+        }
+        loop {
+            match h1::parse_response(&up.buf, &mut up.headers) {
+                // Interim answers are read past, as hyper's client does.
+                Parsed::Complete(h) if (100..200).contains(&h.status) && h.status != 101 => {
+                    up.buf.advance(h.len);
+                    continue;
+                }
+                Parsed::Complete(h) if h.status >= 200 => {
+                    up.buf.advance(h.len);
+                    if !h.http11 {
+                        // An HTTP/1.0 answer is not kept alive.
+                        up.headers
+                            .append(header::CONNECTION, HeaderValue::from_static("close"));
+                    }
+                    return Ok((up, h.status));
+                }
+                Parsed::Partial if up.buf.len() < MAX_RESPONSE_HEAD => {}
+                _ => return Err(broken_off(target, "malformed response head")),
+            }
+            match conn
+                .timer
+                .run(deadline, read_into(&mut up.io, &mut up.buf))
+                .await
+            {
+                Some(Ok(n)) if n > 0 => {}
+                Some(Ok(_)) => return Err(broken_off(target, "closed")),
+                Some(Err(e)) => return Err(broken_off(target, &e.to_string())),
+                None => return Err(timed_out()),
+            }
+        }
+    }
+}
+
+/// A call dispatched and broken off: not retried (it may have run).
+fn broken_off(target: &GatewayTarget, why: &str) -> ConsoleError {
+    tracing::warn!(gateway = %target.authority(), error = why, connect = false, "Runtime gateway call failed");
+    ConsoleError::new(
+        StatusCode::BAD_GATEWAY,
+        "BadGateway",
+        "the Runtime gateway closed the connection before answering",
+    )
+}
+
+/// Reads and drops `len` bytes of body; false when they did not come in time.
+async fn skip(conn: &mut FastConn, len: u64) -> bool {
+    let deadline = Instant::now() + DRAIN_TIMEOUT;
+    let mut left = len as usize;
+    loop {
+        let take = left.min(conn.buf.len());
+        conn.buf.advance(take);
+        left -= take;
+        if left == 0 {
+            return true;
+        }
+        match conn
+            .timer
+            .run(deadline, read_into(&mut conn.io, &mut conn.buf))
+            .await
+        {
+            Some(Ok(n)) if n > 0 => {}
+            _ => return false,
+        }
+    }
+}
+
+/// Writes `conn.out` to the caller.
+async fn flush_out(conn: &mut FastConn, deadline: Instant) -> bool {
+    let FastConn { io, out, timer, .. } = conn;
+    let wrote = timer
+        .run(deadline, async {
+            io.write_all(out).await?;
+            io.flush().await
+        })
+        .await;
+    out.clear();
+    matches!(wrote, Some(Ok(())))
+}
+
+/// Relays a body of `n` bytes after the head in `conn.out`.
+async fn relay_length(conn: &mut FastConn, up: &mut Upstream, n: usize, deadline: Instant) -> bool {
+    let mut left = n;
+    loop {
+        let take = left.min(up.buf.len());
+        conn.out.extend_from_slice(&up.buf[..take]);
+        up.buf.advance(take);
+        left -= take;
+        if (left == 0 || conn.out.len() >= 16 << 10) && !flush_out(conn, deadline).await {
+            return false;
+        }
+        if left == 0 {
+            return true;
+        }
+        match conn
+            .timer
+            .run(deadline, read_into(&mut up.io, &mut up.buf))
+            .await
+        {
+            Some(Ok(k)) if k > 0 => {}
+            _ => return false,
+        }
+    }
+}
+
+/// Relays a chunked (or, `chunked` false, close-delimited) body as chunks,
+/// at most `max` bytes of data.
+async fn relay_chunked(
+    conn: &mut FastConn,
+    up: &mut Upstream,
+    chunked: bool,
+    max: usize,
+    deadline: Instant,
+) -> bool {
+    let mut decoder = h1::Chunked::default();
+    let mut data = Vec::new();
+    let mut total = 0usize;
+    let mut ended = false;
+    loop {
+        data.clear();
+        if chunked {
+            match decoder.decode(&up.buf, &mut data) {
+                Ok(used) => up.buf.advance(used),
+                Err(_) => return false,
+            }
+        } else {
+            data.extend_from_slice(&up.buf);
+            up.buf.clear();
+        }
+        total += data.len();
+        if total > max {
+            return false;
+        }
+        if !data.is_empty() {
+            conn.out
+                .extend_from_slice(format!("{:x}\r\n", data.len()).as_bytes());
+            conn.out.extend_from_slice(&data);
+            conn.out.extend_from_slice(b"\r\n");
+        }
+        let done = ended || (chunked && decoder.is_done());
+        if done {
+            conn.out.extend_from_slice(b"0\r\n\r\n");
+        }
+        if !flush_out(conn, deadline).await {
+            return false;
+        }
+        if done {
+            return true;
+        }
+        match conn
+            .timer
+            .run(deadline, read_into(&mut up.io, &mut up.buf))
+            .await
+        {
+            Some(Ok(k)) if k > 0 => {}
+            Some(Ok(_)) if !chunked => ended = true,
+            _ => return false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_invoke_paths_are_taken() {
+        assert_eq!(
+            invoke_path("/v1/namespaces/team-a/runs/r.1/6f1c-2b/invoke"),
+            Some(("team-a", "r.1", "6f1c-2b"))
+        );
+        for t in [
+            "/v1/namespaces/team-a/runs/r/u/invoke/",
+            "/v1/namespaces/team-a/runs/r/u/invoke?x=1",
+            "/v1/namespaces/team%2Da/runs/r/u/invoke",
+            "/v1/namespaces//runs/r/u/invoke",
+            "/v1/namespaces/a/run/r/u/invoke",
+            "/v1/namespaces/a/runs/r/u/operations:ws",
+            "/v1/namespaces/a/runs/r/u/x/invoke",
+            "/api/namespaces/a/runs/r/u/invoke",
+        ] {
+            assert_eq!(invoke_path(t), None, "{t}");
+        }
+    }
+}
