@@ -509,20 +509,19 @@ async fn forward_invoke(
         .body(Body::from(body))
         .map_err(|e| ConsoleError::internal(e.to_string()))?;
     *upstream.headers_mut() = headers;
-    let resp = tokio::time::timeout(
-        state.bounds.total_timeout,
-        state.http.get().request(upstream),
-    )
-    .await
-    .map_err(|_| {
-        ConsoleError::new(
-            StatusCode::GATEWAY_TIMEOUT,
-            "Timeout",
-            "the Runtime gateway did not answer in time",
-        )
-    })?
-    .map_err(|e| unreachable(&target, &e))?;
-    relay_response(resp, inv, state.bounds.max_response_bytes, slot)
+    // The answer, its body included, within the total timeout.
+    let deadline = tokio::time::Instant::now() + state.bounds.total_timeout;
+    let resp = tokio::time::timeout_at(deadline, state.http.get().request(upstream))
+        .await
+        .map_err(|_| {
+            ConsoleError::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                "Timeout",
+                "the Runtime gateway did not answer in time",
+            )
+        })?
+        .map_err(|e| unreachable(&target, &e))?;
+    relay_response(resp, inv, state.bounds.max_response_bytes, slot, deadline)
 }
 
 pub(crate) fn unreachable(
@@ -551,6 +550,7 @@ fn relay_response(
     inv: HeaderValue,
     max: usize,
     slot: Slot,
+    deadline: tokio::time::Instant,
 ) -> Result<Response, ConsoleError> {
     if let Some(len) = resp
         .headers()
@@ -567,7 +567,11 @@ fn relay_response(
     let (parts, body) = resp.into_parts();
     let listed = connection_listed(&parts.headers);
     // The call holds its place until the answer is relayed to its end.
-    let body = http_body_util::Limited::new(body, max).map_frame(move |f| {
+    let body = Timed {
+        inner: http_body_util::Limited::new(body, max),
+        deadline: Box::pin(tokio::time::sleep_until(deadline)),
+    }
+    .map_frame(move |f| {
         let _ = &slot;
         f
     });
@@ -591,6 +595,45 @@ fn relay_response(
     *out.status_mut() = status;
     *out.headers_mut() = headers;
     Ok(out)
+}
+
+/// A relayed answer's body that breaks off at the call's deadline.
+struct Timed<B> {
+    inner: B,
+    deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+impl<B> http_body::Body for Timed<B>
+where
+    B: http_body::Body + Unpin,
+    B::Error: Into<axum::BoxError>,
+{
+    type Data = B::Data;
+    type Error = axum::BoxError;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<B::Data>, Self::Error>>> {
+        if let std::task::Poll::Ready(res) = std::pin::Pin::new(&mut self.inner).poll_frame(cx) {
+            return std::task::Poll::Ready(res.map(|r| r.map_err(Into::into)));
+        }
+        if self.deadline.as_mut().poll(cx).is_ready() {
+            tracing::warn!("a Runtime gateway's answer did not end within --access-total-timeout");
+            return std::task::Poll::Ready(Some(Err(
+                "the Runtime gateway's answer did not end in time".into(),
+            )));
+        }
+        std::task::Poll::Pending
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 async fn operations(

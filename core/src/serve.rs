@@ -583,9 +583,12 @@ async fn serve_fast(
             return;
         }
         deadline = Instant::now() + limits.idle_timeout;
-        // A connection idle a long while does not keep a grown buffer.
+        // A connection does not keep buffers grown by one large call.
         if conn.buf.is_empty() && conn.buf.capacity() > 16 << 10 {
             conn.buf = BytesMut::new();
+        }
+        if conn.out.capacity() > 64 << 10 {
+            conn.out = Vec::new();
         }
     }
 }

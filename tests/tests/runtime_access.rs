@@ -1140,3 +1140,123 @@ async fn a_keep_alive_connection_moves_from_the_fast_path_to_the_router() {
         );
     }
 }
+
+/// Sets the fault mode of a gateway of its own.
+fn gateway_mode(gw: &OwnGateway, mode: &str) {
+    let (code, body) = env().curl(
+        &format!("{}/mode", gw.control),
+        &[
+            "-X",
+            "POST",
+            "-H",
+            "Content-Type: application/json",
+            "-d",
+            mode,
+        ],
+    );
+    assert_eq!(code, 200, "{body}");
+}
+
+/// The gateway's answer is bounded the same over HTTP/1.1 (the fast path)
+/// and HTTP/2 (the router): an announced length over
+/// `--access-max-response-bytes` is refused before anything is relayed
+/// (502), a chunked answer is relayed whole within the bound and broken off
+/// past it, and an answer whose body stalls is broken off at
+/// `--access-total-timeout`.
+#[tokio::test]
+async fn gateway_answers_are_bounded_on_both_paths() {
+    let gw = own_gateway().await;
+    let fx = Fixtures::new("team-a").await;
+    let (name, uid) = run(&fx, &gw.runtime, "function", "Ready").await;
+    let e = env();
+    let dir = tempfile::tempdir().unwrap();
+    let console = kruntimes_tests::env::ConsoleProcess::start(
+        dir.path(),
+        &[
+            "--access-max-response-bytes=600".to_owned(),
+            "--access-total-timeout=2s".to_owned(),
+            format!("--gateway-ca-file={}", e.pki("gateway-ca.crt").display()),
+            format!("--gateway-client-cert={}", e.pki("console.crt").display()),
+            format!("--gateway-client-key={}", e.pki("console.key").display()),
+        ],
+    );
+    let url = format!(
+        "https://127.0.0.1:{}/v1/namespaces/team-a/runs/{name}/{uid}/invoke",
+        console.console_port
+    );
+    let op = bearer("operator");
+    let call = |version: &str, body: &str| {
+        curl::request_as(
+            Some(version),
+            "POST",
+            &url,
+            &[("Authorization", &op)],
+            Body::Raw(body),
+        )
+    };
+    let mut last = String::new();
+    for _ in 0..150 {
+        let r = call("2", "{}");
+        if r.code == 200 {
+            break;
+        }
+        last = format!("{} {}", r.code, r.body);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(call("2", "{}").code, 200, "never invocable: {last}");
+    // The gateway's echo of a padded body is over 600 bytes; of `{}`, under.
+    let padded = json!({"pad": "p".repeat(400)}).to_string();
+    for version in ["1.1", "2"] {
+        gateway_mode(&gw, r#"{"mode":"normal"}"#);
+        let r = call(version, "{}");
+        assert_eq!(r.code, 200, "{version}: {}", r.body);
+        let whole = r.json();
+        let r = call(version, &padded);
+        assert_eq!(r.code, 502, "{version}: {}", r.body);
+        assert!(
+            r.json()["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("exceeds 600 bytes"),
+            "{}",
+            r.body
+        );
+
+        gateway_mode(&gw, r#"{"mode":"chunked"}"#);
+        let r = call(version, "{}");
+        assert_eq!(r.code, 200, "{version}: {}", r.body);
+        assert_eq!(
+            r.header("content-length"),
+            None,
+            "{version}: a chunked answer has no length"
+        );
+        assert_eq!(r.json()["user"], whole["user"], "{version}");
+        assert_eq!(r.json()["body"], whole["body"], "{version}");
+        let r = call(version, &padded);
+        assert!(
+            serde_json::from_str::<Value>(&r.body).is_err() && r.body.len() <= 600,
+            "{version}: a chunked answer over the bound was relayed whole ({} bytes)",
+            r.body.len()
+        );
+
+        gateway_mode(&gw, r#"{"mode":"stall","delayMs":20000}"#);
+        let started = Instant::now();
+        let r = call(version, "{}");
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "{version}: a stalled answer was not broken off at the total timeout"
+        );
+        assert!(
+            serde_json::from_str::<Value>(&r.body).is_err(),
+            "{version}: {}",
+            r.body
+        );
+    }
+    gateway_mode(&gw, r#"{"mode":"normal"}"#);
+    assert_eq!(
+        call("1.1", "{}").code,
+        200,
+        "the Console still serves calls"
+    );
+    assert_eq!(call("2", "{}").code, 200, "the Console still serves calls");
+}

@@ -223,8 +223,40 @@ async fn record_and_apply_mode(
             tokio::time::sleep(Duration::from_millis(mode.delay_ms)).await;
             watch.armed = false;
         }
+        Mode::Chunked => return streamed(next.run(request).await, None),
+        Mode::Stall => {
+            let stall = Duration::from_millis(mode.delay_ms);
+            return streamed(next.run(request).await, Some(stall));
+        }
     }
     next.run(request).await
+}
+
+/// The answer with its body in three chunks and no length; with `stall`,
+/// a wait of that long after the first.
+fn streamed(resp: Response, stall: Option<Duration>) -> Response {
+    use futures::StreamExt;
+    let (mut parts, body) = resp.into_parts();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    let pieces = futures::stream::once(async move {
+        axum::body::to_bytes(body, MAX_BODY)
+            .await
+            .unwrap_or_default()
+    })
+    .flat_map(|bytes| {
+        let third = bytes.len().div_ceil(3).max(1);
+        let pieces: Vec<Bytes> = bytes.chunks(third).map(Bytes::copy_from_slice).collect();
+        futures::stream::iter(pieces.into_iter().enumerate())
+    })
+    .then(move |(i, piece)| async move {
+        if i == 1
+            && let Some(d) = stall
+        {
+            tokio::time::sleep(d).await;
+        }
+        Ok::<_, std::convert::Infallible>(piece)
+    });
+    Response::from_parts(parts, Body::from_stream(pieces))
 }
 
 /// Values of every header with this name.

@@ -31,6 +31,12 @@ pub enum Mode {
     /// Answers after a delay.
     #[serde(rename = "slow")]
     Slow,
+    /// Answers normally, the body in three chunks (no length).
+    #[serde(rename = "chunked")]
+    Chunked,
+    /// Sends the head and the first chunk, then waits `delayMs` before the rest.
+    #[serde(rename = "stall")]
+    Stall,
 }
 
 /// The mode and, for `slow`, the delay.
