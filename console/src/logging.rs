@@ -2,7 +2,7 @@
 //!
 //! Lines are written to standard error by a dedicated thread: a request only
 //! appends its formatted line to a shared buffer, and the thread writes what
-//! has gathered in one `write` every few milliseconds. The buffer is bounded;
+//! has gathered in one `write` at most every 50 ms. The buffer is bounded;
 //! when the thread falls behind, loggers wait for it (lines are never dropped).
 //! Dropping the guard at exit writes every pending line, however many.
 //!
@@ -29,8 +29,11 @@ use tracing_subscriber::fmt::MakeWriter;
 const FLUSH_AT: usize = 64 << 10;
 /// Loggers wait while this much is pending.
 const MAX_PENDING: usize = 4 << 20;
-/// How long the writer lets lines gather after the first one arrives.
-const GATHER: Duration = Duration::from_millis(5);
+/// How long the writer lets lines gather after the first one arrives: each
+/// batch costs a wake-up of this thread and of the logger that finds the
+/// buffer empty (at 5 ms, 5% of the Console's CPU per `/v1` call at
+/// concurrency 1, bench/README.md §5).
+const GATHER: Duration = Duration::from_millis(50);
 
 #[derive(Default)]
 struct State {

@@ -21,6 +21,9 @@ use kruntimes_core::limit::Slot;
 type Upstream =
     tokio_tungstenite::WebSocketStream<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>;
 
+/// Read and write buffer of each side of a relay: an operation event fits.
+const RELAY_BUFFER: usize = 512;
+
 /// Resolves the (already admitted) call, connects the gateway, then accepts the upgrade.
 #[allow(clippy::too_many_arguments)]
 pub async fn open(
@@ -49,10 +52,12 @@ pub async fn open(
             .insert("sec-websocket-protocol", p.clone());
     }
     let max = state.bounds.max_ws_message_bytes;
-    // Small buffers: operation frames are small, and a relay holds two sockets per caller.
+    // Small buffers: operation frames are small, and a relay holds two
+    // sockets per caller. A larger frame grows the read buffer for as long
+    // as it takes (up to the message bound).
     let config = WebSocketConfig::default()
-        .read_buffer_size(8 << 10)
-        .write_buffer_size(8 << 10)
+        .read_buffer_size(RELAY_BUFFER)
+        .write_buffer_size(RELAY_BUFFER)
         .max_message_size(Some(max))
         .max_frame_size(Some(max));
     let (upstream, _) = tokio_tungstenite::client_async_with_config(request, stream, Some(config))
@@ -73,8 +78,8 @@ pub async fn open(
     let recheck = state.recheck.clone();
     let attrs = super::run_attributes(ns, name, "operations");
     Ok(upgrade
-        .read_buffer_size(8 << 10)
-        .write_buffer_size(8 << 10)
+        .read_buffer_size(RELAY_BUFFER)
+        .write_buffer_size(RELAY_BUFFER)
         .max_message_size(max)
         .max_frame_size(max)
         .on_upgrade(move |client| async move {
