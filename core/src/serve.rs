@@ -834,6 +834,219 @@ mod tests {
         assert_eq!(second.as_deref(), Ok("HTTP/1.1 200 OK ok"));
     }
 
+    /// A self-signed server config and a client config that trusts it.
+    fn tls_pair() -> (Arc<rustls::ServerConfig>, Arc<rustls::ClientConfig>) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["localhost".to_owned()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let server = rustls::ServerConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![cert.der().clone()],
+                rustls_pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+            )
+            .unwrap();
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(cert.der().clone()).unwrap();
+        let client = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        (Arc::new(server), Arc::new(client))
+    }
+
+    /// Claims `POST /fast` and answers `fast <body>`.
+    struct Echo;
+
+    impl FastPath for Echo {
+        fn claims(&self, head: &RequestHead, _: &HeaderMap) -> bool {
+            head.method == http::Method::POST && head.target == "/fast"
+        }
+
+        fn serve<'a>(
+            &'a self,
+            _head: RequestHead,
+            conn: &'a mut FastConn,
+        ) -> Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>> {
+            Box::pin(async move {
+                use tokio::io::AsyncWriteExt;
+                let len = match h1::body_kind(&conn.headers) {
+                    Some(h1::BodyKind::Length(n)) => n as usize,
+                    _ => 0,
+                };
+                while conn.buf.len() < len {
+                    if read_into(&mut conn.io, &mut conn.buf).await.unwrap_or(0) == 0 {
+                        return false;
+                    }
+                }
+                let body = format!("fast {}", String::from_utf8_lossy(&conn.buf[..len]));
+                conn.buf.advance(len);
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                conn.io.write_all(answer.as_bytes()).await.is_ok()
+            })
+        }
+
+        fn shortest_timeout(&self) -> Duration {
+            Duration::from_secs(5)
+        }
+    }
+
+    /// Starts a TLS listener with the `Echo` fast path; its address and a client config.
+    async fn fast_listener(limits: ConnLimits) -> (SocketAddr, Arc<rustls::ClientConfig>) {
+        let (server, client) = tls_pair();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let router = Router::new()
+            .route("/", axum::routing::get(|| async { "router" }))
+            .route(
+                "/fast",
+                axum::routing::post(|body: String| async move { format!("router {body}") }),
+            );
+        tokio::spawn(serve_tls(
+            listener,
+            server,
+            router,
+            limits,
+            "test",
+            Metrics::default(),
+            std::future::pending(),
+            None,
+            Some(Arc::new(Echo)),
+        ));
+        (addr, client)
+    }
+
+    async fn connect(
+        addr: SocketAddr,
+        client: Arc<rustls::ClientConfig>,
+    ) -> tokio_rustls::client::TlsStream<TcpStream> {
+        let tcp = TcpStream::connect(addr).await.unwrap();
+        let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+        tokio_rustls::TlsConnector::from(client)
+            .connect(name, tcp)
+            .await
+            .unwrap()
+    }
+
+    /// Reads `n` whole answers (framed by `content-length`): status and body.
+    async fn answers<S: AsyncRead + Unpin>(io: &mut S, n: usize) -> Vec<(u16, String)> {
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        while out.len() < n {
+            let mut headers = HeaderMap::new();
+            match h1::parse_response(&buf, &mut headers) {
+                Parsed::Complete(h) => {
+                    let Some(h1::BodyKind::Length(len)) = h1::body_kind(&headers) else {
+                        panic!("an answer without a length: {buf:?}");
+                    };
+                    let end = h.len + len as usize;
+                    if buf.len() >= end {
+                        let body = String::from_utf8_lossy(&buf[h.len..end]).into_owned();
+                        out.push((h.status, body));
+                        buf.advance(end);
+                        continue;
+                    }
+                }
+                Parsed::Partial => {}
+                Parsed::Invalid => panic!("an invalid answer: {buf:?}"),
+            }
+            let read = tokio::time::timeout(Duration::from_secs(10), read_into(io, &mut buf))
+                .await
+                .expect("an answer in time")
+                .unwrap();
+            assert!(read > 0, "closed after {out:?}");
+        }
+        out
+    }
+
+    /// Pipelined requests: the fast path serves what it claims, and from the
+    /// first request it does not claim on, hyper and the router serve the
+    /// connection from that request's first byte (a claimable one included).
+    #[tokio::test]
+    async fn a_fast_path_serves_pipelined_requests_then_hands_the_connection_to_the_router() {
+        use tokio::io::AsyncWriteExt;
+        let (addr, client) = fast_listener(ConnLimits::default()).await;
+        let mut io = connect(addr, client).await;
+        io.write_all(
+            b"POST /fast HTTP/1.1\r\nhost: x\r\ncontent-length: 1\r\n\r\na\
+              POST /fast HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\nbc\
+              GET / HTTP/1.1\r\nhost: x\r\n\r\n\
+              POST /fast HTTP/1.1\r\nhost: x\r\ncontent-length: 1\r\n\r\nd",
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            answers(&mut io, 4).await,
+            [
+                (200, "fast a".to_owned()),
+                (200, "fast bc".to_owned()),
+                (200, "router".to_owned()),
+                (200, "router d".to_owned()),
+            ]
+        );
+    }
+
+    /// A head over the header bound is not the fast path's: hyper refuses it.
+    #[tokio::test]
+    async fn an_oversized_head_is_refused_by_hyper_not_served_fast() {
+        use tokio::io::AsyncWriteExt;
+        let limits = ConnLimits {
+            max_header_bytes: 8192,
+            ..ConnLimits::default()
+        };
+        let (addr, client) = fast_listener(limits).await;
+        let mut io = connect(addr, client).await;
+        let filler = "f".repeat(20_000);
+        let req = format!(
+            "POST /fast HTTP/1.1\r\nhost: x\r\nx-filler: {filler}\r\ncontent-length: 1\r\n\r\na"
+        );
+        let _ = io.write_all(req.as_bytes()).await;
+        let mut buf = BytesMut::new();
+        let _ = tokio::time::timeout(Duration::from_secs(10), async {
+            while read_into(&mut io, &mut buf).await.unwrap_or(0) > 0 {}
+        })
+        .await;
+        let text = String::from_utf8_lossy(&buf);
+        assert!(text.starts_with("HTTP/1.1 431"), "{text}");
+    }
+
+    /// The fast loop closes a connection idle past the idle timeout, and one
+    /// whose first request does not come in time.
+    #[tokio::test]
+    async fn the_fast_loop_closes_idle_connections() {
+        use tokio::io::AsyncWriteExt;
+        let limits = ConnLimits {
+            first_request_timeout: Duration::from_millis(300),
+            idle_timeout: Duration::from_millis(300),
+            ..ConnLimits::default()
+        };
+        let (addr, client) = fast_listener(limits).await;
+        let mut io = connect(addr, client.clone()).await;
+        io.write_all(b"POST /fast HTTP/1.1\r\nhost: x\r\ncontent-length: 1\r\n\r\na")
+            .await
+            .unwrap();
+        assert_eq!(answers(&mut io, 1).await, [(200, "fast a".to_owned())]);
+        let started = Instant::now();
+        let mut buf = BytesMut::new();
+        let end = tokio::time::timeout(Duration::from_secs(10), read_into(&mut io, &mut buf)).await;
+        assert!(matches!(end, Ok(Ok(0)) | Ok(Err(_))), "{end:?}");
+        assert!(started.elapsed() >= Duration::from_millis(250));
+        // A connection that never sends a request.
+        let mut silent = connect(addr, client).await;
+        let end =
+            tokio::time::timeout(Duration::from_secs(10), read_into(&mut silent, &mut buf)).await;
+        assert!(matches!(end, Ok(Ok(0)) | Ok(Err(_))), "{end:?}");
+    }
+
     #[test]
     fn gate_counts_per_listener_and_per_peer() {
         let gate = ConnGate::new(3, 2);
