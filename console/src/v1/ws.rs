@@ -10,19 +10,38 @@ use futures::{SinkExt, StreamExt};
 use http::HeaderMap;
 use tokio_tungstenite::tungstenite::{self, protocol::WebSocketConfig};
 
+use super::gateway::GatewayTarget;
 use super::runs::Mode;
-use super::{V1State, identity_headers};
+use super::{V1State, identity_fields};
 use crate::error::ConsoleError;
 use kruntimes_core::auth::Caller as Identity;
-use kruntimes_core::auth::Revoked;
+use kruntimes_core::auth::{Recheck, ResourceAttributes, Revoked};
+use kruntimes_core::h1;
+use kruntimes_core::serve::read_into;
+use std::time::Duration;
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::protocol::Role;
 use kruntimes_core::lifecycle::Lifecycle;
 use kruntimes_core::limit::Slot;
 
-type Upstream =
-    tokio_tungstenite::WebSocketStream<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>;
+type GatewayTls = tokio_rustls::client::TlsStream<tokio::net::TcpStream>;
+type Upstream = WebSocketStream<GatewayTls>;
 
 /// Read and write buffer of each side of a relay: an operation event fits.
 const RELAY_BUFFER: usize = 512;
+
+/// What a relay keeps besides its two sockets, in one allocation: the task
+/// running the relay then holds pointers, not copies (a future keeps a slot
+/// for every value it captures, for as long as it lives).
+struct Relay {
+    identity: Identity,
+    attrs: ResourceAttributes,
+    recheck: Recheck,
+    lifecycle: Lifecycle,
+    idle: Duration,
+    /// The `/v1` place the socket holds until it closes.
+    slot: Slot,
+}
 
 /// Resolves the (already admitted) call, connects the gateway, then accepts the upgrade.
 #[allow(clippy::too_many_arguments)]
@@ -38,19 +57,8 @@ pub async fn open(
 ) -> Result<Response, ConsoleError> {
     let run = state.runs.resolve(ns, name, uid, Mode::Session)?;
     let target = state.gateways.target(ns, &run.spec.runtime).await?;
-    let stream = super::gateway::connect(&state.tls, &target, state.bounds.connect_timeout).await?;
-    let url = format!(
-        "wss://{}/v1/namespaces/{ns}/runs/{name}/{uid}/operations:ws",
-        target.authority()
-    );
-    let mut request = tungstenite::client::IntoClientRequest::into_client_request(url.as_str())
-        .map_err(|e| ConsoleError::internal(e.to_string()))?;
-    identity_headers(&identity, request.headers_mut());
-    if let Some(p) = headers.get("sec-websocket-protocol") {
-        request
-            .headers_mut()
-            .insert("sec-websocket-protocol", p.clone());
-    }
+    let timeout = state.bounds.connect_timeout;
+    let stream = super::gateway::connect(&state.tls, &target, timeout).await?;
     let max = state.bounds.max_ws_message_bytes;
     // Small buffers: operation frames are small, and a relay holds two
     // sockets per caller. A larger frame grows the read buffer for as long
@@ -60,33 +68,127 @@ pub async fn open(
         .write_buffer_size(RELAY_BUFFER)
         .max_message_size(Some(max))
         .max_frame_size(Some(max));
-    let (upstream, _) = tokio_tungstenite::client_async_with_config(request, stream, Some(config))
-        .await
-        .map_err(|e| {
-            tracing::warn!(gateway = %target.authority(), error = %e, "gateway WebSocket handshake failed");
-            match e {
-                tungstenite::Error::Http(resp) if resp.status() == http::StatusCode::TOO_MANY_REQUESTS => {
-                    let mut e = ConsoleError::new(http::StatusCode::TOO_MANY_REQUESTS, "TooManyRequests", "the Runtime gateway is busy");
-                    e.retry_after = Some(1);
-                    e
-                }
-                _ => ConsoleError::unavailable(format!("the Runtime gateway {} refused the operations socket", target.authority())),
-            }
-        })?;
-    let idle = state.bounds.idle_timeout;
-    let lifecycle = state.lifecycle.clone();
-    let recheck = state.recheck.clone();
-    let attrs = super::run_attributes(ns, name, "operations");
+    let path = format!("/v1/namespaces/{ns}/runs/{name}/{uid}/operations:ws");
+    let protocol = headers.get("sec-websocket-protocol");
+    let upstream = tokio::time::timeout(
+        timeout,
+        handshake(stream, &target, &path, &identity, protocol, config),
+    )
+    .await
+    .map_err(|_| {
+        tracing::warn!(gateway = %target.authority(), "gateway WebSocket handshake timed out");
+        refused(&target)
+    })??;
+    let parts = Box::new(Relay {
+        identity,
+        attrs: super::run_attributes(ns, name, "operations"),
+        recheck: state.recheck.clone(),
+        lifecycle: state.lifecycle.clone(),
+        idle: state.bounds.idle_timeout,
+        slot,
+    });
+    let upstream = Box::new(upstream);
     Ok(upgrade
         .read_buffer_size(RELAY_BUFFER)
         .write_buffer_size(RELAY_BUFFER)
         .max_message_size(max)
         .max_frame_size(max)
-        .on_upgrade(move |client| async move {
-            let revoked = async move { recheck.revoked(&identity, &attrs).await };
-            relay(client, upstream, idle, revoked, lifecycle).await;
-            drop(slot);
-        }))
+        .on_upgrade(move |client| relay(Box::new(client), upstream, parts)))
+}
+
+fn refused(target: &GatewayTarget) -> ConsoleError {
+    ConsoleError::unavailable(format!(
+        "the Runtime gateway {} refused the operations socket",
+        target.authority()
+    ))
+}
+
+/// Largest handshake answer read from a gateway.
+const MAX_HANDSHAKE_ANSWER: usize = 16 << 10;
+
+/// The client side of the WebSocket handshake with the gateway, on a read
+/// buffer of its own: tungstenite's client handshake reads into 4 KiB that
+/// then stay the socket's read buffer for its whole life.
+async fn handshake(
+    mut stream: GatewayTls,
+    target: &GatewayTarget,
+    path: &str,
+    identity: &Identity,
+    protocol: Option<&http::HeaderValue>,
+    config: WebSocketConfig,
+) -> Result<Upstream, ConsoleError> {
+    use tokio::io::AsyncWriteExt;
+    let key = tungstenite::handshake::client::generate_key();
+    let mut req = Vec::with_capacity(512);
+    req.extend_from_slice(format!("GET {path} HTTP/1.1\r\n").as_bytes());
+    let mut field = |name: &str, value: &[u8]| {
+        req.extend_from_slice(name.as_bytes());
+        req.extend_from_slice(b": ");
+        req.extend_from_slice(value);
+        req.extend_from_slice(b"\r\n");
+    };
+    field("host", target.authority().as_bytes());
+    field("connection", b"Upgrade");
+    field("upgrade", b"websocket");
+    field("sec-websocket-version", b"13");
+    field("sec-websocket-key", key.as_bytes());
+    identity_fields(identity, |k, v| field(k, v.as_bytes()));
+    if let Some(p) = protocol {
+        field("sec-websocket-protocol", p.as_bytes());
+    }
+    req.extend_from_slice(b"\r\n");
+    let failed = |why: &str| {
+        tracing::warn!(gateway = %target.authority(), error = why, "gateway WebSocket handshake failed");
+        refused(target)
+    };
+    stream
+        .write_all(&req)
+        .await
+        .map_err(|e| failed(&e.to_string()))?;
+    stream.flush().await.map_err(|e| failed(&e.to_string()))?;
+    let mut buf = bytes::BytesMut::with_capacity(1024);
+    let mut answer = HeaderMap::new();
+    let head = loop {
+        match h1::parse_response(&buf, &mut answer) {
+            h1::Parsed::Complete(head) => break head,
+            h1::Parsed::Partial if buf.len() < MAX_HANDSHAKE_ANSWER => {}
+            _ => return Err(failed("malformed handshake answer")),
+        }
+        match read_into(&mut stream, &mut buf).await {
+            Ok(n) if n > 0 => {}
+            Ok(_) => return Err(failed("closed during the handshake")),
+            Err(e) => return Err(failed(&e.to_string())),
+        }
+    };
+    if head.status == 429 {
+        tracing::warn!(gateway = %target.authority(), "the gateway refused an operations socket: 429");
+        let mut e = ConsoleError::new(
+            http::StatusCode::TOO_MANY_REQUESTS,
+            "TooManyRequests",
+            "the Runtime gateway is busy",
+        );
+        e.retry_after = Some(1);
+        return Err(e);
+    }
+    let has = |name: &str, token: &str| {
+        answer.get_all(name).iter().any(|v| {
+            v.as_bytes()
+                .split(|b| *b == b',')
+                .any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
+        })
+    };
+    let accept = tungstenite::handshake::derive_accept_key(key.as_bytes());
+    let accepted = answer
+        .get("sec-websocket-accept")
+        .is_some_and(|v| v.as_bytes() == accept.as_bytes());
+    if head.status != 101 || !has("upgrade", "websocket") || !has("connection", "upgrade") || !accepted
+    {
+        return Err(failed(&format!("answered {} without a valid upgrade", head.status)));
+    }
+    // Frames the gateway sent right after its answer are the socket's first bytes.
+    let rest = buf.split_off(head.len).to_vec();
+    drop(buf);
+    Ok(WebSocketStream::from_partially_read(stream, rest, Role::Client, Some(config)).await)
 }
 
 fn to_upstream(m: Message) -> Option<tungstenite::Message> {
@@ -139,13 +241,17 @@ fn revocation(why: &Revoked) -> (Message, Message) {
     )
 }
 
-async fn relay(
-    client: WebSocket,
-    upstream: Upstream,
-    idle: std::time::Duration,
-    revoked: impl std::future::Future<Output = Revoked>,
-    lifecycle: Lifecycle,
-) {
+async fn relay(client: Box<WebSocket>, upstream: Box<Upstream>, parts: Box<Relay>) {
+    let Relay {
+        identity,
+        attrs,
+        recheck,
+        lifecycle,
+        idle,
+        slot: _slot,
+    } = &*parts;
+    let idle = *idle;
+    let revoked = recheck.revoked(identity, attrs);
     let _stream = lifecycle.track();
     let stopping = lifecycle.stopping();
     tokio::pin!(stopping);
