@@ -1260,3 +1260,79 @@ async fn gateway_answers_are_bounded_on_both_paths() {
     );
     assert_eq!(call("2", "{}").code, 200, "the Console still serves calls");
 }
+
+/// The Console's WebSocket handshake with the gateway: the caller's identity
+/// in `X-Remote-*` (none of the caller's own), and a gateway that refuses
+/// the upgrade gets the caller a 429 (busy) or a 503, never a socket.
+#[tokio::test]
+async fn the_gateway_handshake_carries_identity_and_its_refusals_pass_through() {
+    let gw = own_gateway().await;
+    let fx = Fixtures::new("team-a").await;
+    let name = unique("ses-hs");
+    let uid = fx
+        .create_run(
+            &name,
+            &gw.runtime,
+            "session",
+            json!({"mode": {"session": {"leaseSeconds": 60}}}),
+        )
+        .await;
+    fx.set_run_status(&name, json!({"phase": "Ready"})).await;
+    let path = ops_path("team-a", &name, &uid);
+    let op = bearer("operator");
+    let headers = [
+        ("Authorization", op.as_str()),
+        ("X-Remote-User", "admin"),
+        ("X-Remote-Group", "system:masters"),
+    ];
+    let mut last = 0;
+    let mut ws = None;
+    for _ in 0..100 {
+        match ws_connect(&path, &headers).await {
+            Ok(w) => {
+                ws = Some(w);
+                break;
+            }
+            Err(code) => last = code,
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut ws = ws.unwrap_or_else(|| panic!("no socket: {last}"));
+    ws.send(Message::Text(
+        json!({"type": "send", "operation": {"command": "echo", "args": ["hs"]}})
+            .to_string()
+            .into(),
+    ))
+    .await
+    .unwrap();
+    let mut seen = Vec::new();
+    loop {
+        let event = next_event(&mut ws).await;
+        let terminal = event["type"] == "terminal";
+        seen.push(event);
+        if terminal {
+            break;
+        }
+    }
+    assert_eq!(seen.last().unwrap()["exitCode"], 0, "{seen:?}");
+    let _ = ws.close(None).await;
+    let (code, body) = env().curl(&format!("{}/requests", gw.control), &[]);
+    assert_eq!(code, 200, "{body}");
+    let all: Vec<Value> = serde_json::from_str(&body).unwrap();
+    let upgrade = all
+        .iter()
+        .rev()
+        .find(|r| r["path"].as_str().unwrap_or("").ends_with("/operations:ws"))
+        .expect("the gateway saw the upgrade");
+    assert_eq!(header_values(upgrade, "x-remote-user"), ["operator"]);
+    let groups = header_values(upgrade, "x-remote-group");
+    assert!(!groups.contains(&"system:masters".to_owned()), "{groups:?}");
+    assert!(header_values(upgrade, "authorization").is_empty());
+
+    gateway_mode(&gw, r#"{"mode":"429"}"#);
+    assert_eq!(ws_connect(&path, &headers[..1]).await.err(), Some(429));
+    gateway_mode(&gw, r#"{"mode":"500"}"#);
+    assert_eq!(ws_connect(&path, &headers[..1]).await.err(), Some(503));
+    gateway_mode(&gw, r#"{"mode":"normal"}"#);
+    assert!(ws_connect(&path, &headers[..1]).await.is_ok());
+}

@@ -17,12 +17,12 @@ use crate::error::ConsoleError;
 use kruntimes_core::auth::Caller as Identity;
 use kruntimes_core::auth::{Recheck, ResourceAttributes, Revoked};
 use kruntimes_core::h1;
+use kruntimes_core::lifecycle::Lifecycle;
+use kruntimes_core::limit::Slot;
 use kruntimes_core::serve::read_into;
 use std::time::Duration;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::protocol::Role;
-use kruntimes_core::lifecycle::Lifecycle;
-use kruntimes_core::limit::Slot;
 
 type GatewayTls = tokio_rustls::client::TlsStream<tokio::net::TcpStream>;
 type Upstream = WebSocketStream<GatewayTls>;
@@ -181,9 +181,15 @@ async fn handshake(
     let accepted = answer
         .get("sec-websocket-accept")
         .is_some_and(|v| v.as_bytes() == accept.as_bytes());
-    if head.status != 101 || !has("upgrade", "websocket") || !has("connection", "upgrade") || !accepted
+    if head.status != 101
+        || !has("upgrade", "websocket")
+        || !has("connection", "upgrade")
+        || !accepted
     {
-        return Err(failed(&format!("answered {} without a valid upgrade", head.status)));
+        return Err(failed(&format!(
+            "answered {} without a valid upgrade",
+            head.status
+        )));
     }
     // Frames the gateway sent right after its answer are the socket's first bytes.
     let rest = buf.split_off(head.len).to_vec();
