@@ -402,6 +402,7 @@ fn deployment_runs_the_binary_with_its_flags_restricted_and_probed() {
         "--access-max-ws-message-bytes=1048576".to_owned(),
         "--access-idle-timeout=60s".to_owned(),
         "--access-total-timeout=300s".to_owned(),
+        "--access-fast-path=true".to_owned(),
         "--tls-handshake-timeout=10s".to_owned(),
         "--first-request-timeout=10s".to_owned(),
         "--connection-idle-timeout=90s".to_owned(),
