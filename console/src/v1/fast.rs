@@ -119,16 +119,18 @@ fn field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
     out.extend_from_slice(b"\r\n");
 }
 
-fn status_line(out: &mut Vec<u8>, code: u16) {
-    out.extend_from_slice(b"HTTP/1.1 ");
-    out.extend_from_slice(itoa(code as u64).as_bytes());
-    out.push(b' ');
-    out.extend_from_slice(h1::reason(code).as_bytes());
-    out.extend_from_slice(b"\r\n");
+/// A field whose value is a number (written without an allocation).
+fn field_num(out: &mut Vec<u8>, name: &str, n: u64) {
+    use std::io::Write as _;
+    out.extend_from_slice(name.as_bytes());
+    let _ = write!(out, ": {n}\r\n");
 }
 
-fn itoa(n: u64) -> String {
-    n.to_string()
+fn status_line(out: &mut Vec<u8>, code: u16) {
+    use std::io::Write as _;
+    let _ = write!(out, "HTTP/1.1 {code} ");
+    out.extend_from_slice(h1::reason(code).as_bytes());
+    out.extend_from_slice(b"\r\n");
 }
 
 /// How an exchange with the gateway ended before an answer was relayed.
@@ -266,7 +268,7 @@ impl InvokeFastPath {
         if !keep {
             field(out, "connection", b"close");
         }
-        field(out, "content-length", itoa(body.len() as u64).as_bytes());
+        field_num(out, "content-length", body.len() as u64);
         out.extend_from_slice(b"\r\n");
         out.extend_from_slice(&body);
         let deadline = Instant::now() + DRAIN_TIMEOUT;
@@ -320,7 +322,7 @@ impl InvokeFastPath {
         field(&mut req, INVOCATION_ID, inv.as_bytes());
         // As hyper's client: an empty body is sent without a length.
         if len > 0 {
-            field(&mut req, "content-length", itoa(len).as_bytes());
+            field_num(&mut req, "content-length", len);
         }
         req.extend_from_slice(b"\r\n");
         let body_deadline = Instant::now() + bounds.body_timeout;
@@ -420,7 +422,7 @@ impl InvokeFastPath {
         }
         let relayed = match kind {
             BodyKind::Length(n) => {
-                field(out, "content-length", itoa(n).as_bytes());
+                field_num(out, "content-length", n);
                 out.extend_from_slice(b"\r\n");
                 relay_length(conn, &mut up, n as usize, deadline).await
             }
@@ -447,7 +449,7 @@ impl InvokeFastPath {
         target: &Arc<GatewayTarget>,
         req: &[u8],
         deadline: Instant,
-    ) -> Result<(Upstream, u16), ConsoleError> {
+    ) -> Result<(Box<Upstream>, u16), ConsoleError> {
         let timed_out = || {
             ConsoleError::new(
                 StatusCode::GATEWAY_TIMEOUT,
@@ -611,8 +613,10 @@ async fn relay_chunked(
             return false;
         }
         if !data.is_empty() {
-            conn.out
-                .extend_from_slice(format!("{:x}\r\n", data.len()).as_bytes());
+            {
+                use std::io::Write as _;
+                let _ = write!(conn.out, "{:x}\r\n", data.len());
+            }
             conn.out.extend_from_slice(&data);
             conn.out.extend_from_slice(b"\r\n");
         }

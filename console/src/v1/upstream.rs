@@ -41,7 +41,7 @@ impl Upstream {
 }
 
 struct Idle {
-    conn: Upstream,
+    conn: Box<Upstream>,
     since: Instant,
 }
 
@@ -77,7 +77,7 @@ impl Upstreams {
     }
 
     /// An idle connection to `target` from this thread's pool, or `None`.
-    pub fn idle(&self, target: &GatewayTarget) -> Option<Upstream> {
+    pub fn idle(&self, target: &GatewayTarget) -> Option<Box<Upstream>> {
         let mut pool = self.pools.get().lock().unwrap_or_else(|e| e.into_inner());
         let conns = pool.idle.get_mut(target)?;
         let now = Instant::now();
@@ -95,17 +95,19 @@ impl Upstreams {
     }
 
     /// A new connection to `target` (TCP and TLS within the connect timeout).
-    pub async fn connect(&self, target: &GatewayTarget) -> Result<Upstream, GatewayError> {
+    /// Boxed: a call moves its connection several times, and the TLS state
+    /// is over a kilobyte.
+    pub async fn connect(&self, target: &GatewayTarget) -> Result<Box<Upstream>, GatewayError> {
         let io = gateway::connect(&self.tls, target, self.connect_timeout).await?;
-        Ok(Upstream {
+        Ok(Box::new(Upstream {
             io,
             buf: BytesMut::with_capacity(4096),
             headers: HeaderMap::new(),
-        })
+        }))
     }
 
     /// Returns a connection whose last answer was read to its end.
-    pub fn put(&self, target: &GatewayTarget, mut conn: Upstream) {
+    pub fn put(&self, target: &GatewayTarget, mut conn: Box<Upstream>) {
         conn.headers.clear();
         if conn.buf.capacity() > 64 << 10 {
             conn.buf = BytesMut::with_capacity(4096);
