@@ -85,6 +85,15 @@ pub struct FastConn {
     pub remote: SocketAddr,
     /// Bounds every wait of the connection, its requests' included.
     pub timer: Watchdog,
+    stop: watch::Receiver<bool>,
+}
+
+impl FastConn {
+    /// Is the listener stopping? An answer written now says `Connection:
+    /// close`, as hyper's graceful shutdown does: the connection closes after it.
+    pub fn stopping(&self) -> bool {
+        *self.stop.borrow()
+    }
 }
 
 /// Reads more of `io` into `buf`; `Ok(0)` at its end.
@@ -525,7 +534,7 @@ async fn serve_fast(
     remote: SocketAddr,
     router: Router,
     limits: ConnLimits,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) {
     let first = limits.first_request_timeout.min(limits.idle_timeout);
     let mut conn = FastConn {
@@ -536,6 +545,7 @@ async fn serve_fast(
         peer,
         remote,
         timer: Watchdog::new(first.min(fast.shortest_timeout())),
+        stop,
     };
     let max_head = limits.max_header_bytes.max(8192);
     let mut deadline = Instant::now() + first;
@@ -545,6 +555,8 @@ async fn serve_fast(
         let head = loop {
             if !conn.buf.is_empty() {
                 match h1::parse_request(&conn.buf, &mut conn.headers) {
+                    // Over hyper's bound: hyper refuses it.
+                    Parsed::Complete(head) if head.len > max_head => break None,
                     Parsed::Complete(head) => break Some(head),
                     Parsed::Invalid => break None,
                     Parsed::Partial if conn.buf.len() >= max_head => break None,
@@ -555,7 +567,7 @@ async fn serve_fast(
                 tokio::select! {
                     biased;
                     res = read_into(&mut conn.io, &mut conn.buf) => matches!(res, Ok(n) if n > 0),
-                    () = stopped(&mut stop) => false,
+                    () = stopped(&mut conn.stop) => false,
                 }
             };
             match conn.timer.run(deadline, read).await {
@@ -571,13 +583,22 @@ async fn serve_fast(
             .as_ref()
             .is_some_and(|head| fast.claims(head, &conn.headers));
         let Some(head) = head.filter(|_| claimed) else {
-            let FastConn { io, buf, peer, .. } = conn;
+            let FastConn {
+                io,
+                buf,
+                peer,
+                stop,
+                ..
+            } = conn;
             let io = Rewind { pre: buf, io };
             serve_connection(io, peer, remote, router, limits, stop).await;
             return;
         };
         conn.buf.advance(head.len);
-        if !fast.serve(head, &mut conn).await || *stop.borrow() {
+        let keep = fast.serve(head, &mut conn).await;
+        // The request's fields (its credentials among them) are not kept.
+        conn.headers.clear();
+        if !keep || conn.stopping() {
             use tokio::io::AsyncWriteExt;
             let _ = tokio::time::timeout(Duration::from_secs(1), conn.io.shutdown()).await;
             return;

@@ -850,6 +850,9 @@ async fn invoke_answers_are_the_same_over_http1_and_http2() {
     let dir = tempfile::tempdir().unwrap();
     let big = dir.path().join("big");
     std::fs::write(&big, vec![b'x'; (1 << 20) + 1]).unwrap();
+    // Under the 64 KiB a refusal reads (and drops) before answering.
+    let medium = dir.path().join("medium");
+    std::fs::write(&medium, vec![b'x'; 60 << 10]).unwrap();
     let own = env().var("CONSOLE_URL").to_owned();
     let cookie = {
         let r = curl::request(
@@ -965,6 +968,12 @@ async fn invoke_answers_are_the_same_over_http1_and_http2() {
                 ("X-Kruntime-Invocation-ID", &long_id),
             ],
             Body::Raw("{}"),
+        ),
+        (
+            "no credentials, a body the refusal reads and drops",
+            url.clone(),
+            vec![("Expect", "")],
+            Body::File(&medium),
         ),
         (
             "too large",

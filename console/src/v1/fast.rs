@@ -188,7 +188,9 @@ impl InvokeFastPath {
                 } else {
                     REFUSAL_DRAIN_BYTES as u64
                 };
-                let drained = len <= budget && skip(conn, len).await;
+                // A body over the budget is read up to it (so the answer is
+                // not lost to a reset), and the connection then closes.
+                let drained = skip(conn, len.min(budget)).await && len <= budget;
                 let keep = drained && !close;
                 self.record(&head, e.code.as_u16(), started, &id);
                 return self.answer_error(conn, e, &id, keep).await && keep;
@@ -386,8 +388,19 @@ impl InvokeFastPath {
             Some(k) => k,
             None => return Err(Failed::Answer(broken_off(&target, "malformed framing"))),
         };
-        let reusable =
-            h1::body_kind(&up.headers) != Some(BodyKind::Close) && !h1::wants_close(&up.headers);
+        // Reused only when the answer's end is certain: a length or chunks
+        // (a 204 or 304 announcing a body is not trusted), HTTP/1.1, no close.
+        let framed = if no_body {
+            matches!(
+                h1::body_kind(&up.headers),
+                Some(BodyKind::Close) | Some(BodyKind::Length(0))
+            )
+        } else {
+            kind != BodyKind::Close
+        };
+        let reusable = framed && !h1::wants_close(&up.headers);
+        // A listener that is stopping closes this connection after the answer.
+        let close = close || conn.stopping();
         self.record(head, status, started, id);
         // The answer's head.
         let out = &mut conn.out;
@@ -422,7 +435,10 @@ impl InvokeFastPath {
         }
         let relayed = match kind {
             BodyKind::Length(n) => {
-                field_num(out, "content-length", n);
+                // A 204 or 304 has no body and announces none.
+                if !no_body {
+                    field_num(out, "content-length", n);
+                }
                 out.extend_from_slice(b"\r\n");
                 relay_length(conn, &mut up, n as usize, deadline).await
             }
@@ -476,11 +492,13 @@ impl InvokeFastPath {
                 up.io.flush().await
             })
             .await;
-        match sent {
-            Some(Ok(())) => {}
-            Some(Err(e)) => return Err(broken_off(target, &e.to_string())),
+        // A gateway may answer (a refusal) and close before it read the
+        // whole request: its answer is relayed, on a connection not reused.
+        let write_failed = match sent {
+            Some(Ok(())) => None,
+            Some(Err(e)) => Some(e.to_string()),
             None => return Err(timed_out()),
-        }
+        };
         loop {
             match h1::parse_response(&up.buf, &mut up.headers) {
                 // Interim answers are read past, as hyper's client does.
@@ -490,8 +508,9 @@ impl InvokeFastPath {
                 }
                 Parsed::Complete(h) if h.status >= 200 => {
                     up.buf.advance(h.len);
-                    if !h.http11 {
-                        // An HTTP/1.0 answer is not kept alive.
+                    if !h.http11 || write_failed.is_some() {
+                        // An HTTP/1.0 answer, or one to a request not
+                        // wholly sent, leaves the connection unusable.
                         up.headers
                             .append(header::CONNECTION, HeaderValue::from_static("close"));
                     }
@@ -506,8 +525,16 @@ impl InvokeFastPath {
                 .await
             {
                 Some(Ok(n)) if n > 0 => {}
-                Some(Ok(_)) => return Err(broken_off(target, "closed")),
-                Some(Err(e)) => return Err(broken_off(target, &e.to_string())),
+                Some(Ok(_)) => {
+                    return Err(broken_off(
+                        target,
+                        write_failed.as_deref().unwrap_or("closed"),
+                    ));
+                }
+                Some(Err(e)) => {
+                    let why = write_failed.unwrap_or_else(|| e.to_string());
+                    return Err(broken_off(target, &why));
+                }
                 None => return Err(timed_out()),
             }
         }

@@ -38,6 +38,18 @@ impl Upstream {
         let mut cx = Context::from_waker(Waker::noop());
         matches!(self.io.get_ref().0.poll_read_ready(&mut cx), Poll::Ready(_))
     }
+
+    /// Does TLS hold bytes the last answer did not account for (decrypted
+    /// and not read, or the gateway's close)? Such a connection is not
+    /// reused: its bytes would begin the next caller's answer.
+    fn has_leftovers(&mut self) -> bool {
+        use std::io::Read;
+        let mut probe = [0u8; 1];
+        !matches!(
+            self.io.get_mut().1.reader().read(&mut probe),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock
+        )
+    }
 }
 
 struct Idle {
@@ -108,6 +120,9 @@ impl Upstreams {
 
     /// Returns a connection whose last answer was read to its end.
     pub fn put(&self, target: &GatewayTarget, mut conn: Box<Upstream>) {
+        if !conn.buf.is_empty() || conn.has_leftovers() {
+            return;
+        }
         conn.headers.clear();
         if conn.buf.capacity() > 64 << 10 {
             conn.buf = BytesMut::with_capacity(4096);

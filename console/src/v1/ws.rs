@@ -70,7 +70,7 @@ pub async fn open(
         .max_frame_size(Some(max));
     let path = format!("/v1/namespaces/{ns}/runs/{name}/{uid}/operations:ws");
     let protocol = headers.get("sec-websocket-protocol");
-    let upstream = tokio::time::timeout(
+    let (upstream, chosen) = tokio::time::timeout(
         timeout,
         handshake(stream, &target, &path, &identity, protocol, config),
     )
@@ -88,7 +88,9 @@ pub async fn open(
         slot,
     });
     let upstream = Box::new(upstream);
+    // The caller's answer names the subprotocol the gateway chose.
     Ok(upgrade
+        .protocols(chosen)
         .read_buffer_size(RELAY_BUFFER)
         .write_buffer_size(RELAY_BUFFER)
         .max_message_size(max)
@@ -116,7 +118,7 @@ async fn handshake(
     identity: &Identity,
     protocol: Option<&http::HeaderValue>,
     config: WebSocketConfig,
-) -> Result<Upstream, ConsoleError> {
+) -> Result<(Upstream, Option<String>), ConsoleError> {
     use tokio::io::AsyncWriteExt;
     let key = tungstenite::handshake::client::generate_key();
     let mut req = Vec::with_capacity(512);
@@ -182,6 +184,7 @@ async fn handshake(
         .get("sec-websocket-accept")
         .is_some_and(|v| v.as_bytes() == accept.as_bytes());
     if head.status != 101
+        || !head.http11
         || !has("upgrade", "websocket")
         || !has("connection", "upgrade")
         || !accepted
@@ -191,10 +194,26 @@ async fn handshake(
             head.status
         )));
     }
+    // The gateway may pick one of the caller's subprotocols, no other.
+    let chosen = match answer.get("sec-websocket-protocol") {
+        None => None,
+        Some(p) => {
+            let p = p.to_str().unwrap_or_default().trim();
+            let offered = protocol
+                .and_then(|o| o.to_str().ok())
+                .is_some_and(|o| o.split(',').any(|t| t.trim() == p));
+            if !offered || p.is_empty() {
+                return Err(failed("chose a subprotocol the caller did not offer"));
+            }
+            Some(p.to_owned())
+        }
+    };
     // Frames the gateway sent right after its answer are the socket's first bytes.
     let rest = buf.split_off(head.len).to_vec();
     drop(buf);
-    Ok(WebSocketStream::from_partially_read(stream, rest, Role::Client, Some(config)).await)
+    let upstream =
+        WebSocketStream::from_partially_read(stream, rest, Role::Client, Some(config)).await;
+    Ok((upstream, chosen))
 }
 
 fn to_upstream(m: Message) -> Option<tungstenite::Message> {
