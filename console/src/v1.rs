@@ -535,13 +535,17 @@ pub(crate) fn unreachable(
             target.authority()
         ))
     } else {
-        // Dispatched but broken off: not retried (the call may have run).
-        ConsoleError::new(
-            StatusCode::BAD_GATEWAY,
-            "BadGateway",
-            "the Runtime gateway closed the connection before answering",
-        )
+        broke_off()
     }
+}
+
+/// A call dispatched and broken off: not retried (the call may have run).
+pub(crate) fn broke_off() -> ConsoleError {
+    ConsoleError::new(
+        StatusCode::BAD_GATEWAY,
+        "BadGateway",
+        "the Runtime gateway closed the connection before answering",
+    )
 }
 
 /// Passes the gateway's answer through (429 and 5xx included), bounded.

@@ -148,13 +148,18 @@ pub fn parse_length(v: &[u8]) -> Option<u64> {
     std::str::from_utf8(v).ok()?.parse().ok()
 }
 
-/// Does a `Connection` field name the token `close`?
-pub fn wants_close(headers: &HeaderMap) -> bool {
-    headers.get_all(http::header::CONNECTION).iter().any(|v| {
+/// Does a field `name` list `token` (comma-separated, any case)?
+pub fn has_token(headers: &HeaderMap, name: &str, token: &str) -> bool {
+    headers.get_all(name).iter().any(|v| {
         v.as_bytes()
             .split(|b| *b == b',')
-            .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"))
+            .any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
     })
+}
+
+/// Does a `Connection` field name the token `close`?
+pub fn wants_close(headers: &HeaderMap) -> bool {
+    has_token(headers, "connection", "close")
 }
 
 thread_local! {

@@ -273,15 +273,7 @@ impl InvokeFastPath {
         field_num(out, "content-length", body.len() as u64);
         out.extend_from_slice(b"\r\n");
         out.extend_from_slice(&body);
-        let deadline = Instant::now() + DRAIN_TIMEOUT;
-        let FastConn { io, out, timer, .. } = conn;
-        let wrote = timer
-            .run(deadline, async {
-                io.write_all(out).await?;
-                io.flush().await
-            })
-            .await;
-        matches!(wrote, Some(Ok(())))
+        flush_out(conn, Instant::now() + DRAIN_TIMEOUT).await
     }
 
     /// Reads the body, sends the call to the gateway and relays its answer.
@@ -371,10 +363,11 @@ impl InvokeFastPath {
         };
         // The answer's framing and size, decided before any of it is relayed.
         let no_body = status == 204 || status == 304;
+        let announced = h1::body_kind(&up.headers);
         let kind = if no_body {
             Some(BodyKind::Length(0))
         } else {
-            h1::body_kind(&up.headers)
+            announced
         };
         let max = bounds.max_response_bytes;
         let kind = match kind {
@@ -391,10 +384,7 @@ impl InvokeFastPath {
         // Reused only when the answer's end is certain: a length or chunks
         // (a 204 or 304 announcing a body is not trusted), HTTP/1.1, no close.
         let framed = if no_body {
-            matches!(
-                h1::body_kind(&up.headers),
-                Some(BodyKind::Close) | Some(BodyKind::Length(0))
-            )
+            matches!(announced, Some(BodyKind::Close) | Some(BodyKind::Length(0)))
         } else {
             kind != BodyKind::Close
         };
@@ -544,11 +534,7 @@ impl InvokeFastPath {
 /// A call dispatched and broken off: not retried (it may have run).
 fn broken_off(target: &GatewayTarget, why: &str) -> ConsoleError {
     tracing::warn!(gateway = %target.authority(), error = why, connect = false, "Runtime gateway call failed");
-    ConsoleError::new(
-        StatusCode::BAD_GATEWAY,
-        "BadGateway",
-        "the Runtime gateway closed the connection before answering",
-    )
+    super::broke_off()
 }
 
 /// Reads and drops `len` bytes of body; false when they did not come in time.

@@ -172,13 +172,7 @@ async fn handshake(
         e.retry_after = Some(1);
         return Err(e);
     }
-    let has = |name: &str, token: &str| {
-        answer.get_all(name).iter().any(|v| {
-            v.as_bytes()
-                .split(|b| *b == b',')
-                .any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
-        })
-    };
+    let has = |name: &str, token: &str| h1::has_token(&answer, name, token);
     let accept = tungstenite::handshake::derive_accept_key(key.as_bytes());
     let accepted = answer
         .get("sec-websocket-accept")
