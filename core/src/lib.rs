@@ -22,5 +22,6 @@ pub mod run;
 pub mod serve;
 pub mod status;
 pub mod tls;
+pub mod tls_stream;
 pub mod ttlmap;
 pub mod workers;

@@ -1,0 +1,948 @@
+//! TLS streams on rustls's unbuffered API: the connection keeps no record
+//! buffers of its own while idle. Bytes are read from the socket into one
+//! scratch buffer per thread and decrypted there; only a record that has not
+//! arrived whole, plaintext the reader has not taken yet, and TLS bytes the
+//! socket has not accepted yet are kept per connection, each in a buffer
+//! that is freed once empty. (rustls's buffered connection keeps 4 KiB of
+//! received records per connection for its whole life: a thousand open
+//! WebSockets relayed over two TLS connections each kept 8 MiB idle.)
+//!
+//! Semantics are those of `tokio_rustls`: a write returns once its records
+//! are encrypted (a flush sends them), `shutdown` sends `close_notify`, and a
+//! peer that ends the TCP stream without `close_notify` is an
+//! `UnexpectedEof` error, never an end of stream.
+
+use std::cell::RefCell;
+use std::future::poll_fn;
+use std::io;
+use std::ops::DerefMut;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+
+use rustls::client::{ClientConnectionData, UnbufferedClientConnection};
+use rustls::pki_types::ServerName;
+use rustls::server::{ServerConnectionData, UnbufferedServerConnection};
+use rustls::unbuffered::{
+    ConnectionState, EncodeError, EncodeTlsData, EncryptError, InsufficientSizeError,
+    UnbufferedConnectionCommon, UnbufferedStatus, WriteTraffic,
+};
+use rustls::{ClientConfig, CommonState, ServerConfig};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// Bytes read from the socket at once: a whole record of the largest size.
+const READ_SIZE: usize = 16 * 1024 + 2048 + 5;
+/// Plaintext encrypted per write (one full record).
+const WRITE_PLAINTEXT: usize = 16 * 1024;
+/// Room for one record of `WRITE_PLAINTEXT` and a queued key update.
+const WRITE_SIZE: usize = WRITE_PLAINTEXT + 1024;
+/// Most bytes kept for a record or handshake message not yet whole (rustls
+/// refuses a handshake message over 64 KiB).
+const MAX_INCOMING: usize = 64 * 1024 + READ_SIZE;
+
+thread_local! {
+    /// The thread's read and write scratch buffers.
+    static SCRATCH: RefCell<(Vec<u8>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// Runs `f` on this thread's scratch buffers (`read`, `write`), or on new
+/// ones if they are in use further up the stack.
+fn with_scratch<R>(f: impl FnOnce(&mut [u8], &mut [u8]) -> R) -> R {
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut bufs) => {
+            let (read, write) = &mut *bufs;
+            if read.is_empty() {
+                read.resize(READ_SIZE, 0);
+                write.resize(WRITE_SIZE, 0);
+            }
+            f(read, write)
+        }
+        Err(_) => f(&mut vec![0; READ_SIZE], &mut vec![0; WRITE_SIZE]),
+    })
+}
+
+/// The side of a connection: how its records are processed.
+pub trait Side: DerefMut<Target = UnbufferedConnectionCommon<Self::Data>> + Unpin {
+    type Data;
+    fn process<'c, 'i>(&'c mut self, tls: &'i mut [u8]) -> UnbufferedStatus<'c, 'i, Self::Data>;
+}
+
+impl Side for UnbufferedServerConnection {
+    type Data = ServerConnectionData;
+    fn process<'c, 'i>(&'c mut self, tls: &'i mut [u8]) -> UnbufferedStatus<'c, 'i, Self::Data> {
+        self.process_tls_records(tls)
+    }
+}
+
+impl Side for UnbufferedClientConnection {
+    type Data = ClientConnectionData;
+    fn process<'c, 'i>(&'c mut self, tls: &'i mut [u8]) -> UnbufferedStatus<'c, 'i, Self::Data> {
+        self.process_tls_records(tls)
+    }
+}
+
+/// A server-side TLS connection.
+pub type ServerStream<IO> = TlsStream<IO, UnbufferedServerConnection>;
+/// A client-side TLS connection.
+pub type ClientStream<IO> = TlsStream<IO, UnbufferedClientConnection>;
+
+/// Accepts a TLS connection: the handshake, through the client's `Finished`.
+pub async fn accept<IO: AsyncRead + AsyncWrite + Unpin>(
+    config: Arc<ServerConfig>,
+    io: IO,
+) -> io::Result<ServerStream<IO>> {
+    let conn = UnbufferedServerConnection::new(config).map_err(tls_error)?;
+    TlsStream::handshake(io, conn).await
+}
+
+/// Opens a TLS connection to `name` over `io`.
+pub async fn connect<IO: AsyncRead + AsyncWrite + Unpin>(
+    config: Arc<ClientConfig>,
+    name: ServerName<'static>,
+    io: IO,
+) -> io::Result<ClientStream<IO>> {
+    let conn = UnbufferedClientConnection::new(config, name).map_err(tls_error)?;
+    TlsStream::handshake(io, conn).await
+}
+
+fn tls_error(e: rustls::Error) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, e)
+}
+
+/// A TLS connection over `io`.
+pub struct TlsStream<IO, C> {
+    io: IO,
+    /// Received bytes not yet processed: part of a record, or records
+    /// behind plaintext the reader has not taken yet.
+    incoming: Vec<u8>,
+    tls: Tls<C>,
+}
+
+/// The connection's state besides the socket and the received bytes.
+struct Tls<C> {
+    conn: C,
+    /// Decrypted bytes not yet read, from `plain_at` on.
+    plain: Vec<u8>,
+    plain_at: usize,
+    /// TLS bytes not yet written to the socket, from `out_at` on.
+    outgoing: Vec<u8>,
+    out_at: usize,
+    /// The peer sent `close_notify`.
+    read_closed: bool,
+    /// This side sent `close_notify`.
+    write_closed: bool,
+    /// An error ended the connection; rustls is not called again.
+    failed: bool,
+}
+
+/// What processing received bytes came to.
+struct Outcome {
+    /// Bytes of the buffer consumed.
+    used: usize,
+    /// Plaintext was handed over (to the reader or to `plain`).
+    delivered: bool,
+}
+
+impl<C: Side> Tls<C> {
+    /// Processes `buf` until it needs more bytes or `dst` is full. Plaintext
+    /// goes to `dst`, the rest of a record to `plain`; TLS messages rustls
+    /// answers with (handshake, alerts, key updates) to `outgoing`.
+    fn run(&mut self, buf: &mut [u8], mut dst: Option<&mut ReadBuf<'_>>) -> io::Result<Outcome> {
+        let mut out = Outcome {
+            used: 0,
+            delivered: false,
+        };
+        loop {
+            if out.delivered
+                && (self.plain_at < self.plain.len()
+                    || dst.as_ref().is_none_or(|d| d.remaining() == 0))
+            {
+                return Ok(out);
+            }
+            let UnbufferedStatus { discard, state } = self.conn.process(&mut buf[out.used..]);
+            let state = match state {
+                Ok(state) => state,
+                // The connection is over: what is left of `buf` does not matter.
+                Err(e) => {
+                    self.queue_alert(&mut buf[out.used + discard..]);
+                    return Err(tls_error(e));
+                }
+            };
+            let mut extra = 0;
+            let more = match state {
+                ConnectionState::ReadTraffic(mut traffic) => {
+                    while let Some(record) = traffic.next_record() {
+                        let record = record.map_err(tls_error)?;
+                        extra += record.discard;
+                        let payload = record.payload;
+                        let n = match dst.as_deref_mut() {
+                            Some(d) if self.plain_at == self.plain.len() => {
+                                let n = d.remaining().min(payload.len());
+                                d.put_slice(&payload[..n]);
+                                n
+                            }
+                            _ => 0,
+                        };
+                        self.plain.extend_from_slice(&payload[n..]);
+                        out.delivered |= !payload.is_empty();
+                    }
+                    true
+                }
+                ConnectionState::EncodeTlsData(mut encode) => {
+                    encode_into(&mut encode, &mut self.outgoing)?;
+                    true
+                }
+                // Sent by the next flush, before anything written later.
+                ConnectionState::TransmitTlsData(transmit) => {
+                    transmit.done();
+                    true
+                }
+                ConnectionState::PeerClosed | ConnectionState::Closed => {
+                    self.read_closed = true;
+                    false
+                }
+                // Both mean a record is not whole yet.
+                ConnectionState::BlockedHandshake | ConnectionState::WriteTraffic(_) => false,
+                _ => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "unexpected TLS connection state",
+                    ));
+                }
+            };
+            out.used += discard + extra;
+            if !more {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// Processes `buf` (the received bytes not yet processed; rustls may
+    /// hold parts of them from an earlier call) until it may send
+    /// application data, then runs `f`. What comes first goes where `run`
+    /// puts it. Answers the bytes of `buf` consumed, and `None` when the
+    /// connection can send no more.
+    fn writable<R>(
+        &mut self,
+        buf: &mut [u8],
+        f: impl FnOnce(&mut WriteTraffic<'_, C::Data>, &mut Vec<u8>) -> io::Result<R>,
+    ) -> (usize, io::Result<Option<R>>) {
+        let mut used = 0;
+        loop {
+            let UnbufferedStatus { discard, state } = self.conn.process(&mut buf[used..]);
+            let state = match state {
+                Ok(state) => state,
+                Err(e) => {
+                    self.queue_alert(&mut buf[used + discard..]);
+                    return (used + discard, Err(tls_error(e)));
+                }
+            };
+            let done = match state {
+                ConnectionState::WriteTraffic(mut traffic) => {
+                    let result = f(&mut traffic, &mut self.outgoing);
+                    return (used + discard, result.map(Some));
+                }
+                ConnectionState::EncodeTlsData(mut encode) => {
+                    encode_into(&mut encode, &mut self.outgoing).err().map(Err)
+                }
+                ConnectionState::TransmitTlsData(transmit) => {
+                    transmit.done();
+                    None
+                }
+                ConnectionState::ReadTraffic(mut traffic) => {
+                    let mut failed = None;
+                    while let Some(record) = traffic.next_record() {
+                        match record {
+                            Ok(r) => self.plain.extend_from_slice(r.payload),
+                            Err(e) => {
+                                failed = Some(Err(tls_error(e)));
+                                break;
+                            }
+                        }
+                    }
+                    failed
+                }
+                ConnectionState::PeerClosed => {
+                    self.read_closed = true;
+                    None
+                }
+                _ => Some(Ok(None)),
+            };
+            used += discard;
+            if let Some(result) = done {
+                return (used, result);
+            }
+        }
+    }
+
+    /// After an error: the connection is over, and the alert rustls queued
+    /// (answered before it looks at `buf` again) goes to `outgoing`.
+    fn queue_alert(&mut self, buf: &mut [u8]) {
+        self.failed = true;
+        if let Ok(ConnectionState::EncodeTlsData(mut encode)) = self.conn.process(buf).state {
+            let _ = encode_into(&mut encode, &mut self.outgoing);
+        }
+    }
+
+    /// Hands buffered plaintext to `dst`.
+    fn take_plain(&mut self, dst: &mut ReadBuf<'_>) {
+        let rest = &self.plain[self.plain_at..];
+        let n = rest.len().min(dst.remaining());
+        dst.put_slice(&rest[..n]);
+        self.plain_at += n;
+        if self.plain_at == self.plain.len() {
+            self.plain = Vec::new();
+            self.plain_at = 0;
+        }
+    }
+}
+
+fn encode_into<D>(encode: &mut EncodeTlsData<'_, D>, out: &mut Vec<u8>) -> io::Result<()> {
+    let need = match encode.encode(&mut []) {
+        Ok(_) => return Ok(()),
+        Err(EncodeError::InsufficientSize(InsufficientSizeError { required_size })) => {
+            required_size
+        }
+        Err(e) => return Err(io::Error::other(e.to_string())),
+    };
+    let at = out.len();
+    out.resize(at + need, 0);
+    let n = encode
+        .encode(&mut out[at..])
+        .map_err(|e| io::Error::other(e.to_string()))?;
+    out.truncate(at + n);
+    Ok(())
+}
+
+/// Drops the first `n` bytes of `incoming`; an emptied buffer is freed.
+fn consume(incoming: &mut Vec<u8>, n: usize) {
+    if n >= incoming.len() {
+        *incoming = Vec::new();
+    } else if n > 0 {
+        incoming.drain(..n);
+    }
+}
+
+/// Encrypts `data` (one record's worth) into `dst`, or into `outgoing`
+/// when `dst` is too small; answers the bytes put in `dst`.
+fn encrypt<D>(
+    traffic: &mut WriteTraffic<'_, D>,
+    data: &[u8],
+    dst: &mut [u8],
+    outgoing: &mut Vec<u8>,
+) -> io::Result<usize> {
+    match traffic.encrypt(data, dst) {
+        Ok(n) => Ok(n),
+        Err(EncryptError::InsufficientSize(InsufficientSizeError { required_size })) => {
+            let at = outgoing.len();
+            outgoing.resize(at + required_size, 0);
+            let n = traffic
+                .encrypt(data, &mut outgoing[at..])
+                .map_err(encrypt_error)?;
+            outgoing.truncate(at + n);
+            Ok(0)
+        }
+        Err(e) => Err(encrypt_error(e)),
+    }
+}
+
+fn failed() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, "the TLS connection failed")
+}
+
+fn closed() -> io::Error {
+    io::Error::new(io::ErrorKind::BrokenPipe, "the TLS connection is closed")
+}
+
+fn encrypt_error(e: EncryptError) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+impl<IO: AsyncRead + AsyncWrite + Unpin, C: Side> TlsStream<IO, C> {
+    async fn handshake(io: IO, conn: C) -> io::Result<Self> {
+        let mut stream = Self {
+            io,
+            incoming: Vec::new(),
+            tls: Tls {
+                conn,
+                plain: Vec::new(),
+                plain_at: 0,
+                outgoing: Vec::new(),
+                out_at: 0,
+                read_closed: false,
+                write_closed: false,
+                failed: false,
+            },
+        };
+        poll_fn(|cx| stream.poll_handshake(cx)).await?;
+        Ok(stream)
+    }
+
+    fn poll_handshake(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        loop {
+            ready!(self.poll_send(cx))?;
+            let outcome = self.tls.run(&mut self.incoming, None);
+            let outcome = match outcome {
+                Ok(o) => o,
+                Err(e) => return Poll::Ready(Err(self.fail(cx, e))),
+            };
+            self.consume(outcome.used);
+            if !self.tls.outgoing.is_empty() {
+                continue;
+            }
+            if !self.tls.conn.is_handshaking() {
+                return Poll::Ready(Ok(()));
+            }
+            if self.tls.read_closed {
+                return Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the peer closed the connection during the TLS handshake",
+                )));
+            }
+            if ready!(self.poll_read_incoming(cx))? == 0 {
+                return Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "tls handshake eof",
+                )));
+            }
+        }
+    }
+
+    /// Reads from the socket onto the end of `incoming`.
+    fn poll_read_incoming(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        let at = self.incoming.len();
+        if at >= MAX_INCOMING {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "a TLS message larger than allowed",
+            )));
+        }
+        self.incoming.resize(at + READ_SIZE, 0);
+        let mut buf = ReadBuf::new(&mut self.incoming[at..]);
+        let read = Pin::new(&mut self.io).poll_read(cx, &mut buf);
+        let n = buf.filled().len();
+        self.incoming.truncate(at + n);
+        if self.incoming.is_empty() {
+            self.incoming = Vec::new();
+        }
+        ready!(read)?;
+        Poll::Ready(Ok(n))
+    }
+
+    fn consume(&mut self, n: usize) {
+        consume(&mut self.incoming, n);
+    }
+
+    /// Writes out `outgoing`; freed once sent.
+    fn poll_send(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let tls = &mut self.tls;
+        while tls.out_at < tls.outgoing.len() {
+            let n = ready!(Pin::new(&mut self.io).poll_write(cx, &tls.outgoing[tls.out_at..]))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            tls.out_at += n;
+        }
+        if tls.out_at > 0 || tls.outgoing.capacity() > 0 {
+            tls.outgoing = Vec::new();
+            tls.out_at = 0;
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// Sends what rustls queued after an error (its alert), without waiting.
+    fn fail(&mut self, cx: &mut Context<'_>, e: io::Error) -> io::Error {
+        let _ = self.poll_send(cx);
+        e
+    }
+
+    /// The socket.
+    pub fn get_ref(&self) -> &IO {
+        &self.io
+    }
+
+    /// The TLS connection's state: peer certificates, ALPN protocol.
+    pub fn common(&self) -> &CommonState {
+        &self.tls.conn
+    }
+
+    /// Holds received bytes, plaintext or ciphertext, not yet read.
+    pub fn has_buffered(&self) -> bool {
+        !self.incoming.is_empty()
+            || self.tls.plain_at < self.tls.plain.len()
+            || self.tls.read_closed
+    }
+
+    /// Reads one socket read's worth into the thread's scratch buffer and
+    /// processes it there; what is left (a part record, or records behind a
+    /// full `dst`) is kept in `incoming`.
+    fn poll_read_scratch(
+        &mut self,
+        cx: &mut Context<'_>,
+        dst: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<Option<Outcome>>> {
+        let io = &mut self.io;
+        let tls = &mut self.tls;
+        let incoming = &mut self.incoming;
+        with_scratch(|scratch, _| {
+            let n = {
+                let mut buf = ReadBuf::new(&mut *scratch);
+                ready!(Pin::new(io).poll_read(cx, &mut buf))?;
+                buf.filled().len()
+            };
+            if n == 0 {
+                return Poll::Ready(Ok(None));
+            }
+            let outcome = tls.run(&mut scratch[..n], Some(dst))?;
+            incoming.extend_from_slice(&scratch[outcome.used..n]);
+            Poll::Ready(Ok(Some(outcome)))
+        })
+    }
+}
+
+impl<IO: AsyncRead + AsyncWrite + Unpin, C: Side> AsyncRead for TlsStream<IO, C> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        dst: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if dst.remaining() == 0 {
+            return Poll::Ready(Ok(()));
+        }
+        if this.tls.failed {
+            return Poll::Ready(Err(failed()));
+        }
+        if this.tls.plain_at < this.tls.plain.len() {
+            this.tls.take_plain(dst);
+            return Poll::Ready(Ok(()));
+        }
+        loop {
+            // TLS messages rustls answered with go first; one waiting for
+            // the socket does not hold up reading.
+            if let Poll::Ready(Err(e)) = this.poll_send(cx) {
+                return Poll::Ready(Err(e));
+            }
+            if !this.incoming.is_empty() {
+                let outcome = match this.tls.run(&mut this.incoming, Some(dst)) {
+                    Ok(o) => o,
+                    Err(e) => return Poll::Ready(Err(this.fail(cx, e))),
+                };
+                this.consume(outcome.used);
+                if outcome.delivered || this.tls.read_closed {
+                    return Poll::Ready(Ok(()));
+                }
+                if ready!(this.poll_read_incoming(cx))? == 0 {
+                    return Poll::Ready(Err(unexpected_eof()));
+                }
+                continue;
+            }
+            if this.tls.read_closed {
+                return Poll::Ready(Ok(()));
+            }
+            match ready!(this.poll_read_scratch(cx, dst)) {
+                Ok(None) => return Poll::Ready(Err(unexpected_eof())),
+                // A part record stays in `incoming` for the next round.
+                Ok(Some(outcome)) => {
+                    if outcome.delivered || this.tls.read_closed {
+                        return Poll::Ready(Ok(()));
+                    }
+                }
+                Err(e) => return Poll::Ready(Err(this.fail(cx, e))),
+            }
+        }
+    }
+}
+
+fn unexpected_eof() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        "peer closed connection without sending TLS close_notify",
+    )
+}
+
+impl<IO: AsyncRead + AsyncWrite + Unpin, C: Side> AsyncWrite for TlsStream<IO, C> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        // One write's records at most wait for the socket.
+        ready!(this.poll_send(cx))?;
+        if this.tls.failed {
+            return Poll::Ready(Err(failed()));
+        }
+        if this.tls.write_closed {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "TLS close_notify was sent",
+            )));
+        }
+        if data.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        let data = &data[..data.len().min(WRITE_PLAINTEXT)];
+        let io = &mut this.io;
+        let tls = &mut this.tls;
+        let incoming = &mut this.incoming;
+        with_scratch(|_, scratch| {
+            let (used, n) = tls.writable(incoming, |traffic, outgoing| {
+                encrypt(traffic, data, scratch, outgoing)
+            });
+            consume(incoming, used);
+            let n = n?.ok_or_else(closed)?;
+            if tls.outgoing.is_empty() {
+                // The common case: straight from the scratch buffer.
+                match Pin::new(io).poll_write(cx, &scratch[..n]) {
+                    Poll::Ready(Ok(w)) => tls.outgoing.extend_from_slice(&scratch[w..n]),
+                    Poll::Ready(Err(e)) => return Err(e),
+                    Poll::Pending => tls.outgoing.extend_from_slice(&scratch[..n]),
+                }
+            } else {
+                tls.outgoing.extend_from_slice(&scratch[..n]);
+            }
+            Ok(())
+        })?;
+        // Written, or waiting for the socket with the waker registered.
+        let _ = this.poll_send(cx)?;
+        Poll::Ready(Ok(data.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        ready!(this.poll_send(cx))?;
+        Pin::new(&mut this.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if !this.tls.write_closed && !this.tls.failed {
+            ready!(this.poll_send(cx))?;
+            let (used, sent) = this.tls.writable(&mut this.incoming, |traffic, outgoing| {
+                let mut buf = [0u8; 64];
+                let n = traffic
+                    .queue_close_notify(&mut buf)
+                    .map_err(encrypt_error)?;
+                outgoing.extend_from_slice(&buf[..n]);
+                Ok(())
+            });
+            consume(&mut this.incoming, used);
+            this.tls.write_closed = true;
+            sent?;
+        }
+        ready!(this.poll_send(cx))?;
+        Pin::new(&mut this.io).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustls::RootCertStore;
+    use rustls::server::WebPkiClientVerifier;
+    use rustls_pki_types::PrivateKeyDer;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+
+    struct Pki {
+        server: Arc<ServerConfig>,
+        client: Arc<ClientConfig>,
+    }
+
+    /// A CA, a server certificate for `localhost` and a client certificate
+    /// for `alice`; the server requires the client certificate.
+    fn pki(alpn: &[&[u8]]) -> Pki {
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let ca_cert = ca.self_signed(&ca_key).unwrap();
+        let issuer = rcgen::Issuer::new(ca, ca_key);
+        let issue = |names: Vec<String>, cn: &str| {
+            let key = rcgen::KeyPair::generate().unwrap();
+            let mut p = rcgen::CertificateParams::new(names).unwrap();
+            p.distinguished_name
+                .push(rcgen::DnType::CommonName, cn.to_owned());
+            let cert = p.signed_by(&key, &issuer).unwrap();
+            (
+                vec![cert.der().clone()],
+                PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+            )
+        };
+        let (server_chain, server_key) = issue(vec!["localhost".into()], "localhost");
+        let (client_chain, client_key) = issue(vec![], "alice");
+        let mut roots = RootCertStore::empty();
+        roots.add(ca_cert.der().clone()).unwrap();
+        let roots = Arc::new(roots);
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let verifier = WebPkiClientVerifier::builder_with_provider(roots.clone(), provider.clone())
+            .build()
+            .unwrap();
+        let mut server = ServerConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(server_chain, server_key)
+            .unwrap();
+        server.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        let mut client = ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_client_auth_cert(client_chain, client_key)
+            .unwrap();
+        client.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        Pki {
+            server: Arc::new(server),
+            client: Arc::new(client),
+        }
+    }
+
+    fn localhost() -> ServerName<'static> {
+        ServerName::try_from("localhost").unwrap()
+    }
+
+    /// Both ends on this module's streams, over TCP.
+    async fn pair(pki: &Pki) -> (ServerStream<TcpStream>, ClientStream<TcpStream>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = pki.server.clone();
+        let accepted = tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.unwrap();
+            accept(server, tcp).await
+        });
+        let client = connect(
+            pki.client.clone(),
+            localhost(),
+            TcpStream::connect(addr).await.unwrap(),
+        )
+        .await
+        .unwrap();
+        (accepted.await.unwrap().unwrap(), client)
+    }
+
+    /// Sends `n` patterned bytes one way while reading them the other way in
+    /// reads of `chunk` bytes; checks every byte.
+    async fn transfer<A, B>(from: &mut A, to: &mut B, n: usize, chunk: usize)
+    where
+        A: AsyncWrite + Unpin,
+        B: AsyncRead + Unpin,
+    {
+        let data: Vec<u8> = (0..n).map(|i| (i * 7 % 251) as u8).collect();
+        let write = async {
+            from.write_all(&data).await.unwrap();
+            from.flush().await.unwrap();
+        };
+        let read = async {
+            let mut got = Vec::with_capacity(n);
+            let mut buf = vec![0; chunk];
+            while got.len() < n {
+                let k = to.read(&mut buf).await.unwrap();
+                assert!(k > 0, "end of stream after {} of {n} bytes", got.len());
+                got.extend_from_slice(&buf[..k]);
+            }
+            got
+        };
+        let ((), got) = tokio::join!(write, read);
+        assert!(got == data, "bytes differ");
+    }
+
+    fn is_idle<IO, C: Side>(s: &TlsStream<IO, C>) -> bool {
+        s.incoming.capacity() == 0 && s.tls.plain.capacity() == 0 && s.tls.outgoing.capacity() == 0
+    }
+
+    #[tokio::test]
+    async fn both_sides_exchange_bytes_in_reads_of_any_size_and_keep_no_buffers_between() {
+        let pki = pki(&[]);
+        let (mut server, mut client) = pair(&pki).await;
+        assert!(is_idle(&server) && is_idle(&client));
+        for (n, chunk) in [
+            (1, 1),
+            (100, 7),
+            (70_000, 3),
+            (1 << 20, 65_536),
+            (50_000, 16_384),
+        ] {
+            transfer(&mut client, &mut server, n, chunk).await;
+            transfer(&mut server, &mut client, n, chunk).await;
+            assert!(
+                is_idle(&server) && is_idle(&client),
+                "buffers kept after {n} bytes"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn the_handshake_checks_both_certificates_and_agrees_on_alpn() {
+        let both = pki(&[b"h2", b"http/1.1"]);
+        let (server, client) = pair(&both).await;
+        let chain = server.common().peer_certificates().unwrap();
+        let (_, cert) = x509_parser::parse_x509_certificate(&chain[0]).unwrap();
+        assert_eq!(
+            cert.subject()
+                .iter_common_name()
+                .next()
+                .unwrap()
+                .as_str()
+                .unwrap(),
+            "alice"
+        );
+        assert_eq!(server.common().alpn_protocol(), Some(&b"h2"[..]));
+        assert_eq!(client.common().alpn_protocol(), Some(&b"h2"[..]));
+
+        // A client without a certificate is refused, and so is a server the client does not trust.
+        let other = pki(&[]);
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let config = both.server.clone();
+        let accepted = tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.unwrap();
+            accept(config, tcp).await.map(|_| ())
+        });
+        let untrusted = connect(
+            other.client.clone(),
+            localhost(),
+            TcpStream::connect(addr).await.unwrap(),
+        )
+        .await;
+        assert!(
+            untrusted.is_err(),
+            "a client trusted a server of another CA"
+        );
+        assert!(accepted.await.unwrap().is_err());
+    }
+
+    #[tokio::test]
+    async fn it_talks_to_tokio_rustls_both_ways_including_key_updates() {
+        let pki = pki(&[]);
+        // This module's server, a buffered client.
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let config = pki.server.clone();
+        let accepted = tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.unwrap();
+            accept(config, tcp).await.unwrap()
+        });
+        let mut client = tokio_rustls::TlsConnector::from(pki.client.clone())
+            .connect(localhost(), TcpStream::connect(addr).await.unwrap())
+            .await
+            .unwrap();
+        let mut server = accepted.await.unwrap();
+        transfer(&mut client, &mut server, 200_000, 1000).await;
+        transfer(&mut server, &mut client, 200_000, 1000).await;
+        // The client asks for new keys; the server answers with its own.
+        client.get_mut().1.refresh_traffic_keys().unwrap();
+        transfer(&mut client, &mut server, 100_000, 4096).await;
+        transfer(&mut server, &mut client, 100_000, 4096).await;
+        assert!(is_idle(&server));
+
+        // A buffered server, this module's client.
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let config = pki.server.clone();
+        let accepted = tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.unwrap();
+            tokio_rustls::TlsAcceptor::from(config)
+                .accept(tcp)
+                .await
+                .unwrap()
+        });
+        let mut client = connect(
+            pki.client.clone(),
+            localhost(),
+            TcpStream::connect(addr).await.unwrap(),
+        )
+        .await
+        .unwrap();
+        let mut server = accepted.await.unwrap();
+        transfer(&mut client, &mut server, 200_000, 333).await;
+        transfer(&mut server, &mut client, 200_000, 333).await;
+        server.get_mut().1.refresh_traffic_keys().unwrap();
+        transfer(&mut server, &mut client, 100_000, 4096).await;
+        transfer(&mut client, &mut server, 100_000, 4096).await;
+        assert!(is_idle(&client));
+    }
+
+    #[tokio::test]
+    async fn close_notify_ends_the_stream_and_a_bare_tcp_close_is_an_error() {
+        let pki = pki(&[]);
+        let (mut server, mut client) = pair(&pki).await;
+        client.write_all(b"last words").await.unwrap();
+        client.shutdown().await.unwrap();
+        let mut got = Vec::new();
+        server.read_to_end(&mut got).await.unwrap();
+        assert_eq!(got, b"last words");
+        // The other direction still works after the peer's close_notify.
+        server.write_all(b"reply").await.unwrap();
+        server.flush().await.unwrap();
+        let mut buf = [0; 5];
+        client.read_exact(&mut buf).await.unwrap();
+        assert_eq!(&buf, b"reply");
+
+        // A truncation: the transport ends without close_notify.
+        let (server_io, client_io) = tokio::io::duplex(1 << 16);
+        let config = pki.server.clone();
+        let accepted = tokio::spawn(accept(config, server_io));
+        let client = connect(pki.client.clone(), localhost(), client_io)
+            .await
+            .unwrap();
+        let mut server = accepted.await.unwrap().unwrap();
+        drop(client);
+        let err = server.read(&mut [0; 16]).await.unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+    }
+
+    #[tokio::test]
+    async fn garbage_fails_the_handshake_and_a_flipped_bit_fails_the_stream() {
+        let pki = pki(&[]);
+        // Plain HTTP to a TLS port.
+        let (mut raw, io) = tokio::io::duplex(1 << 16);
+        let accepted = tokio::spawn(accept(pki.server.clone(), io));
+        raw.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        assert!(accepted.await.unwrap().is_err());
+
+        // A record altered on the way is refused, not delivered, and the
+        // stream stays failed.
+        let (server_io, mut tap_server) = tokio::io::duplex(1 << 16);
+        let (mut tap_client, client_io) = tokio::io::duplex(1 << 16);
+        let accepted = tokio::spawn(accept(pki.server.clone(), server_io));
+        let connected = tokio::spawn(connect(pki.client.clone(), localhost(), client_io));
+        let flip = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flip_next = flip.clone();
+        let relay = tokio::spawn(async move {
+            let mut a = [0u8; 8192];
+            let mut b = [0u8; 8192];
+            loop {
+                tokio::select! {
+                    n = tap_server.read(&mut a) => match n {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => { if tap_client.write_all(&a[..n]).await.is_err() { break } }
+                    },
+                    n = tap_client.read(&mut b) => match n {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => {
+                            if flip_next.load(std::sync::atomic::Ordering::SeqCst) {
+                                b[n - 1] ^= 1;
+                            }
+                            if tap_server.write_all(&b[..n]).await.is_err() { break }
+                        }
+                    },
+                }
+            }
+        });
+        let mut server = accepted.await.unwrap().unwrap();
+        let mut client = connected.await.unwrap().unwrap();
+        transfer(&mut client, &mut server, 1000, 100).await;
+        flip.store(true, std::sync::atomic::Ordering::SeqCst);
+        client.write_all(b"hello").await.unwrap();
+        client.flush().await.unwrap();
+        let mut buf = [0; 64];
+        let first = server.read(&mut buf).await;
+        assert!(first.is_err(), "an altered record was delivered: {first:?}");
+        assert!(server.read(&mut buf).await.is_err());
+        assert!(server.write_all(b"x").await.is_err());
+        relay.abort();
+    }
+}
