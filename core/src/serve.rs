@@ -29,7 +29,6 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
-use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
 use crate::h1::{self, Parsed, RequestHead};
@@ -45,7 +44,7 @@ pub struct PeerCertificates(pub Arc<Vec<CertificateDer<'static>>>);
 pub struct RemoteAddr(pub SocketAddr);
 
 /// A server-side TLS connection.
-pub type ServerTls = tokio_rustls::server::TlsStream<TcpStream>;
+pub type ServerTls = crate::tls_stream::ServerStream<TcpStream>;
 
 /// A handler that serves some HTTP/1.1 requests itself, on the bytes of the
 /// connection, instead of through hyper and the router (`/v1` invoke, where
@@ -363,7 +362,7 @@ pub async fn serve_tls(
 ) {
     serve(
         listener,
-        Some(TlsAcceptor::from(tls)),
+        Some(tls),
         router,
         limits,
         name,
@@ -393,7 +392,7 @@ pub async fn serve_plain(
 #[allow(clippy::too_many_arguments)]
 async fn serve(
     listener: TcpListener,
-    acceptor: Option<TlsAcceptor>,
+    acceptor: Option<Arc<rustls::ServerConfig>>,
     router: Router,
     limits: ConnLimits,
     name: &'static str,
@@ -450,31 +449,32 @@ async fn serve(
             let _alive = alive;
             open.inc();
             match acceptor {
-                Some(acceptor) => {
-                    let tls =
-                        match tokio::time::timeout(limits.handshake_timeout, acceptor.accept(tcp))
-                            .await
-                        {
-                            Ok(Ok(s)) => s,
-                            Ok(Err(error)) => {
-                                tracing::debug!(%error, %remote, "TLS handshake failed");
-                                open.dec();
-                                return;
-                            }
-                            Err(_) => {
-                                tracing::debug!(%remote, "TLS handshake timed out");
-                                open.dec();
-                                return;
-                            }
-                        };
+                Some(config) => {
+                    let tls = match tokio::time::timeout(
+                        limits.handshake_timeout,
+                        crate::tls_stream::accept(config, tcp),
+                    )
+                    .await
+                    {
+                        Ok(Ok(s)) => s,
+                        Ok(Err(error)) => {
+                            tracing::debug!(%error, %remote, "TLS handshake failed");
+                            open.dec();
+                            return;
+                        }
+                        Err(_) => {
+                            tracing::debug!(%remote, "TLS handshake timed out");
+                            open.dec();
+                            return;
+                        }
+                    };
                     let chain: Vec<CertificateDer<'static>> = tls
-                        .get_ref()
-                        .1
+                        .common()
                         .peer_certificates()
                         .map(|c| c.iter().map(|c| c.clone().into_owned()).collect())
                         .unwrap_or_default();
                     let peer = PeerCertificates(Arc::new(chain));
-                    let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+                    let h2 = tls.common().alpn_protocol() == Some(b"h2");
                     match fast {
                         Some(fast) if !h2 => {
                             serve_fast(fast, tls, peer, remote, router, limits, stop).await

@@ -150,12 +150,15 @@ fn load_key(path: &Path) -> anyhow::Result<rustls::pki_types::PrivateKeyDer<'sta
         .map_err(|e| anyhow::anyhow!("--gateway-client-key {}: {e}", path.display()))
 }
 
+/// A TLS connection to a gateway.
+pub type GatewayStream = kruntimes_core::tls_stream::ClientStream<tokio::net::TcpStream>;
+
 /// Opens a TLS connection to the target.
 pub async fn connect(
     tls: &Arc<ClientConfig>,
     target: &GatewayTarget,
     timeout: Duration,
-) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, GatewayError> {
+) -> Result<GatewayStream, GatewayError> {
     let unreachable = |why: String| {
         tracing::warn!(gateway = %target.authority(), why, "Runtime gateway unreachable");
         GatewayError::Unreachable {
@@ -173,7 +176,7 @@ pub async fn connect(
     let name = ServerName::try_from(target.host.clone()).map_err(|e| unreachable(e.to_string()))?;
     tokio::time::timeout(
         timeout,
-        tokio_rustls::TlsConnector::from(tls.clone()).connect(name, tcp),
+        kruntimes_core::tls_stream::connect(tls.clone(), name, tcp),
     )
     .await
     .map_err(|_| unreachable("TLS handshake timed out".into()))?

@@ -22,7 +22,7 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// One connection to a gateway, with its read buffer and header map.
 pub struct Upstream {
-    pub io: tokio_rustls::client::TlsStream<tokio::net::TcpStream>,
+    pub io: gateway::GatewayStream,
     pub buf: BytesMut,
     pub headers: HeaderMap,
 }
@@ -36,19 +36,14 @@ impl Upstream {
             return true;
         }
         let mut cx = Context::from_waker(Waker::noop());
-        matches!(self.io.get_ref().0.poll_read_ready(&mut cx), Poll::Ready(_))
+        matches!(self.io.get_ref().poll_read_ready(&mut cx), Poll::Ready(_))
     }
 
     /// Does TLS hold bytes the last answer did not account for (decrypted
     /// and not read, or the gateway's close)? Such a connection is not
     /// reused: its bytes would begin the next caller's answer.
-    fn has_leftovers(&mut self) -> bool {
-        use std::io::Read;
-        let mut probe = [0u8; 1];
-        !matches!(
-            self.io.get_mut().1.reader().read(&mut probe),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock
-        )
+    fn has_leftovers(&self) -> bool {
+        self.io.has_buffered()
     }
 }
 

@@ -24,7 +24,7 @@ use std::time::Duration;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::protocol::Role;
 
-type GatewayTls = tokio_rustls::client::TlsStream<tokio::net::TcpStream>;
+use super::gateway::GatewayStream as GatewayTls;
 type Upstream = WebSocketStream<GatewayTls>;
 
 /// Read and write buffer of each side of a relay: an operation event fits.
