@@ -399,11 +399,22 @@ impl<IO: AsyncRead + AsyncWrite + Unpin, C: Side> TlsStream<IO, C> {
                     "the peer closed the connection during the TLS handshake",
                 )));
             }
-            if ready!(self.poll_read_incoming(cx))? == 0 {
-                return Poll::Ready(Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "tls handshake eof",
-                )));
+            // The bytes of a flight usually come in one read: processed in
+            // the scratch buffer, nothing of them is kept.
+            let read = if self.incoming.is_empty() {
+                ready!(self.poll_read_scratch(cx, None)).map(|o| o.is_some())
+            } else {
+                ready!(self.poll_read_incoming(cx)).map(|n| n > 0)
+            };
+            match read {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Poll::Ready(Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "tls handshake eof",
+                    )));
+                }
+                Err(e) => return Poll::Ready(Err(self.fail(cx, e))),
             }
         }
     }
@@ -479,7 +490,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin, C: Side> TlsStream<IO, C> {
     fn poll_read_scratch(
         &mut self,
         cx: &mut Context<'_>,
-        dst: &mut ReadBuf<'_>,
+        dst: Option<&mut ReadBuf<'_>>,
     ) -> Poll<io::Result<Option<Outcome>>> {
         let io = &mut self.io;
         let tls = &mut self.tls;
@@ -493,7 +504,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin, C: Side> TlsStream<IO, C> {
             if n == 0 {
                 return Poll::Ready(Ok(None));
             }
-            let outcome = tls.run(&mut scratch[..n], Some(dst))?;
+            let outcome = tls.run(&mut scratch[..n], dst)?;
             incoming.extend_from_slice(&scratch[outcome.used..n]);
             Poll::Ready(Ok(Some(outcome)))
         })
@@ -540,7 +551,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin, C: Side> AsyncRead for TlsStream<IO, C>
             if this.tls.read_closed {
                 return Poll::Ready(Ok(()));
             }
-            match ready!(this.poll_read_scratch(cx, dst)) {
+            match ready!(this.poll_read_scratch(cx, Some(dst))) {
                 Ok(None) => return Poll::Ready(Err(unexpected_eof())),
                 // A part record stays in `incoming` for the next round.
                 Ok(Some(outcome)) => {

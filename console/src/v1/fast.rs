@@ -192,8 +192,10 @@ impl InvokeFastPath {
                 // not lost to a reset), and the connection then closes.
                 let drained = skip(conn, len.min(budget)).await && len <= budget;
                 let keep = drained && !close;
-                self.record(&head, e.code.as_u16(), started, &id);
-                return self.answer_error(conn, e, &id, keep).await && keep;
+                let (code, took) = (e.code.as_u16(), started.elapsed());
+                let kept = self.answer_error(conn, e, &id, keep).await && keep;
+                self.record(&head, code, took, &id);
+                return kept;
             }
         };
         match self
@@ -202,9 +204,10 @@ impl InvokeFastPath {
         {
             Ok(keep) => keep,
             Err(Failed::Answer(e)) => {
-                self.record(&head, e.code.as_u16(), started, &id);
+                let (code, took) = (e.code.as_u16(), started.elapsed());
                 // The request body may be unread (408): the connection closes.
                 self.answer_error(conn, e, &id, false).await;
+                self.record(&head, code, took, &id);
                 false
             }
             Err(Failed::Abort) => false,
@@ -236,11 +239,12 @@ impl InvokeFastPath {
         admit_invoke(&self.v1, &caller, ns, name, uid, &conn.headers).await
     }
 
-    fn record(&self, head: &RequestHead, code: u16, started: std::time::Instant, id: &[u8; 16]) {
+    /// Counts the call and writes its access line: after the answer is
+    /// written, with the time taken up to its head, as the router's observer.
+    fn record(&self, head: &RequestHead, code: u16, took: Duration, id: &[u8; 16]) {
         let path = access_logged().then_some(head.target.as_str());
         self.observer.metrics.fast_path_requests.inc();
-        self.observer
-            .record("v1", "POST", path, code, started.elapsed(), id);
+        self.observer.record("v1", "POST", path, code, took, id);
     }
 
     /// Writes a refusal as the router renders it; `keep`: the connection stays open.
@@ -391,7 +395,7 @@ impl InvokeFastPath {
         let reusable = framed && !h1::wants_close(&up.headers);
         // A listener that is stopping closes this connection after the answer.
         let close = close || conn.stopping();
-        self.record(head, status, started, id);
+        let took = started.elapsed();
         // The answer's head.
         let out = &mut conn.out;
         out.clear();
@@ -439,6 +443,7 @@ impl InvokeFastPath {
             }
         };
         drop(slot);
+        self.record(head, status, took, id);
         if !relayed {
             return Err(Failed::Abort);
         }

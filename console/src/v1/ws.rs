@@ -15,20 +15,22 @@ use super::runs::Mode;
 use super::{V1State, identity_fields};
 use crate::error::ConsoleError;
 use kruntimes_core::auth::Caller as Identity;
-use kruntimes_core::auth::{Recheck, ResourceAttributes, Revoked};
+use kruntimes_core::auth::{ResourceAttributes, Revoked};
 use kruntimes_core::h1;
-use kruntimes_core::lifecycle::Lifecycle;
 use kruntimes_core::limit::Slot;
 use kruntimes_core::serve::read_into;
-use std::time::Duration;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::protocol::Role;
 
 use super::gateway::GatewayStream as GatewayTls;
 type Upstream = WebSocketStream<GatewayTls>;
 
-/// Read and write buffer of each side of a relay: an operation event fits.
-const RELAY_BUFFER: usize = 512;
+/// Read buffer of each side of a relay: a socket keeps it while it lives,
+/// and a larger message takes more reads (the TLS stream below holds the
+/// rest of its record meanwhile).
+const RELAY_READ: usize = 256;
+/// Frames are written out once they exceed this (each message is flushed).
+const RELAY_WRITE: usize = 512;
 
 /// What a relay keeps besides its two sockets, in one allocation: the task
 /// running the relay then holds pointers, not copies (a future keeps a slot
@@ -36,9 +38,8 @@ const RELAY_BUFFER: usize = 512;
 struct Relay {
     identity: Identity,
     attrs: ResourceAttributes,
-    recheck: Recheck,
-    lifecycle: Lifecycle,
-    idle: Duration,
+    /// Shared: the re-check, the lifecycle and the idle bound.
+    state: Arc<V1State>,
     /// The `/v1` place the socket holds until it closes.
     slot: Slot,
 }
@@ -64,8 +65,8 @@ pub async fn open(
     // sockets per caller. A larger frame grows the read buffer for as long
     // as it takes (up to the message bound).
     let config = WebSocketConfig::default()
-        .read_buffer_size(RELAY_BUFFER)
-        .write_buffer_size(RELAY_BUFFER)
+        .read_buffer_size(RELAY_READ)
+        .write_buffer_size(RELAY_WRITE)
         .max_message_size(Some(max))
         .max_frame_size(Some(max));
     let path = format!("/v1/namespaces/{ns}/runs/{name}/{uid}/operations:ws");
@@ -82,17 +83,15 @@ pub async fn open(
     let parts = Box::new(Relay {
         identity,
         attrs: super::run_attributes(ns, name, "operations"),
-        recheck: state.recheck.clone(),
-        lifecycle: state.lifecycle.clone(),
-        idle: state.bounds.idle_timeout,
+        state,
         slot,
     });
     let upstream = Box::new(upstream);
     // The caller's answer names the subprotocol the gateway chose.
     Ok(upgrade
         .protocols(chosen)
-        .read_buffer_size(RELAY_BUFFER)
-        .write_buffer_size(RELAY_BUFFER)
+        .read_buffer_size(RELAY_READ)
+        .write_buffer_size(RELAY_WRITE)
         .max_message_size(max)
         .max_frame_size(max)
         .on_upgrade(move |client| relay(Box::new(client), upstream, parts)))
@@ -264,15 +263,13 @@ async fn relay(client: Box<WebSocket>, upstream: Box<Upstream>, parts: Box<Relay
     let Relay {
         identity,
         attrs,
-        recheck,
-        lifecycle,
-        idle,
+        state,
         slot: _slot,
     } = &*parts;
-    let idle = *idle;
-    let revoked = recheck.revoked(identity, attrs);
-    let _stream = lifecycle.track();
-    let stopping = lifecycle.stopping();
+    let idle = state.bounds.idle_timeout;
+    let revoked = state.recheck.revoked(identity, attrs);
+    let _stream = state.lifecycle.track();
+    let stopping = state.lifecycle.stopping();
     tokio::pin!(stopping);
     let (mut c_tx, mut c_rx) = client.split();
     let (mut u_tx, mut u_rx) = upstream.split();
