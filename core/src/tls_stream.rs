@@ -8,7 +8,9 @@
 //! WebSockets relayed over two TLS connections each kept 8 MiB idle.)
 //!
 //! Semantics are those of `tokio_rustls`: a write returns once its records
-//! are encrypted (a flush sends them), `shutdown` sends `close_notify`, and a
+//! are encrypted (a flush sends them), a read never waits to write (TLS
+//! messages a read produced go out with the next write or flush; an alert
+//! after an error is tried once), `shutdown` sends `close_notify`, and a
 //! peer that ends the TCP stream without `close_notify` is an
 //! `UnexpectedEof` error, never an end of stream.
 
@@ -528,12 +530,11 @@ impl<IO: AsyncRead + AsyncWrite + Unpin, C: Side> AsyncRead for TlsStream<IO, C>
             this.tls.take_plain(dst);
             return Poll::Ready(Ok(()));
         }
+        // TLS messages rustls answers with while reading (a key update) are
+        // sent by the next write or flush, as tokio-rustls does: a read that
+        // waited for the socket to take them would replace the waker of a
+        // writer in another task.
         loop {
-            // TLS messages rustls answered with go first; one waiting for
-            // the socket does not hold up reading.
-            if let Poll::Ready(Err(e)) = this.poll_send(cx) {
-                return Poll::Ready(Err(e));
-            }
             if !this.incoming.is_empty() {
                 let outcome = match this.tls.run(&mut this.incoming, Some(dst)) {
                     Ok(o) => o,
@@ -784,6 +785,26 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_slow_transport_backs_up_writes_both_ways_at_once_and_nothing_is_lost() {
+        let pki = pki(&[]);
+        // 1 KiB of transport buffer: most writes wait for the socket.
+        let (server_io, client_io) = tokio::io::duplex(1024);
+        let accepted = tokio::spawn(accept(pki.server.clone(), server_io));
+        let client = connect(pki.client.clone(), localhost(), client_io)
+            .await
+            .unwrap();
+        let server = accepted.await.unwrap().unwrap();
+        let (mut sr, mut sw) = tokio::io::split(server);
+        let (mut cr, mut cw) = tokio::io::split(client);
+        tokio::join!(
+            transfer(&mut cw, &mut sr, 300_000, 5000),
+            transfer(&mut sw, &mut cr, 300_000, 777),
+        );
+        let (server, client) = (sr.unsplit(sw), cr.unsplit(cw));
+        assert!(is_idle(&server) && is_idle(&client));
+    }
+
+    #[tokio::test]
     async fn the_handshake_checks_both_certificates_and_agrees_on_alpn() {
         let both = pki(&[b"h2", b"http/1.1"]);
         let (server, client) = pair(&both).await;
@@ -913,6 +934,19 @@ mod tests {
             .await
             .unwrap();
         assert!(accepted.await.unwrap().is_err());
+
+        // A ClientHello announcing more than rustls accepts (64 KiB) is
+        // refused as soon as its header arrives.
+        let (mut raw, io) = tokio::io::duplex(1 << 16);
+        let accepted = tokio::spawn(accept(pki.server.clone(), io));
+        let mut hello = vec![0x16, 0x03, 0x01, 0x40, 0x00, 0x01, 0xff, 0xff, 0xff];
+        hello.resize(5 + 0x4000, 0);
+        raw.write_all(&hello).await.unwrap();
+        let refused = tokio::time::timeout(std::time::Duration::from_secs(5), accepted)
+            .await
+            .expect("a 16 MiB ClientHello was waited for")
+            .unwrap();
+        assert!(refused.is_err());
 
         // A record altered on the way is refused, not delivered, and the
         // stream stays failed.

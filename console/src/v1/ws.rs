@@ -259,7 +259,10 @@ fn revocation(why: &Revoked) -> (Message, Message) {
     )
 }
 
-async fn relay(client: Box<WebSocket>, upstream: Box<Upstream>, parts: Box<Relay>) {
+/// Relays messages both ways. The sockets are not split: a branch's future
+/// is dropped before its handler runs, so the handler may write to the
+/// socket the other branch reads.
+async fn relay(mut client: Box<WebSocket>, mut upstream: Box<Upstream>, parts: Box<Relay>) {
     let Relay {
         identity,
         attrs,
@@ -271,23 +274,21 @@ async fn relay(client: Box<WebSocket>, upstream: Box<Upstream>, parts: Box<Relay
     let _stream = state.lifecycle.track();
     let stopping = state.lifecycle.stopping();
     tokio::pin!(stopping);
-    let (mut c_tx, mut c_rx) = client.split();
-    let (mut u_tx, mut u_rx) = upstream.split();
     tokio::pin!(revoked);
     loop {
         tokio::select! {
             why = &mut revoked => {
                 tracing::info!(reason = %why, "closing an operations socket whose access ended");
                 let (event, close) = revocation(&why);
-                let _ = c_tx.send(event).await;
-                let _ = c_tx.send(close).await;
+                let _ = client.send(event).await;
+                let _ = client.send(close).await;
                 break;
             }
-            m = c_rx.next() => match m {
+            m = client.next() => match m {
                 Some(Ok(m)) => {
                     let closing = matches!(m, Message::Close(_));
                     if let Some(m) = to_upstream(m)
-                        && u_tx.send(m).await.is_err()
+                        && upstream.send(m).await.is_err()
                     {
                         break;
                     }
@@ -298,16 +299,16 @@ async fn relay(client: Box<WebSocket>, upstream: Box<Upstream>, parts: Box<Relay
                 // The caller went away (or broke a bound): end the upstream operation socket.
                 Some(Err(e)) => {
                     tracing::debug!(error = %e, "client WebSocket error");
-                    let _ = c_tx.send(Message::Close(Some(CloseFrame { code: ws::close_code::SIZE, reason: "message too large or malformed".into() }))).await;
+                    let _ = client.send(Message::Close(Some(CloseFrame { code: ws::close_code::SIZE, reason: "message too large or malformed".into() }))).await;
                     break;
                 }
                 None => break,
             },
-            m = u_rx.next() => match m {
+            m = upstream.next() => match m {
                 Some(Ok(m)) => {
                     let closing = matches!(m, tungstenite::Message::Close(_));
                     if let Some(m) = to_client(m)
-                        && c_tx.send(m).await.is_err()
+                        && client.send(m).await.is_err()
                     {
                         break;
                     }
@@ -317,25 +318,25 @@ async fn relay(client: Box<WebSocket>, upstream: Box<Upstream>, parts: Box<Relay
                 }
                 Some(Err(e)) => {
                     tracing::debug!(error = %e, "gateway WebSocket error");
-                    let _ = c_tx.send(Message::Close(Some(CloseFrame { code: ws::close_code::ERROR, reason: "the Runtime gateway connection failed".into() }))).await;
+                    let _ = client.send(Message::Close(Some(CloseFrame { code: ws::close_code::ERROR, reason: "the Runtime gateway connection failed".into() }))).await;
                     break;
                 }
                 None => {
-                    let _ = c_tx.send(Message::Close(Some(CloseFrame { code: ws::close_code::AWAY, reason: "the Runtime gateway closed the connection".into() }))).await;
+                    let _ = client.send(Message::Close(Some(CloseFrame { code: ws::close_code::AWAY, reason: "the Runtime gateway closed the connection".into() }))).await;
                     break;
                 }
             },
             // Closing does not release the Session Run: the client reconnects to another replica.
             () = &mut stopping => {
-                let _ = c_tx.send(Message::Close(Some(CloseFrame { code: ws::close_code::AWAY, reason: "the server is shutting down; reconnect".into() }))).await;
+                let _ = client.send(Message::Close(Some(CloseFrame { code: ws::close_code::AWAY, reason: "the server is shutting down; reconnect".into() }))).await;
                 break;
             }
             () = tokio::time::sleep(idle) => {
-                let _ = c_tx.send(Message::Close(Some(CloseFrame { code: ws::close_code::AWAY, reason: "idle timeout".into() }))).await;
+                let _ = client.send(Message::Close(Some(CloseFrame { code: ws::close_code::AWAY, reason: "idle timeout".into() }))).await;
                 break;
             }
         }
     }
-    let _ = u_tx.close().await;
-    let _ = c_tx.close().await;
+    let _ = upstream.close().await;
+    let _ = client.close().await;
 }

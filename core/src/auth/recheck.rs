@@ -45,42 +45,50 @@ impl Recheck {
     /// keeps it. A review that cannot be made (the cluster unreachable) keeps
     /// the stream; the next round asks again.
     pub async fn revoked(&self, caller: &Caller, attrs: &ResourceAttributes) -> Revoked {
-        let expiry = expires_in(caller.expires_at, jiff::Timestamp::now().as_second());
-        let expired = async {
-            match expiry {
-                Some(left) => tokio::time::sleep(left).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::pin!(expired);
+        let expiry = expires_in(caller.expires_at, jiff::Timestamp::now().as_second())
+            .map(|left| tokio::time::Instant::now() + left);
         let interval = self.interval.max(Duration::from_millis(100));
         loop {
-            tokio::select! {
-                () = &mut expired => return Revoked::Expired,
-                () = tokio::time::sleep(interval) => {}
-            }
-            let current = match &caller.token {
-                // Boxed: held by every long-lived stream, the review's state
-                // is allocated only while a recheck runs.
-                Some(token) => match Box::pin(self.tokens.review(token.clone())).await {
-                    Ok(c) if c.user == caller.user => c,
-                    Ok(_) | Err(AuthError::InvalidToken) => return Revoked::Unauthenticated,
-                    Err(error) => {
-                        tracing::debug!(%error, "re-authenticating a stream's caller failed; keeping it");
-                        continue;
-                    }
-                },
-                None => caller.clone(),
-            };
-            match Box::pin(self.access.check(&current, attrs)).await {
-                Ok(Decision::Allowed) => {}
-                Ok(Decision::Denied(_)) => {
-                    return Revoked::Forbidden {
-                        user: caller.user.clone(),
-                        action: attrs.describe(),
-                    };
+            // One timer: the next round, or the credential's expiry if sooner.
+            let next = tokio::time::Instant::now() + interval;
+            match expiry {
+                Some(at) if at <= next => {
+                    tokio::time::sleep_until(at).await;
+                    return Revoked::Expired;
                 }
-                Err(_) => tracing::debug!("re-authorizing a stream's caller failed; keeping it"),
+                _ => tokio::time::sleep_until(next).await,
+            }
+            // Boxed: held by every long-lived stream, a round's state (the
+            // re-reviewed caller too) is allocated only while it runs.
+            if let Some(why) = Box::pin(self.round(caller, attrs)).await {
+                return why;
+            }
+        }
+    }
+
+    /// One re-check: `Some` when access ended. A review that cannot be made
+    /// keeps the stream.
+    async fn round(&self, caller: &Caller, attrs: &ResourceAttributes) -> Option<Revoked> {
+        let current = match &caller.token {
+            Some(token) => match self.tokens.review(token.clone()).await {
+                Ok(c) if c.user == caller.user => c,
+                Ok(_) | Err(AuthError::InvalidToken) => return Some(Revoked::Unauthenticated),
+                Err(error) => {
+                    tracing::debug!(%error, "re-authenticating a stream's caller failed; keeping it");
+                    return None;
+                }
+            },
+            None => caller.clone(),
+        };
+        match self.access.check(&current, attrs).await {
+            Ok(Decision::Allowed) => None,
+            Ok(Decision::Denied(_)) => Some(Revoked::Forbidden {
+                user: caller.user.clone(),
+                action: attrs.describe(),
+            }),
+            Err(_) => {
+                tracing::debug!("re-authorizing a stream's caller failed; keeping it");
+                None
             }
         }
     }
