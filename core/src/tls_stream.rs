@@ -123,6 +123,12 @@ pub struct TlsStream<IO, C> {
 /// The connection's state besides the socket and the received bytes.
 struct Tls<C> {
     conn: C,
+    bufs: Buffers,
+}
+
+/// What a connection keeps for its reader and its socket.
+#[derive(Default)]
+struct Buffers {
     /// Decrypted bytes not yet read, from `plain_at` on.
     plain: Vec<u8>,
     plain_at: usize,
@@ -137,6 +143,18 @@ struct Tls<C> {
     failed: bool,
 }
 
+/// Where a connection state leaves the caller.
+enum Next<'c, D> {
+    /// Ask rustls again.
+    More,
+    /// The peer closed its side; this side may still write.
+    PeerClosed,
+    /// Application data may be written; no whole record is waiting.
+    Writable(WriteTraffic<'c, D>),
+    /// More bytes are needed (the handshake goes on), or both sides closed.
+    Stop,
+}
+
 /// What processing received bytes came to.
 struct Outcome {
     /// Bytes of the buffer consumed.
@@ -145,10 +163,66 @@ struct Outcome {
     delivered: bool,
 }
 
+impl Buffers {
+    /// Takes what a connection state hands over: plaintext to `dst` while
+    /// nothing is buffered before it and it has room, else to `plain`; TLS
+    /// messages to `outgoing`, sent by the next flush before anything
+    /// written later. `delivered` is set when plaintext was handed over.
+    fn absorb<'c, D>(
+        &mut self,
+        state: ConnectionState<'c, '_, D>,
+        mut dst: Option<&mut ReadBuf<'_>>,
+        delivered: &mut bool,
+    ) -> io::Result<Next<'c, D>> {
+        Ok(match state {
+            ConnectionState::ReadTraffic(mut traffic) => {
+                while let Some(record) = traffic.next_record() {
+                    let payload = record.map_err(tls_error)?.payload;
+                    let n = match dst.as_deref_mut() {
+                        Some(d) if self.plain_at == self.plain.len() => {
+                            let n = d.remaining().min(payload.len());
+                            d.put_slice(&payload[..n]);
+                            n
+                        }
+                        _ => 0,
+                    };
+                    self.plain.extend_from_slice(&payload[n..]);
+                    *delivered |= !payload.is_empty();
+                }
+                Next::More
+            }
+            ConnectionState::EncodeTlsData(mut encode) => {
+                encode_into(&mut encode, &mut self.outgoing)?;
+                Next::More
+            }
+            ConnectionState::TransmitTlsData(transmit) => {
+                transmit.done();
+                Next::More
+            }
+            ConnectionState::PeerClosed => {
+                self.read_closed = true;
+                Next::PeerClosed
+            }
+            ConnectionState::Closed => {
+                self.read_closed = true;
+                Next::Stop
+            }
+            ConnectionState::WriteTraffic(traffic) => Next::Writable(traffic),
+            ConnectionState::BlockedHandshake => Next::Stop,
+            _ => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "unexpected TLS connection state",
+                ));
+            }
+        })
+    }
+}
+
 impl<C: Side> Tls<C> {
-    /// Processes `buf` until it needs more bytes or `dst` is full. Plaintext
-    /// goes to `dst`, the rest of a record to `plain`; TLS messages rustls
-    /// answers with (handshake, alerts, key updates) to `outgoing`.
+    /// Processes `buf` (the received bytes not yet processed; rustls may
+    /// hold parts of them from an earlier call) until it needs more bytes or
+    /// `dst` is full.
     fn run(&mut self, buf: &mut [u8], mut dst: Option<&mut ReadBuf<'_>>) -> io::Result<Outcome> {
         let mut out = Outcome {
             used: 0,
@@ -156,123 +230,59 @@ impl<C: Side> Tls<C> {
         };
         loop {
             if out.delivered
-                && (self.plain_at < self.plain.len()
+                && (self.bufs.plain_at < self.bufs.plain.len()
                     || dst.as_ref().is_none_or(|d| d.remaining() == 0))
             {
                 return Ok(out);
             }
             let UnbufferedStatus { discard, state } = self.conn.process(&mut buf[out.used..]);
-            let state = match state {
-                Ok(state) => state,
+            let next = match state {
+                Ok(state) => self
+                    .bufs
+                    .absorb(state, dst.as_deref_mut(), &mut out.delivered),
+                Err(e) => Err(tls_error(e)),
+            };
+            out.used += discard;
+            match next {
+                Ok(Next::More) => {}
+                // A whole record is not there yet.
+                Ok(_) => return Ok(out),
                 // The connection is over: what is left of `buf` does not matter.
                 Err(e) => {
-                    self.queue_alert(&mut buf[out.used + discard..]);
-                    return Err(tls_error(e));
+                    self.queue_alert(&mut buf[out.used..]);
+                    return Err(e);
                 }
-            };
-            let mut extra = 0;
-            let more = match state {
-                ConnectionState::ReadTraffic(mut traffic) => {
-                    while let Some(record) = traffic.next_record() {
-                        let record = record.map_err(tls_error)?;
-                        extra += record.discard;
-                        let payload = record.payload;
-                        let n = match dst.as_deref_mut() {
-                            Some(d) if self.plain_at == self.plain.len() => {
-                                let n = d.remaining().min(payload.len());
-                                d.put_slice(&payload[..n]);
-                                n
-                            }
-                            _ => 0,
-                        };
-                        self.plain.extend_from_slice(&payload[n..]);
-                        out.delivered |= !payload.is_empty();
-                    }
-                    true
-                }
-                ConnectionState::EncodeTlsData(mut encode) => {
-                    encode_into(&mut encode, &mut self.outgoing)?;
-                    true
-                }
-                // Sent by the next flush, before anything written later.
-                ConnectionState::TransmitTlsData(transmit) => {
-                    transmit.done();
-                    true
-                }
-                ConnectionState::PeerClosed | ConnectionState::Closed => {
-                    self.read_closed = true;
-                    false
-                }
-                // Both mean a record is not whole yet.
-                ConnectionState::BlockedHandshake | ConnectionState::WriteTraffic(_) => false,
-                _ => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        "unexpected TLS connection state",
-                    ));
-                }
-            };
-            out.used += discard + extra;
-            if !more {
-                return Ok(out);
             }
         }
     }
 
-    /// Processes `buf` (the received bytes not yet processed; rustls may
-    /// hold parts of them from an earlier call) until it may send
-    /// application data, then runs `f`. What comes first goes where `run`
-    /// puts it. Answers the bytes of `buf` consumed, and `None` when the
-    /// connection can send no more.
+    /// Processes `buf` as `run` does until application data may be sent,
+    /// then runs `f`. Answers the bytes of `buf` consumed, and `None` when
+    /// the connection can send no more.
     fn writable<R>(
         &mut self,
         buf: &mut [u8],
         f: impl FnOnce(&mut WriteTraffic<'_, C::Data>, &mut Vec<u8>) -> io::Result<R>,
     ) -> (usize, io::Result<Option<R>>) {
         let mut used = 0;
+        let mut delivered = false;
         loop {
             let UnbufferedStatus { discard, state } = self.conn.process(&mut buf[used..]);
-            let state = match state {
-                Ok(state) => state,
-                Err(e) => {
-                    self.queue_alert(&mut buf[used + discard..]);
-                    return (used + discard, Err(tls_error(e)));
-                }
-            };
-            let done = match state {
-                ConnectionState::WriteTraffic(mut traffic) => {
-                    let result = f(&mut traffic, &mut self.outgoing);
-                    return (used + discard, result.map(Some));
-                }
-                ConnectionState::EncodeTlsData(mut encode) => {
-                    encode_into(&mut encode, &mut self.outgoing).err().map(Err)
-                }
-                ConnectionState::TransmitTlsData(transmit) => {
-                    transmit.done();
-                    None
-                }
-                ConnectionState::ReadTraffic(mut traffic) => {
-                    let mut failed = None;
-                    while let Some(record) = traffic.next_record() {
-                        match record {
-                            Ok(r) => self.plain.extend_from_slice(r.payload),
-                            Err(e) => {
-                                failed = Some(Err(tls_error(e)));
-                                break;
-                            }
-                        }
-                    }
-                    failed
-                }
-                ConnectionState::PeerClosed => {
-                    self.read_closed = true;
-                    None
-                }
-                _ => Some(Ok(None)),
+            let next = match state {
+                Ok(state) => self.bufs.absorb(state, None, &mut delivered),
+                Err(e) => Err(tls_error(e)),
             };
             used += discard;
-            if let Some(result) = done {
-                return (used, result);
+            match next {
+                Ok(Next::More | Next::PeerClosed) => {}
+                Ok(Next::Writable(mut traffic)) => {
+                    return (used, f(&mut traffic, &mut self.bufs.outgoing).map(Some));
+                }
+                Ok(Next::Stop) => return (used, Ok(None)),
+                Err(e) => {
+                    self.queue_alert(&mut buf[used..]);
+                    return (used, Err(e));
+                }
             }
         }
     }
@@ -280,21 +290,21 @@ impl<C: Side> Tls<C> {
     /// After an error: the connection is over, and the alert rustls queued
     /// (answered before it looks at `buf` again) goes to `outgoing`.
     fn queue_alert(&mut self, buf: &mut [u8]) {
-        self.failed = true;
+        self.bufs.failed = true;
         if let Ok(ConnectionState::EncodeTlsData(mut encode)) = self.conn.process(buf).state {
-            let _ = encode_into(&mut encode, &mut self.outgoing);
+            let _ = encode_into(&mut encode, &mut self.bufs.outgoing);
         }
     }
 
     /// Hands buffered plaintext to `dst`.
     fn take_plain(&mut self, dst: &mut ReadBuf<'_>) {
-        let rest = &self.plain[self.plain_at..];
+        let rest = &self.bufs.plain[self.bufs.plain_at..];
         let n = rest.len().min(dst.remaining());
         dst.put_slice(&rest[..n]);
-        self.plain_at += n;
-        if self.plain_at == self.plain.len() {
-            self.plain = Vec::new();
-            self.plain_at = 0;
+        self.bufs.plain_at += n;
+        if self.bufs.plain_at == self.bufs.plain.len() {
+            self.bufs.plain = Vec::new();
+            self.bufs.plain_at = 0;
         }
     }
 }
@@ -367,13 +377,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin, C: Side> TlsStream<IO, C> {
             incoming: Vec::new(),
             tls: Tls {
                 conn,
-                plain: Vec::new(),
-                plain_at: 0,
-                outgoing: Vec::new(),
-                out_at: 0,
-                read_closed: false,
-                write_closed: false,
-                failed: false,
+                bufs: Buffers::default(),
             },
         };
         poll_fn(|cx| stream.poll_handshake(cx)).await?;
@@ -389,13 +393,13 @@ impl<IO: AsyncRead + AsyncWrite + Unpin, C: Side> TlsStream<IO, C> {
                 Err(e) => return Poll::Ready(Err(self.fail(cx, e))),
             };
             self.consume(outcome.used);
-            if !self.tls.outgoing.is_empty() {
+            if !self.tls.bufs.outgoing.is_empty() {
                 continue;
             }
             if !self.tls.conn.is_handshaking() {
                 return Poll::Ready(Ok(()));
             }
-            if self.tls.read_closed {
+            if self.tls.bufs.read_closed {
                 return Poll::Ready(Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
                     "the peer closed the connection during the TLS handshake",
@@ -449,16 +453,18 @@ impl<IO: AsyncRead + AsyncWrite + Unpin, C: Side> TlsStream<IO, C> {
     /// Writes out `outgoing`; freed once sent.
     fn poll_send(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let tls = &mut self.tls;
-        while tls.out_at < tls.outgoing.len() {
-            let n = ready!(Pin::new(&mut self.io).poll_write(cx, &tls.outgoing[tls.out_at..]))?;
+        while tls.bufs.out_at < tls.bufs.outgoing.len() {
+            let n = ready!(
+                Pin::new(&mut self.io).poll_write(cx, &tls.bufs.outgoing[tls.bufs.out_at..])
+            )?;
             if n == 0 {
                 return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
             }
-            tls.out_at += n;
+            tls.bufs.out_at += n;
         }
-        if tls.out_at > 0 || tls.outgoing.capacity() > 0 {
-            tls.outgoing = Vec::new();
-            tls.out_at = 0;
+        if tls.bufs.out_at > 0 || tls.bufs.outgoing.capacity() > 0 {
+            tls.bufs.outgoing = Vec::new();
+            tls.bufs.out_at = 0;
         }
         Poll::Ready(Ok(()))
     }
@@ -482,8 +488,8 @@ impl<IO: AsyncRead + AsyncWrite + Unpin, C: Side> TlsStream<IO, C> {
     /// Holds received bytes, plaintext or ciphertext, not yet read.
     pub fn has_buffered(&self) -> bool {
         !self.incoming.is_empty()
-            || self.tls.plain_at < self.tls.plain.len()
-            || self.tls.read_closed
+            || self.tls.bufs.plain_at < self.tls.bufs.plain.len()
+            || self.tls.bufs.read_closed
     }
 
     /// Reads one socket read's worth into the thread's scratch buffer and
@@ -523,10 +529,10 @@ impl<IO: AsyncRead + AsyncWrite + Unpin, C: Side> AsyncRead for TlsStream<IO, C>
         if dst.remaining() == 0 {
             return Poll::Ready(Ok(()));
         }
-        if this.tls.failed {
+        if this.tls.bufs.failed {
             return Poll::Ready(Err(failed()));
         }
-        if this.tls.plain_at < this.tls.plain.len() {
+        if this.tls.bufs.plain_at < this.tls.bufs.plain.len() {
             this.tls.take_plain(dst);
             return Poll::Ready(Ok(()));
         }
@@ -541,7 +547,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin, C: Side> AsyncRead for TlsStream<IO, C>
                     Err(e) => return Poll::Ready(Err(this.fail(cx, e))),
                 };
                 this.consume(outcome.used);
-                if outcome.delivered || this.tls.read_closed {
+                if outcome.delivered || this.tls.bufs.read_closed {
                     return Poll::Ready(Ok(()));
                 }
                 if ready!(this.poll_read_incoming(cx))? == 0 {
@@ -549,14 +555,14 @@ impl<IO: AsyncRead + AsyncWrite + Unpin, C: Side> AsyncRead for TlsStream<IO, C>
                 }
                 continue;
             }
-            if this.tls.read_closed {
+            if this.tls.bufs.read_closed {
                 return Poll::Ready(Ok(()));
             }
             match ready!(this.poll_read_scratch(cx, Some(dst))) {
                 Ok(None) => return Poll::Ready(Err(unexpected_eof())),
                 // A part record stays in `incoming` for the next round.
                 Ok(Some(outcome)) => {
-                    if outcome.delivered || this.tls.read_closed {
+                    if outcome.delivered || this.tls.bufs.read_closed {
                         return Poll::Ready(Ok(()));
                     }
                 }
@@ -582,10 +588,10 @@ impl<IO: AsyncRead + AsyncWrite + Unpin, C: Side> AsyncWrite for TlsStream<IO, C
         let this = self.get_mut();
         // One write's records at most wait for the socket.
         ready!(this.poll_send(cx))?;
-        if this.tls.failed {
+        if this.tls.bufs.failed {
             return Poll::Ready(Err(failed()));
         }
-        if this.tls.write_closed {
+        if this.tls.bufs.write_closed {
             return Poll::Ready(Err(io::Error::new(
                 io::ErrorKind::BrokenPipe,
                 "TLS close_notify was sent",
@@ -604,15 +610,15 @@ impl<IO: AsyncRead + AsyncWrite + Unpin, C: Side> AsyncWrite for TlsStream<IO, C
             });
             consume(incoming, used);
             let n = n?.ok_or_else(closed)?;
-            if tls.outgoing.is_empty() {
+            if tls.bufs.outgoing.is_empty() {
                 // The common case: straight from the scratch buffer.
                 match Pin::new(io).poll_write(cx, &scratch[..n]) {
-                    Poll::Ready(Ok(w)) => tls.outgoing.extend_from_slice(&scratch[w..n]),
+                    Poll::Ready(Ok(w)) => tls.bufs.outgoing.extend_from_slice(&scratch[w..n]),
                     Poll::Ready(Err(e)) => return Err(e),
-                    Poll::Pending => tls.outgoing.extend_from_slice(&scratch[..n]),
+                    Poll::Pending => tls.bufs.outgoing.extend_from_slice(&scratch[..n]),
                 }
             } else {
-                tls.outgoing.extend_from_slice(&scratch[..n]);
+                tls.bufs.outgoing.extend_from_slice(&scratch[..n]);
             }
             Ok(())
         })?;
@@ -629,7 +635,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin, C: Side> AsyncWrite for TlsStream<IO, C
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if !this.tls.write_closed && !this.tls.failed {
+        if !this.tls.bufs.write_closed && !this.tls.bufs.failed {
             ready!(this.poll_send(cx))?;
             let (used, sent) = this.tls.writable(&mut this.incoming, |traffic, outgoing| {
                 let mut buf = [0u8; 64];
@@ -640,7 +646,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin, C: Side> AsyncWrite for TlsStream<IO, C
                 Ok(())
             });
             consume(&mut this.incoming, used);
-            this.tls.write_closed = true;
+            this.tls.bufs.write_closed = true;
             sent?;
         }
         ready!(this.poll_send(cx))?;
@@ -760,7 +766,9 @@ mod tests {
     }
 
     fn is_idle<IO, C: Side>(s: &TlsStream<IO, C>) -> bool {
-        s.incoming.capacity() == 0 && s.tls.plain.capacity() == 0 && s.tls.outgoing.capacity() == 0
+        s.incoming.capacity() == 0
+            && s.tls.bufs.plain.capacity() == 0
+            && s.tls.bufs.outgoing.capacity() == 0
     }
 
     #[tokio::test]
