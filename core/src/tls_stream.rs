@@ -16,7 +16,7 @@
 
 use std::cell::RefCell;
 use std::future::poll_fn;
-use std::io;
+use std::io::{self, IoSlice};
 use std::ops::DerefMut;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -475,6 +475,72 @@ impl<IO: AsyncRead + AsyncWrite + Unpin, C: Side> TlsStream<IO, C> {
         e
     }
 
+    /// Encrypts up to a record's worth of `bufs` as one record and sends it
+    /// (or keeps what the socket does not take, sent first by the next call).
+    fn poll_write_slices(
+        &mut self,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        // One write's records at most wait for the socket.
+        ready!(self.poll_send(cx))?;
+        if self.tls.bufs.failed {
+            return Poll::Ready(Err(failed()));
+        }
+        if self.tls.bufs.write_closed {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "TLS close_notify was sent",
+            )));
+        }
+        let total = bufs
+            .iter()
+            .map(|b| b.len())
+            .sum::<usize>()
+            .min(WRITE_PLAINTEXT);
+        if total == 0 {
+            return Poll::Ready(Ok(0));
+        }
+        let io = &mut self.io;
+        let tls = &mut self.tls;
+        let incoming = &mut self.incoming;
+        with_scratch(|gather, scratch| {
+            // A slice holding it all is encrypted where it is; several are
+            // copied together first.
+            let data = match bufs.iter().find(|b| !b.is_empty()) {
+                Some(first) if first.len() >= total => &first[..total],
+                _ => {
+                    let mut at = 0;
+                    for b in bufs {
+                        let take = b.len().min(total - at);
+                        gather[at..at + take].copy_from_slice(&b[..take]);
+                        at += take;
+                    }
+                    &gather[..total]
+                }
+            };
+            let (used, n) = tls.writable(incoming, |traffic, outgoing| {
+                encrypt(traffic, data, scratch, outgoing)
+            });
+            consume(incoming, used);
+            let n = n?.ok_or_else(closed)?;
+            if tls.bufs.outgoing.is_empty() {
+                // The common case: straight from the scratch buffer.
+                match Pin::new(io).poll_write(cx, &scratch[..n]) {
+                    Poll::Ready(Ok(w)) => tls.bufs.outgoing.extend_from_slice(&scratch[w..n]),
+                    Poll::Ready(Err(e)) => return Err(e),
+                    Poll::Pending => tls.bufs.outgoing.extend_from_slice(&scratch[..n]),
+                }
+            } else {
+                tls.bufs.outgoing.extend_from_slice(&scratch[..n]);
+            }
+            Ok(())
+        })?;
+        // Written, or waiting for the socket with the waker registered.
+        let _ = self.poll_send(cx)?;
+        Poll::Ready(Ok(total))
+    }
+
     /// The socket.
     pub fn get_ref(&self) -> &IO {
         &self.io
@@ -585,46 +651,21 @@ impl<IO: AsyncRead + AsyncWrite + Unpin, C: Side> AsyncWrite for TlsStream<IO, C
         cx: &mut Context<'_>,
         data: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        // One write's records at most wait for the socket.
-        ready!(this.poll_send(cx))?;
-        if this.tls.bufs.failed {
-            return Poll::Ready(Err(failed()));
-        }
-        if this.tls.bufs.write_closed {
-            return Poll::Ready(Err(io::Error::new(
-                io::ErrorKind::BrokenPipe,
-                "TLS close_notify was sent",
-            )));
-        }
-        if data.is_empty() {
-            return Poll::Ready(Ok(0));
-        }
-        let data = &data[..data.len().min(WRITE_PLAINTEXT)];
-        let io = &mut this.io;
-        let tls = &mut this.tls;
-        let incoming = &mut this.incoming;
-        with_scratch(|_, scratch| {
-            let (used, n) = tls.writable(incoming, |traffic, outgoing| {
-                encrypt(traffic, data, scratch, outgoing)
-            });
-            consume(incoming, used);
-            let n = n?.ok_or_else(closed)?;
-            if tls.bufs.outgoing.is_empty() {
-                // The common case: straight from the scratch buffer.
-                match Pin::new(io).poll_write(cx, &scratch[..n]) {
-                    Poll::Ready(Ok(w)) => tls.bufs.outgoing.extend_from_slice(&scratch[w..n]),
-                    Poll::Ready(Err(e)) => return Err(e),
-                    Poll::Pending => tls.bufs.outgoing.extend_from_slice(&scratch[..n]),
-                }
-            } else {
-                tls.bufs.outgoing.extend_from_slice(&scratch[..n]);
-            }
-            Ok(())
-        })?;
-        // Written, or waiting for the socket with the waker registered.
-        let _ = this.poll_send(cx)?;
-        Poll::Ready(Ok(data.len()))
+        self.get_mut().poll_write_slices(cx, &[IoSlice::new(data)])
+    }
+
+    /// Several slices go out as one record (HTTP/2 writes a frame's header
+    /// and its payload as two).
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.get_mut().poll_write_slices(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -810,6 +851,56 @@ mod tests {
         );
         let (server, client) = (sr.unsplit(sw), cr.unsplit(cw));
         assert!(is_idle(&server) && is_idle(&client));
+    }
+
+    #[tokio::test]
+    async fn a_vectored_write_is_one_record() {
+        let pki = pki(&[]);
+        let (server_io, mut tap_server) = tokio::io::duplex(1 << 16);
+        let (mut tap_client, client_io) = tokio::io::duplex(1 << 16);
+        let accepted = tokio::spawn(accept(pki.server.clone(), server_io));
+        let connected = tokio::spawn(connect(pki.client.clone(), localhost(), client_io));
+        // Relays both ways, reporting the size of each client write.
+        let (sizes_tx, mut sizes) = tokio::sync::mpsc::unbounded_channel();
+        let relay = tokio::spawn(async move {
+            let mut a = [0u8; 8192];
+            let mut b = [0u8; 8192];
+            loop {
+                tokio::select! {
+                    n = tap_server.read(&mut a) => match n {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => { if tap_client.write_all(&a[..n]).await.is_err() { break } }
+                    },
+                    n = tap_client.read(&mut b) => match n {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => {
+                            let _ = sizes_tx.send(n);
+                            if tap_server.write_all(&b[..n]).await.is_err() { break }
+                        }
+                    },
+                }
+            }
+        });
+        let mut server = accepted.await.unwrap().unwrap();
+        let mut client = connected.await.unwrap().unwrap();
+        transfer(&mut client, &mut server, 10, 10).await;
+        while sizes.try_recv().is_ok() {}
+        let header = [7u8; 9];
+        let payload = [8u8; 100];
+        let n = client
+            .write_vectored(&[IoSlice::new(&header), IoSlice::new(&payload)])
+            .await
+            .unwrap();
+        assert_eq!(n, 109);
+        client.flush().await.unwrap();
+        let mut got = [0u8; 109];
+        server.read_exact(&mut got).await.unwrap();
+        assert_eq!(&got[..9], &header);
+        assert_eq!(&got[9..], &payload);
+        // TLS 1.3: a 5-byte header, the content type and a 16-byte tag.
+        assert_eq!(sizes.try_recv().unwrap(), 109 + 22);
+        assert!(sizes.try_recv().is_err(), "more than one write");
+        relay.abort();
     }
 
     #[tokio::test]
