@@ -10,7 +10,7 @@ use futures::{SinkExt, StreamExt};
 use http::HeaderMap;
 use tokio_tungstenite::tungstenite::{self, protocol::WebSocketConfig};
 
-use super::gateway::GatewayTarget;
+use super::gateway::{GatewayStream, GatewayTarget};
 use super::runs::Mode;
 use super::{V1State, identity_fields};
 use crate::error::ConsoleError;
@@ -22,8 +22,7 @@ use kruntimes_core::serve::read_into;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::protocol::Role;
 
-use super::gateway::GatewayStream as GatewayTls;
-type Upstream = WebSocketStream<GatewayTls>;
+type Upstream = WebSocketStream<GatewayStream>;
 
 /// Read buffer of each side of a relay: a socket keeps it while it lives,
 /// and a larger message takes more reads (the TLS stream below holds the
@@ -111,7 +110,7 @@ const MAX_HANDSHAKE_ANSWER: usize = 16 << 10;
 /// buffer of its own: tungstenite's client handshake reads into 4 KiB that
 /// then stay the socket's read buffer for its whole life.
 async fn handshake(
-    mut stream: GatewayTls,
+    mut stream: GatewayStream,
     target: &GatewayTarget,
     path: &str,
     identity: &Identity,
@@ -239,6 +238,14 @@ fn to_client(m: tungstenite::Message) -> Option<Message> {
 }
 
 /// The terminal event and close frame of a socket whose access ended.
+/// A close frame for the caller.
+fn close(code: u16, reason: &'static str) -> Message {
+    Message::Close(Some(CloseFrame {
+        code,
+        reason: reason.into(),
+    }))
+}
+
 fn revocation(why: &Revoked) -> (Message, Message) {
     let event = serde_json::json!({
         "type": "terminal",
@@ -299,7 +306,7 @@ async fn relay(mut client: Box<WebSocket>, mut upstream: Box<Upstream>, parts: B
                 // The caller went away (or broke a bound): end the upstream operation socket.
                 Some(Err(e)) => {
                     tracing::debug!(error = %e, "client WebSocket error");
-                    let _ = client.send(Message::Close(Some(CloseFrame { code: ws::close_code::SIZE, reason: "message too large or malformed".into() }))).await;
+                    let _ = client.send(close(ws::close_code::SIZE, "message too large or malformed")).await;
                     break;
                 }
                 None => break,
@@ -318,21 +325,21 @@ async fn relay(mut client: Box<WebSocket>, mut upstream: Box<Upstream>, parts: B
                 }
                 Some(Err(e)) => {
                     tracing::debug!(error = %e, "gateway WebSocket error");
-                    let _ = client.send(Message::Close(Some(CloseFrame { code: ws::close_code::ERROR, reason: "the Runtime gateway connection failed".into() }))).await;
+                    let _ = client.send(close(ws::close_code::ERROR, "the Runtime gateway connection failed")).await;
                     break;
                 }
                 None => {
-                    let _ = client.send(Message::Close(Some(CloseFrame { code: ws::close_code::AWAY, reason: "the Runtime gateway closed the connection".into() }))).await;
+                    let _ = client.send(close(ws::close_code::AWAY, "the Runtime gateway closed the connection")).await;
                     break;
                 }
             },
             // Closing does not release the Session Run: the client reconnects to another replica.
             () = &mut stopping => {
-                let _ = client.send(Message::Close(Some(CloseFrame { code: ws::close_code::AWAY, reason: "the server is shutting down; reconnect".into() }))).await;
+                let _ = client.send(close(ws::close_code::AWAY, "the server is shutting down; reconnect")).await;
                 break;
             }
             () = tokio::time::sleep(idle) => {
-                let _ = client.send(Message::Close(Some(CloseFrame { code: ws::close_code::AWAY, reason: "idle timeout".into() }))).await;
+                let _ = client.send(close(ws::close_code::AWAY, "idle timeout")).await;
                 break;
             }
         }
