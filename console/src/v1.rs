@@ -3,6 +3,7 @@
 //! Runtime gateway with the caller's identity in `X-Remote-*` headers.
 
 pub mod fast;
+pub mod frames;
 pub mod gateway;
 pub mod runs;
 pub mod upstream;
@@ -15,7 +16,7 @@ use std::time::Duration;
 use axum::Extension;
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{FromRequestParts, Path, Request, State};
+use axum::extract::{Path, Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use bytes::Bytes;
@@ -661,16 +662,12 @@ async fn operations(
         Ok(s) => s,
         Err(e) => return e.into_response(),
     };
-    let upgrade =
-        match axum::extract::ws::WebSocketUpgrade::from_request_parts(&mut parts, &()).await {
-            Ok(u) => u,
-            Err(_) => {
-                return ConsoleError::bad_request(
-                    "operations:ws needs a WebSocket upgrade (GET with Upgrade: websocket)",
-                )
-                .into_response();
-            }
-        };
+    let Some(upgrade) = ws::upgrade_request(&mut parts) else {
+        return ConsoleError::bad_request(
+            "operations:ws needs a WebSocket upgrade (HTTP/1.1 GET with Upgrade: websocket)",
+        )
+        .into_response();
+    };
     match ws::open(
         state,
         identity,

@@ -998,3 +998,133 @@ async fn pod_log_reads_wait_for_a_place_and_a_client_that_does_not_read_gives_it
     fx.delete_pod(&big.pod).await;
     fx.delete_pod(&other.pod).await;
 }
+
+/// The next message of a socket within 15 s, or its end (`None`).
+async fn ws_next(ws: &mut Ws) -> Option<tokio_tungstenite::tungstenite::Message> {
+    use futures::StreamExt;
+    match tokio::time::timeout(Duration::from_secs(15), ws.next()).await {
+        Err(_) => panic!("no message within 15 s"),
+        Ok(Some(Ok(m))) => Some(m),
+        Ok(Some(Err(_)) | None) => None,
+    }
+}
+
+/// The close code a socket ends with, skipping other messages.
+async fn ws_close_code(ws: &mut Ws) -> Option<u16> {
+    use tokio_tungstenite::tungstenite::Message;
+    loop {
+        match ws_next(ws).await {
+            Some(Message::Close(c)) => return c.map(|c| u16::from(c.code)),
+            Some(_) => {}
+            None => return None,
+        }
+    }
+}
+
+#[tokio::test]
+async fn operations_sockets_keep_their_bounds_and_the_websocket_rules() {
+    use futures::SinkExt;
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::protocol::frame::Frame;
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
+    let (c, _dir) = v1_console(&[
+        "--access-max-ws-message-bytes=4096",
+        "--access-idle-timeout=3s",
+    ]);
+    let fx = Fixtures::new("team-a").await;
+    let (sname, suid) = fx.ready_run("session").await;
+    let ops = ops_path("team-a", &sname, &suid);
+    let mut first = None;
+    for _ in 0..60 {
+        if let Ok(ws) = ws_open(c.console_port, &ops, "operator").await {
+            first = Some(ws);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let mut ws = first.expect("the private Console never served the Run");
+
+    // A message in two fragments with a ping between them reaches the
+    // gateway whole; the gateway's pong comes back.
+    let op = serde_json::json!({"type": "send", "operation": {"command": "echo", "args": ["in", "fragments"]}})
+        .to_string();
+    let (head, tail) = op.as_bytes().split_at(10);
+    let text = OpCode::Data(Data::Text);
+    ws.send(Message::Frame(Frame::message(head.to_vec(), text, false)))
+        .await
+        .unwrap();
+    ws.send(Message::Ping(b"between".to_vec().into()))
+        .await
+        .unwrap();
+    let cont = OpCode::Data(Data::Continue);
+    ws.send(Message::Frame(Frame::message(tail.to_vec(), cont, true)))
+        .await
+        .unwrap();
+    let (mut pong, mut output) = (false, String::new());
+    loop {
+        match ws_next(&mut ws).await.expect("the socket stays open") {
+            Message::Pong(p) => pong |= &p[..] == b"between",
+            Message::Text(t) => {
+                let ev: Value = serde_json::from_str(t.as_str()).unwrap();
+                if ev["type"] == "output" {
+                    output.push_str(ev["data"].as_str().unwrap_or_default());
+                }
+                if ev["type"] == "terminal" {
+                    assert_eq!(ev["exitCode"], 0, "{ev}");
+                    break;
+                }
+            }
+            m => panic!("unexpected {m:?}"),
+        }
+    }
+    assert!(output.contains("in fragments"), "{output}");
+    assert!(pong, "the gateway's pong did not come back");
+
+    // Quiet both ways for the idle timeout: closed with 1001, not sooner.
+    let quiet = tokio::time::Instant::now();
+    assert_eq!(ws_close_code(&mut ws).await, Some(1001));
+    assert!(
+        quiet.elapsed() >= Duration::from_secs(2),
+        "{:?}",
+        quiet.elapsed()
+    );
+
+    // Over the message bound: 1009, in one frame or in fragments.
+    let mut ws = ws_open(c.console_port, &ops, "operator").await.unwrap();
+    ws.send(Message::Text("x".repeat(5000).into()))
+        .await
+        .unwrap();
+    assert_eq!(ws_close_code(&mut ws).await, Some(1009));
+    let mut ws = ws_open(c.console_port, &ops, "operator").await.unwrap();
+    let bin = OpCode::Data(Data::Binary);
+    ws.send(Message::Frame(Frame::message(vec![0u8; 3000], bin, false)))
+        .await
+        .unwrap();
+    let _ = ws
+        .send(Message::Frame(Frame::message(vec![0u8; 3000], cont, true)))
+        .await;
+    assert_eq!(ws_close_code(&mut ws).await, Some(1009));
+
+    // Text that is not UTF-8: 1007; a frame the protocol refuses (unmasked): 1002.
+    let mut ws = ws_open(c.console_port, &ops, "operator").await.unwrap();
+    ws.send(Message::Frame(Frame::message(vec![0xC3, 0x28], text, true)))
+        .await
+        .unwrap();
+    assert_eq!(ws_close_code(&mut ws).await, Some(1007));
+    let mut ws = ws_open(c.console_port, &ops, "operator").await.unwrap();
+    ws.get_mut().write_all(&[0x81, 0x01, b'x']).await.unwrap();
+    ws.get_mut().flush().await.unwrap();
+    assert_eq!(ws_close_code(&mut ws).await, Some(1002));
+
+    // The caller's close reaches the gateway and is answered with its code.
+    let mut ws = ws_open(c.console_port, &ops, "operator").await.unwrap();
+    ws.send(Message::Close(Some(
+        tokio_tungstenite::tungstenite::protocol::CloseFrame {
+            code: 4000.into(),
+            reason: "bye".into(),
+        },
+    )))
+    .await
+    .unwrap();
+    assert_eq!(ws_close_code(&mut ws).await, Some(4000));
+}

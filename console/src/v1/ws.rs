@@ -1,15 +1,23 @@
 //! `operations:ws`: a message relay between the caller and the gateway,
 //! bounded in message size and idle time. Closing either side closes the
 //! other; closing never releases the Session Run.
+//!
+//! The Console answers the caller's upgrade itself and relays frames
+//! ([`super::frames`]) in one task that owns both sockets.
 
+use std::future::{Future, poll_fn};
 use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
 
-use axum::extract::ws::{self, CloseFrame, Message, WebSocket, WebSocketUpgrade};
-use axum::response::Response;
-use futures::{SinkExt, StreamExt};
-use http::HeaderMap;
-use tokio_tungstenite::tungstenite::{self, protocol::WebSocketConfig};
+use axum::response::{IntoResponse, Response};
+use http::{HeaderMap, HeaderValue, StatusCode, header, request};
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::time::Instant;
+use tokio_tungstenite::tungstenite;
 
+use super::frames::{Direction, Pipe, Refusal, Stop};
 use super::gateway::{GatewayStream, GatewayTarget};
 use super::runs::Mode;
 use super::{V1State, identity_fields};
@@ -19,17 +27,17 @@ use kruntimes_core::auth::{ResourceAttributes, Revoked};
 use kruntimes_core::h1;
 use kruntimes_core::limit::Slot;
 use kruntimes_core::serve::read_into;
-use tokio_tungstenite::WebSocketStream;
-use tokio_tungstenite::tungstenite::protocol::Role;
 
-type Upstream = WebSocketStream<GatewayStream>;
+/// Close codes (RFC 6455 §7.4.1).
+const AWAY: u16 = 1001;
+const PROTOCOL: u16 = 1002;
+const NOT_UTF8: u16 = 1007;
+const POLICY: u16 = 1008;
+const TOO_BIG: u16 = 1009;
+const ERROR: u16 = 1011;
 
-/// Read buffer of each side of a relay: a socket keeps it while it lives,
-/// and a larger message takes more reads (the TLS stream below holds the
-/// rest of its record meanwhile).
-const RELAY_READ: usize = 256;
-/// Frames are written out once they exceed this (each message is flushed).
-const RELAY_WRITE: usize = 512;
+/// How long the last frames and TLS close of an ending relay may take.
+const CLOSING_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What a relay keeps besides its two sockets, in one allocation: the task
 /// running the relay then holds pointers, not copies (a future keeps a slot
@@ -37,13 +45,46 @@ const RELAY_WRITE: usize = 512;
 struct Relay {
     identity: Identity,
     attrs: ResourceAttributes,
-    /// Shared: the re-check, the lifecycle and the idle bound.
+    /// Shared: the re-check, the lifecycle and the bounds.
     state: Arc<V1State>,
     /// The `/v1` place the socket holds until it closes.
     slot: Slot,
 }
 
-/// Resolves the (already admitted) call, connects the gateway, then accepts the upgrade.
+/// The caller's upgrade request, checked: what answering it takes.
+pub struct Upgrade {
+    on: hyper::upgrade::OnUpgrade,
+    accept: String,
+}
+
+/// Checks that a request asks for a WebSocket (RFC 6455 §4.2.1, HTTP/1.1);
+/// `None` when it does not.
+pub fn upgrade_request(parts: &mut request::Parts) -> Option<Upgrade> {
+    let headers = &parts.headers;
+    let key = headers.get("sec-websocket-key")?.as_bytes();
+    // The base64 form of 16 bytes.
+    let key_ok = key.len() == 24
+        && key[..22]
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/'))
+        && &key[22..] == b"==";
+    let ok = parts.method == http::Method::GET
+        && parts.version == http::Version::HTTP_11
+        && h1::has_token(headers, "connection", "upgrade")
+        && h1::has_token(headers, "upgrade", "websocket")
+        && headers
+            .get("sec-websocket-version")
+            .is_some_and(|v| v.as_bytes() == b"13")
+        && key_ok;
+    if !ok {
+        return None;
+    }
+    let accept = tungstenite::handshake::derive_accept_key(key);
+    let on = parts.extensions.remove::<hyper::upgrade::OnUpgrade>()?;
+    Some(Upgrade { on, accept })
+}
+
+/// Resolves the (already admitted) call, connects the gateway, then answers the upgrade.
 #[allow(clippy::too_many_arguments)]
 pub async fn open(
     state: Arc<V1State>,
@@ -53,26 +94,17 @@ pub async fn open(
     name: &str,
     uid: &str,
     headers: &HeaderMap,
-    upgrade: WebSocketUpgrade,
+    upgrade: Upgrade,
 ) -> Result<Response, ConsoleError> {
     let run = state.runs.resolve(ns, name, uid, Mode::Session)?;
     let target = state.gateways.target(ns, &run.spec.runtime).await?;
     let timeout = state.bounds.connect_timeout;
     let stream = super::gateway::connect(&state.tls, &target, timeout).await?;
-    let max = state.bounds.max_ws_message_bytes;
-    // Small buffers: operation frames are small, and a relay holds two
-    // sockets per caller. A larger frame grows the read buffer for as long
-    // as it takes (up to the message bound).
-    let config = WebSocketConfig::default()
-        .read_buffer_size(RELAY_READ)
-        .write_buffer_size(RELAY_WRITE)
-        .max_message_size(Some(max))
-        .max_frame_size(Some(max));
     let path = format!("/v1/namespaces/{ns}/runs/{name}/{uid}/operations:ws");
     let protocol = headers.get("sec-websocket-protocol");
-    let (upstream, chosen) = tokio::time::timeout(
+    let (upstream, first, chosen) = tokio::time::timeout(
         timeout,
-        handshake(stream, &target, &path, &identity, protocol, config),
+        handshake(stream, &target, &path, &identity, protocol),
     )
     .await
     .map_err(|_| {
@@ -85,15 +117,26 @@ pub async fn open(
         state,
         slot,
     });
-    let upstream = Box::new(upstream);
+    let Upgrade { on, accept } = upgrade;
+    tokio::spawn(async move {
+        match on.await {
+            Ok(upgraded) => relay(TokioIo::new(upgraded), upstream, first, parts).await,
+            Err(e) => tracing::debug!(error = %e, "the caller's upgrade failed"),
+        }
+    });
+    let mut answer = StatusCode::SWITCHING_PROTOCOLS.into_response();
+    let h = answer.headers_mut();
+    h.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+    h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    h.insert(
+        header::SEC_WEBSOCKET_ACCEPT,
+        HeaderValue::try_from(accept).expect("base64 is a field value"),
+    );
     // The caller's answer names the subprotocol the gateway chose.
-    Ok(upgrade
-        .protocols(chosen)
-        .read_buffer_size(RELAY_READ)
-        .write_buffer_size(RELAY_WRITE)
-        .max_message_size(max)
-        .max_frame_size(max)
-        .on_upgrade(move |client| relay(Box::new(client), upstream, parts)))
+    if let Some(p) = chosen {
+        h.insert(header::SEC_WEBSOCKET_PROTOCOL, p);
+    }
+    Ok(answer)
 }
 
 fn refused(target: &GatewayTarget) -> ConsoleError {
@@ -106,18 +149,16 @@ fn refused(target: &GatewayTarget) -> ConsoleError {
 /// Largest handshake answer read from a gateway.
 const MAX_HANDSHAKE_ANSWER: usize = 16 << 10;
 
-/// The client side of the WebSocket handshake with the gateway, on a read
-/// buffer of its own: tungstenite's client handshake reads into 4 KiB that
-/// then stay the socket's read buffer for its whole life.
+/// The client side of the WebSocket handshake with the gateway. Returns
+/// the socket, the bytes the gateway sent after its answer (the first
+/// frames) and the subprotocol it chose.
 async fn handshake(
     mut stream: GatewayStream,
     target: &GatewayTarget,
     path: &str,
     identity: &Identity,
-    protocol: Option<&http::HeaderValue>,
-    config: WebSocketConfig,
-) -> Result<(Upstream, Option<String>), ConsoleError> {
-    use tokio::io::AsyncWriteExt;
+    protocol: Option<&HeaderValue>,
+) -> Result<(Box<GatewayStream>, Vec<u8>, Option<HeaderValue>), ConsoleError> {
     let key = tungstenite::handshake::client::generate_key();
     let mut req = Vec::with_capacity(512);
     req.extend_from_slice(format!("GET {path} HTTP/1.1\r\n").as_bytes());
@@ -163,7 +204,7 @@ async fn handshake(
     if head.status == 429 {
         tracing::warn!(gateway = %target.authority(), "the gateway refused an operations socket: 429");
         let mut e = ConsoleError::new(
-            http::StatusCode::TOO_MANY_REQUESTS,
+            StatusCode::TOO_MANY_REQUESTS,
             "TooManyRequests",
             "the Runtime gateway is busy",
         );
@@ -186,6 +227,10 @@ async fn handshake(
             head.status
         )));
     }
+    // No extension was offered: the gateway may not use one.
+    if answer.contains_key("sec-websocket-extensions") {
+        return Err(failed("answered with an extension nobody offered"));
+    }
     // The gateway may pick one of the caller's subprotocols, no other.
     let chosen = match answer.get("sec-websocket-protocol") {
         None => None,
@@ -197,153 +242,147 @@ async fn handshake(
             if !offered || p.is_empty() {
                 return Err(failed("chose a subprotocol the caller did not offer"));
             }
-            Some(p.to_owned())
+            HeaderValue::from_str(p).ok()
         }
     };
     // Frames the gateway sent right after its answer are the socket's first bytes.
-    let rest = buf.split_off(head.len).to_vec();
-    drop(buf);
-    let upstream =
-        WebSocketStream::from_partially_read(stream, rest, Role::Client, Some(config)).await;
-    Ok((upstream, chosen))
+    let first = buf[head.len..].to_vec();
+    Ok((Box::new(stream), first, chosen))
 }
 
-fn to_upstream(m: Message) -> Option<tungstenite::Message> {
-    Some(match m {
-        Message::Text(t) => tungstenite::Message::Text(t.as_str().into()),
-        Message::Binary(b) => tungstenite::Message::Binary(b),
-        Message::Ping(b) => tungstenite::Message::Ping(b),
-        Message::Pong(b) => tungstenite::Message::Pong(b),
-        Message::Close(c) => {
-            tungstenite::Message::Close(c.map(|c| tungstenite::protocol::CloseFrame {
-                code: c.code.into(),
-                reason: c.reason.as_str().into(),
-            }))
-        }
-    })
+/// How a relay ended.
+enum End {
+    Revoked(Revoked),
+    Stopping,
+    Idle,
+    /// A direction stopped: from the caller, or from the gateway.
+    Caller(Stop),
+    Gateway(Stop),
 }
 
-fn to_client(m: tungstenite::Message) -> Option<Message> {
-    Some(match m {
-        tungstenite::Message::Text(t) => Message::Text(t.as_str().into()),
-        tungstenite::Message::Binary(b) => Message::Binary(b),
-        tungstenite::Message::Ping(b) => Message::Ping(b),
-        tungstenite::Message::Pong(b) => Message::Pong(b),
-        tungstenite::Message::Close(c) => Message::Close(c.map(|c| CloseFrame {
-            code: c.code.into(),
-            reason: c.reason.as_str().into(),
-        })),
-        tungstenite::Message::Frame(_) => return None,
-    })
-}
-
-/// The terminal event and close frame of a socket whose access ended.
-/// A close frame for the caller.
-fn close(code: u16, reason: &'static str) -> Message {
-    Message::Close(Some(CloseFrame {
-        code,
-        reason: reason.into(),
-    }))
-}
-
-fn revocation(why: &Revoked) -> (Message, Message) {
-    let event = serde_json::json!({
-        "type": "terminal",
-        "status": "Revoked",
-        "error": why.to_string(),
-    });
-    let mut reason = why.to_string();
-    // A close reason is at most 123 bytes.
-    while reason.len() > 123 {
-        reason.pop();
-    }
-    (
-        Message::Text(event.to_string().into()),
-        Message::Close(Some(CloseFrame {
-            code: ws::close_code::POLICY,
-            reason: reason.into(),
-        })),
-    )
-}
-
-/// Relays messages both ways. The sockets are not split: a branch's future
-/// is dropped before its handler runs, so the handler may write to the
-/// socket the other branch reads.
-async fn relay(mut client: Box<WebSocket>, mut upstream: Box<Upstream>, parts: Box<Relay>) {
+/// Relays frames both ways until a side closes, access ends, the Console
+/// stops or neither side sent anything for the idle timeout; then closes
+/// both sockets with a close frame each.
+async fn relay<C>(mut caller: C, mut gateway: Box<GatewayStream>, first: Vec<u8>, parts: Box<Relay>)
+where
+    C: AsyncRead + AsyncWrite + Unpin,
+{
     let Relay {
         identity,
         attrs,
         state,
         slot: _slot,
     } = &*parts;
-    let idle = state.bounds.idle_timeout;
-    let revoked = state.recheck.revoked(identity, attrs);
+    let max = state.bounds.max_ws_message_bytes;
+    let mut up = Pipe::new(Direction::ToGateway, max);
+    let mut down = Pipe::new(Direction::ToCaller, max);
     let _stream = state.lifecycle.track();
-    let stopping = state.lifecycle.stopping();
-    tokio::pin!(stopping);
-    tokio::pin!(revoked);
-    loop {
-        tokio::select! {
-            why = &mut revoked => {
-                tracing::info!(reason = %why, "closing an operations socket whose access ended");
-                let (event, close) = revocation(&why);
-                let _ = client.send(event).await;
-                let _ = client.send(close).await;
-                break;
-            }
-            m = client.next() => match m {
-                Some(Ok(m)) => {
-                    let closing = matches!(m, Message::Close(_));
-                    if let Some(m) = to_upstream(m)
-                        && upstream.send(m).await.is_err()
-                    {
-                        break;
+    let idle = state.bounds.idle_timeout;
+    let mut active = Instant::now();
+    let end = match down.take_first(first) {
+        Err(refusal) => End::Gateway(Stop::Refused(refusal)),
+        Ok(()) => {
+            let revoked = state.recheck.revoked(identity, attrs);
+            let stopping = state.lifecycle.stopping();
+            let timer = tokio::time::sleep(idle);
+            tokio::pin!(revoked, stopping, timer);
+            poll_fn(|cx| {
+                if let Poll::Ready(why) = revoked.as_mut().poll(cx) {
+                    return Poll::Ready(End::Revoked(why));
+                }
+                if stopping.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(End::Stopping);
+                }
+                if let Poll::Ready(stop) = up.poll_relay(cx, &mut caller, &mut *gateway) {
+                    return Poll::Ready(End::Caller(stop));
+                }
+                if let Poll::Ready(stop) = down.poll_relay(cx, &mut *gateway, &mut caller) {
+                    return Poll::Ready(End::Gateway(stop));
+                }
+                if up.take_moved() | down.take_moved() {
+                    active = Instant::now();
+                }
+                // The timer is moved only when it fires early.
+                while timer.as_mut().poll(cx).is_ready() {
+                    if Instant::now() >= active + idle {
+                        return Poll::Ready(End::Idle);
                     }
-                    if closing {
-                        break;
-                    }
+                    timer.as_mut().reset(active + idle);
                 }
-                // The caller went away (or broke a bound): end the upstream operation socket.
-                Some(Err(e)) => {
-                    tracing::debug!(error = %e, "client WebSocket error");
-                    let _ = client.send(close(ws::close_code::SIZE, "message too large or malformed")).await;
-                    break;
-                }
-                None => break,
-            },
-            m = upstream.next() => match m {
-                Some(Ok(m)) => {
-                    let closing = matches!(m, tungstenite::Message::Close(_));
-                    if let Some(m) = to_client(m)
-                        && client.send(m).await.is_err()
-                    {
-                        break;
-                    }
-                    if closing {
-                        break;
-                    }
-                }
-                Some(Err(e)) => {
-                    tracing::debug!(error = %e, "gateway WebSocket error");
-                    let _ = client.send(close(ws::close_code::ERROR, "the Runtime gateway connection failed")).await;
-                    break;
-                }
-                None => {
-                    let _ = client.send(close(ws::close_code::AWAY, "the Runtime gateway closed the connection")).await;
-                    break;
-                }
-            },
-            // Closing does not release the Session Run: the client reconnects to another replica.
-            () = &mut stopping => {
-                let _ = client.send(close(ws::close_code::AWAY, "the server is shutting down; reconnect")).await;
-                break;
-            }
-            () = tokio::time::sleep(idle) => {
-                let _ = client.send(close(ws::close_code::AWAY, "idle timeout")).await;
-                break;
-            }
+                Poll::Pending
+            })
+            .await
+        }
+    };
+    // The last frames: to the caller (after the frame being written, if
+    // any), and a close frame to the gateway unless it sent one.
+    match &end {
+        End::Revoked(why) => {
+            tracing::info!(reason = %why, "closing an operations socket whose access ended");
+            let event = serde_json::json!({
+                "type": "terminal",
+                "status": "Revoked",
+                "error": why.to_string(),
+            });
+            down.text(&event.to_string());
+            down.close(Some(POLICY), &close_reason(why.to_string()));
+        }
+        // Closing does not release the Session Run: the client reconnects to another replica.
+        End::Stopping => down.close(Some(AWAY), "the server is shutting down; reconnect"),
+        End::Idle => down.close(Some(AWAY), "idle timeout"),
+        // The caller's close frame went to the gateway: answered with its code.
+        End::Caller(Stop::Closed(code)) => down.close(*code, ""),
+        End::Caller(Stop::Refused(r)) => {
+            tracing::debug!(refusal = ?r, "the caller sent a frame the relay refuses");
+            let (code, reason) = match r {
+                Refusal::TooLarge => (TOO_BIG, "message too large"),
+                Refusal::Malformed => (PROTOCOL, "malformed frame"),
+                Refusal::NotUtf8 => (NOT_UTF8, "text message not UTF-8"),
+            };
+            down.close(Some(code), reason);
+        }
+        End::Caller(Stop::Ended | Stop::Failed(_)) => {}
+        End::Caller(Stop::Unwritable(_)) => {
+            tracing::debug!("writing to the gateway's socket failed");
+            down.close(Some(ERROR), "the Runtime gateway connection failed");
+        }
+        // The gateway's close frame went to the caller: answered with its code.
+        End::Gateway(Stop::Closed(code)) => up.close(*code, ""),
+        End::Gateway(Stop::Ended) => {
+            down.close(Some(AWAY), "the Runtime gateway closed the connection")
+        }
+        // Writing to the caller failed: the caller is gone.
+        End::Gateway(Stop::Unwritable(_)) => {}
+        End::Gateway(Stop::Refused(_) | Stop::Failed(_)) => {
+            tracing::debug!("the gateway's socket failed or sent a frame the relay refuses");
+            down.close(Some(ERROR), "the Runtime gateway connection failed");
         }
     }
-    let _ = upstream.close().await;
-    let _ = client.close().await;
+    up.close(None, "");
+    let caller_gone = matches!(
+        end,
+        End::Caller(Stop::Ended | Stop::Failed(_)) | End::Gateway(Stop::Unwritable(_))
+    );
+    let finish = async {
+        let to_gateway = async {
+            let _ = poll_fn(|cx| up.poll_write(cx, &mut *gateway)).await;
+            let _ = gateway.shutdown().await;
+        };
+        let to_caller = async {
+            if !caller_gone {
+                let _ = poll_fn(|cx| down.poll_write(cx, &mut caller)).await;
+            }
+            let _ = caller.shutdown().await;
+        };
+        tokio::join!(to_gateway, to_caller);
+    };
+    let _ = tokio::time::timeout(CLOSING_TIMEOUT, finish).await;
+}
+
+/// A close reason is at most 123 bytes.
+fn close_reason(mut reason: String) -> String {
+    while reason.len() > 123 {
+        reason.pop();
+    }
+    reason
 }
