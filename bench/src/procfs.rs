@@ -7,6 +7,10 @@ use anyhow::{Context, Result};
 pub struct Memory {
     pub rss_kib: u64,
     pub hwm_kib: u64,
+    /// The anonymous part of `rss_kib` (the heap, stacks): without the
+    /// pages of the executable and other files, which the process may map
+    /// once whatever it holds.
+    pub anon_kib: u64,
 }
 
 pub fn memory(pid: u32) -> Result<Memory> {
@@ -21,6 +25,7 @@ pub fn memory(pid: u32) -> Result<Memory> {
     Ok(Memory {
         rss_kib: field("VmRSS:"),
         hwm_kib: field("VmHWM:"),
+        anon_kib: field("RssAnon:"),
     })
 }
 

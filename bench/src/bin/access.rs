@@ -598,25 +598,27 @@ async fn sockets(args: &Args, env: &BenchEnv, console: &Side, uid: &str) -> Resu
     let pid = env.pid("console")?;
     let gw = env.pid("gateway")?;
     println!(
-        "\n| cycle | state | sockets | Console VmRSS MiB | Console VmHWM MiB | Console fds | gateway RSS MiB | seconds | load |"
+        "\n| cycle | state | sockets | Console VmRSS MiB | Console RssAnon MiB | Console VmHWM MiB | Console fds | gateway RSS MiB | seconds | load |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
-    let row = |cycle: usize, state: &str, n: usize, secs: f64| -> Result<()> {
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    let row = |cycle: usize, state: &str, n: usize, secs: f64| -> Result<procfs::Memory> {
         let m = procfs::memory(pid)?;
         let g = procfs::memory(gw)?;
         println!(
-            "| {cycle} | {state} | {n} | {} | {} | {} | {} | {secs:.1} | {} |",
+            "| {cycle} | {state} | {n} | {} | {} | {} | {} | {} | {secs:.1} | {} |",
             mib(m.rss_kib),
+            mib(m.anon_kib),
             mib(m.hwm_kib),
             fds(pid),
             mib(g.rss_kib),
             procfs::load_average()
         );
-        Ok(())
+        Ok(m)
     };
+    let mut held = Vec::new();
     for cycle in 1..=args.socket_cycles {
         procfs::reset_peak(pid)?;
-        row(cycle, "before", 0, 0.0)?;
+        let before = row(cycle, "before", 0, 0.0)?;
         let start = Instant::now();
         let results: Vec<Result<Ws>> = futures::stream::iter(0..args.sockets)
             .map(|_| {
@@ -654,7 +656,15 @@ async fn sockets(args: &Args, env: &BenchEnv, console: &Side, uid: &str) -> Resu
             opened,
         )?;
         tokio::time::sleep(Duration::from_secs(5)).await;
-        row(cycle, "5 s later", open.len(), opened + 5.0)?;
+        let later = row(cycle, "5 s later", open.len(), opened + 5.0)?;
+        if !open.is_empty() {
+            let each = |a: u64, b: u64| b.saturating_sub(a) as f64 / open.len() as f64;
+            held.push(format!(
+                "cycle {cycle}: VmRSS {:.1} KiB, RssAnon {:.1} KiB",
+                each(before.rss_kib, later.rss_kib),
+                each(before.anon_kib, later.anon_kib)
+            ));
+        }
         let t = Instant::now();
         futures::stream::iter(open.drain(..))
             .for_each_concurrent(100, |mut ws| async move {
@@ -664,6 +674,10 @@ async fn sockets(args: &Args, env: &BenchEnv, console: &Side, uid: &str) -> Resu
         tokio::time::sleep(Duration::from_secs(3)).await;
         row(cycle, "closed, 3 s later", 0, t.elapsed().as_secs_f64())?;
     }
+    println!(
+        "\nEach open socket, 5 s after all opened: {}",
+        held.join("; ")
+    );
     Ok(())
 }
 
