@@ -275,7 +275,7 @@ impl Pipe {
             CLOSE | PING | PONG => Ok(()),
             CONTINUATION => match self.message {
                 None => Err(Refusal::Malformed),
-                Some(m) if m.len + h.len > self.max_message => Err(Refusal::TooLarge),
+                Some(m) if m.len.saturating_add(h.len) > self.max_message => Err(Refusal::TooLarge),
                 Some(_) => Ok(()),
             },
             TEXT | BINARY if self.message.is_some() => Err(Refusal::Malformed),

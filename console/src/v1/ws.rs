@@ -314,9 +314,28 @@ where
             .await
         }
     };
-    // The last frames: to the caller (after the frame being written, if
-    // any), and a close frame to the gateway unless it sent one.
-    match &end {
+    let caller_there = last_frames(&end, &mut up, &mut down);
+    let finish = async {
+        let to_gateway = async {
+            let _ = poll_fn(|cx| up.poll_write(cx, &mut *gateway)).await;
+            let _ = gateway.shutdown().await;
+        };
+        let to_caller = async {
+            if caller_there {
+                let _ = poll_fn(|cx| down.poll_write(cx, &mut caller)).await;
+            }
+            let _ = caller.shutdown().await;
+        };
+        tokio::join!(to_gateway, to_caller);
+    };
+    let _ = tokio::time::timeout(CLOSING_TIMEOUT, finish).await;
+}
+
+/// Queues the last frames of a relay that ended: for the caller (after the
+/// frame being written, if any), and a close frame for the gateway unless
+/// it sent one. Returns whether the caller is still there to take its own.
+fn last_frames(end: &End, up: &mut Pipe, down: &mut Pipe) -> bool {
+    match end {
         End::Revoked(why) => {
             tracing::info!(reason = %why, "closing an operations socket whose access ended");
             let event = serde_json::json!({
@@ -359,24 +378,10 @@ where
         }
     }
     up.close(None, "");
-    let caller_gone = matches!(
+    !matches!(
         end,
         End::Caller(Stop::Ended | Stop::Failed(_)) | End::Gateway(Stop::Unwritable(_))
-    );
-    let finish = async {
-        let to_gateway = async {
-            let _ = poll_fn(|cx| up.poll_write(cx, &mut *gateway)).await;
-            let _ = gateway.shutdown().await;
-        };
-        let to_caller = async {
-            if !caller_gone {
-                let _ = poll_fn(|cx| down.poll_write(cx, &mut caller)).await;
-            }
-            let _ = caller.shutdown().await;
-        };
-        tokio::join!(to_gateway, to_caller);
-    };
-    let _ = tokio::time::timeout(CLOSING_TIMEOUT, finish).await;
+    )
 }
 
 /// A close reason is at most 123 bytes.
