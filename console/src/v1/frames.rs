@@ -196,12 +196,10 @@ impl Pipe {
         if self.closed.is_some() {
             return;
         }
-        let mut payload = Vec::with_capacity(2 + reason.len());
-        if let Some(code) = code {
-            payload.extend_from_slice(&code.to_be_bytes());
-            payload.extend_from_slice(reason.as_bytes());
+        match code {
+            Some(code) => self.push_frame(true, CLOSE, &[&code.to_be_bytes(), reason.as_bytes()]),
+            None => self.push_frame(true, CLOSE, &[]),
         }
-        self.push_frame(true, CLOSE, &mut payload);
         self.closed = Some(code);
     }
 
@@ -211,7 +209,7 @@ impl Pipe {
         if self.closed.is_some() || self.message.is_some() {
             return false;
         }
-        self.push_frame(true, TEXT, &mut text.as_bytes().to_vec());
+        self.push_frame(true, TEXT, &[text.as_bytes()]);
         true
     }
 
@@ -309,16 +307,17 @@ impl Pipe {
                 self.message = (!h.fin).then_some(m);
             }
         }
-        self.push_frame(h.fin, h.opcode, payload);
+        self.push_frame(h.fin, h.opcode, &[payload]);
         self.moved = true;
         Ok(())
     }
 
-    /// Appends a frame (its payload unmasked) for the destination, masked
-    /// when it goes to the gateway.
-    fn push_frame(&mut self, fin: bool, opcode: u8, payload: &mut [u8]) {
+    /// Appends a frame for the destination, its payload the `parts` (not
+    /// masked) one after the other; masked in place when it goes to the
+    /// gateway.
+    fn push_frame(&mut self, fin: bool, opcode: u8, parts: &[&[u8]]) {
         let masked = self.direction == Direction::ToGateway;
-        let len = payload.len();
+        let len: usize = parts.iter().map(|p| p.len()).sum();
         self.out.reserve(14 + len);
         self.out.push(u8::from(fin) << 7 | opcode);
         let mask_bit = u8::from(masked) << 7;
@@ -331,12 +330,17 @@ impl Pipe {
             self.out.push(mask_bit | 127);
             self.out.extend_from_slice(&(len as u64).to_be_bytes());
         }
+        let key: [u8; 4] = if masked { rand::random() } else { [0; 4] };
         if masked {
-            let key: [u8; 4] = rand::random();
             self.out.extend_from_slice(&key);
-            apply_mask(payload, key);
         }
-        self.out.extend_from_slice(payload);
+        let start = self.out.len();
+        for p in parts {
+            self.out.extend_from_slice(p);
+        }
+        if masked {
+            apply_mask(&mut self.out[start..], key);
+        }
     }
 }
 
@@ -463,7 +467,7 @@ mod tests {
     /// A frame as a client sends it (masked with `key`).
     fn client_frame(fin: bool, opcode: u8, payload: &[u8], key: [u8; 4]) -> Vec<u8> {
         let mut p = Pipe::new(Direction::ToCaller, usize::MAX);
-        p.push_frame(fin, opcode, &mut payload.to_vec());
+        p.push_frame(fin, opcode, &[payload]);
         // Re-encode with the mask bit and the key.
         let mut out = vec![p.out[0], p.out[1] | 0x80];
         let head = match p.out[1] {
@@ -481,7 +485,7 @@ mod tests {
 
     fn server_frame(fin: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
         let mut p = Pipe::new(Direction::ToCaller, usize::MAX);
-        p.push_frame(fin, opcode, &mut payload.to_vec());
+        p.push_frame(fin, opcode, &[payload]);
         p.out
     }
 
