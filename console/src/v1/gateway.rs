@@ -1,6 +1,7 @@
 //! The Runtime gateway a Run's calls go to: Service `<runtime>-gateway` in
 //! the Run's namespace, port `https`, over mutually authenticated TLS.
 
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,9 +28,16 @@ pub enum GatewayError {
 /// Where to dial.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct GatewayTarget {
-    /// DNS name dialled and verified (ClusterIP: `<svc>.<ns>.svc`; ExternalName: the external name).
+    /// DNS name verified in the gateway's certificate (ClusterIP:
+    /// `<svc>.<ns>.svc`; ExternalName: the external name).
     pub host: String,
     pub port: u16,
+    /// The host's addresses, looked up once when the target is resolved and
+    /// remembered with it: a connection dials them without a lookup of its
+    /// own. (tokio runs each lookup on a blocking-pool thread, which lives on
+    /// for 10 s after: a burst of operations sockets left a thread, its stack
+    /// and its allocator pages behind per socket opened at once.)
+    pub addrs: Vec<SocketAddr>,
 }
 
 impl GatewayTarget {
@@ -38,7 +46,8 @@ impl GatewayTarget {
     }
 }
 
-/// Resolves gateway Services with the Console's identity, cached briefly.
+/// Resolves gateway Services with the Console's identity, and their
+/// addresses, cached briefly.
 #[derive(Clone)]
 pub struct GatewayResolver {
     client: Client,
@@ -75,13 +84,31 @@ impl GatewayResolver {
             tracing::warn!(error = %e, service = %name, "reading the gateway Service failed");
             GatewayError::Unresolvable
         })?;
-        let target = svc
-            .and_then(|s| target_of(&s, ns, &name, &self.port_name))
-            .map(Arc::new);
+        let target = match svc.and_then(|s| target_of(&s, ns, &name, &self.port_name)) {
+            // A name that does not resolve now is not remembered: the next call looks again.
+            Some(t) => Some(Arc::new(with_addresses(t).await?)),
+            None => None,
+        };
         self.cache
             .insert(key, target.clone(), std::time::Instant::now() + GATEWAY_TTL);
         target.ok_or_else(|| no_gateway(ns, runtime))
     }
+}
+
+/// The target with its host's addresses.
+async fn with_addresses(mut target: GatewayTarget) -> Result<GatewayTarget, GatewayError> {
+    match tokio::net::lookup_host((target.host.as_str(), target.port)).await {
+        Ok(addrs) => target.addrs = addrs.collect(),
+        Err(e) => {
+            tracing::warn!(gateway = %target.authority(), error = %e, "looking up the Runtime gateway failed");
+        }
+    }
+    if target.addrs.is_empty() {
+        return Err(GatewayError::Unreachable {
+            authority: target.authority(),
+        });
+    }
+    Ok(target)
 }
 
 fn no_gateway(ns: &str, runtime: &str) -> GatewayError {
@@ -107,6 +134,7 @@ pub fn target_of(svc: &Service, ns: &str, name: &str, port_name: &str) -> Option
     Some(GatewayTarget {
         host,
         port: u16::try_from(port).ok()?,
+        addrs: Vec::new(),
     })
 }
 
@@ -153,7 +181,7 @@ fn load_key(path: &Path) -> anyhow::Result<rustls::pki_types::PrivateKeyDer<'sta
 /// A TLS connection to a gateway.
 pub type GatewayStream = kruntimes_core::tls_stream::ClientStream<tokio::net::TcpStream>;
 
-/// Opens a TLS connection to the target.
+/// Opens a TLS connection to the target, dialling its addresses in turn.
 pub async fn connect(
     tls: &Arc<ClientConfig>,
     target: &GatewayTarget,
@@ -165,13 +193,10 @@ pub async fn connect(
             authority: target.authority(),
         }
     };
-    let tcp = tokio::time::timeout(
-        timeout,
-        tokio::net::TcpStream::connect((target.host.as_str(), target.port)),
-    )
-    .await
-    .map_err(|_| unreachable("connect timed out".into()))?
-    .map_err(|e| unreachable(e.to_string()))?;
+    let tcp = tokio::time::timeout(timeout, tokio::net::TcpStream::connect(&target.addrs[..]))
+        .await
+        .map_err(|_| unreachable("connect timed out".into()))?
+        .map_err(|e| unreachable(e.to_string()))?;
     let _ = tcp.set_nodelay(true);
     let name = ServerName::try_from(target.host.clone()).map_err(|e| unreachable(e.to_string()))?;
     tokio::time::timeout(
@@ -200,7 +225,8 @@ mod tests {
             target_of(&c, "team-a", "bash-gateway", "https"),
             Some(GatewayTarget {
                 host: "bash-gateway.team-a.svc".into(),
-                port: 443
+                port: 443,
+                addrs: vec![],
             })
         );
         let e = svc(
@@ -210,10 +236,52 @@ mod tests {
             target_of(&e, "team-a", "bash-gateway", "https"),
             Some(GatewayTarget {
                 host: "gw.example".into(),
-                port: 8443
+                port: 8443,
+                addrs: vec![],
             })
         );
         let none = svc(serde_json::json!({"spec": {"ports": [{"name": "http", "port": 80}]}}));
         assert_eq!(target_of(&none, "team-a", "x", "https"), None);
+    }
+
+    #[tokio::test]
+    async fn a_resolved_target_carries_its_addresses() {
+        let t = |host: &str| GatewayTarget {
+            host: host.into(),
+            port: 8443,
+            addrs: vec![],
+        };
+        let local = with_addresses(t("localhost")).await.unwrap();
+        assert!(!local.addrs.is_empty());
+        assert!(
+            local
+                .addrs
+                .iter()
+                .all(|a| a.ip().is_loopback() && a.port() == 8443)
+        );
+        let literal = with_addresses(t("127.0.0.1")).await.unwrap();
+        assert_eq!(literal.addrs, vec!["127.0.0.1:8443".parse().unwrap()]);
+    }
+
+    /// A connection dials the remembered addresses: the host name (which
+    /// no resolver answers) is only the name the certificate must carry.
+    #[tokio::test]
+    async fn connections_dial_the_remembered_addresses_without_a_lookup() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let target = GatewayTarget {
+            host: "gateway.invalid".into(),
+            port: 443,
+            addrs: vec![listener.local_addr().unwrap()],
+        };
+        let accepted = tokio::spawn(async move { listener.accept().await.is_ok() });
+        let tls = client_tls(None, None, None).unwrap();
+        // The TLS handshake fails (nothing answers it), after the TCP connection was made.
+        let res = connect(&tls, &target, Duration::from_secs(2)).await;
+        assert!(matches!(res, Err(GatewayError::Unreachable { .. })));
+        let dialled = tokio::time::timeout(Duration::from_secs(1), accepted).await;
+        assert!(
+            matches!(dialled, Ok(Ok(true))),
+            "the address was not dialled"
+        );
     }
 }
