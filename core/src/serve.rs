@@ -500,10 +500,12 @@ async fn serve(
             // The socket moves to the connection thread's own reactor: left
             // with this runtime's, every readiness event of the connection
             // would wake this runtime first and then cross to the thread.
+            // The connection's state (~10 KB) is allocated there too, where it
+            // is freed: the task sent over holds only what it starts from.
             Some(w) => match tcp.into_std() {
                 Ok(std) => w.spawn(async move {
                     match TcpStream::from_std(std) {
-                        Ok(tcp) => connection(tcp).await,
+                        Ok(tcp) => Box::pin(connection(tcp)).await,
                         Err(error) => {
                             tracing::warn!(%error, %remote, "cannot register a connection")
                         }
