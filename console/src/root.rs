@@ -249,7 +249,11 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
     let v1_state = Arc::new(
         v1::V1State::new(
             run_cache,
-            v1::gateway::GatewayResolver::new(sa.clone(), args.gateway_port_name.clone()),
+            v1::gateway::GatewayResolver::new(
+                sa.clone(),
+                args.gateway_port_name.clone(),
+                args.access_connect_timeout.into(),
+            ),
             access.clone(),
             gateway_tls,
             v1::AccessBounds {

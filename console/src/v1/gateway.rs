@@ -52,6 +52,8 @@ impl GatewayTarget {
 pub struct GatewayResolver {
     client: Client,
     port_name: String,
+    /// Longest wait for a name's addresses (the connect timeout).
+    lookup_timeout: Duration,
     /// By `<namespace>/<runtime>` (neither name can hold a `/`).
     cache: Arc<TtlMap<String, Option<Arc<GatewayTarget>>>>,
 }
@@ -60,10 +62,11 @@ pub struct GatewayResolver {
 const GATEWAY_TTL: Duration = Duration::from_secs(15);
 
 impl GatewayResolver {
-    pub fn new(client: Client, port_name: String) -> Self {
+    pub fn new(client: Client, port_name: String, lookup_timeout: Duration) -> Self {
         Self {
             client,
             port_name,
+            lookup_timeout,
             cache: Arc::new(TtlMap::new(10_000)),
         }
     }
@@ -86,7 +89,7 @@ impl GatewayResolver {
         })?;
         let target = match svc.and_then(|s| target_of(&s, ns, &name, &self.port_name)) {
             // A name that does not resolve now is not remembered: the next call looks again.
-            Some(t) => Some(Arc::new(with_addresses(t).await?)),
+            Some(t) => Some(Arc::new(with_addresses(t, self.lookup_timeout).await?)),
             None => None,
         };
         self.cache
@@ -95,12 +98,19 @@ impl GatewayResolver {
     }
 }
 
-/// The target with its host's addresses.
-async fn with_addresses(mut target: GatewayTarget) -> Result<GatewayTarget, GatewayError> {
-    match tokio::net::lookup_host((target.host.as_str(), target.port)).await {
-        Ok(addrs) => target.addrs = addrs.collect(),
-        Err(e) => {
+/// The target with its host's addresses, looked up within `timeout`.
+async fn with_addresses(
+    mut target: GatewayTarget,
+    timeout: Duration,
+) -> Result<GatewayTarget, GatewayError> {
+    let lookup = tokio::net::lookup_host((target.host.as_str(), target.port));
+    match tokio::time::timeout(timeout, lookup).await {
+        Ok(Ok(addrs)) => target.addrs = addrs.collect(),
+        Ok(Err(e)) => {
             tracing::warn!(gateway = %target.authority(), error = %e, "looking up the Runtime gateway failed");
+        }
+        Err(_) => {
+            tracing::warn!(gateway = %target.authority(), "looking up the Runtime gateway timed out");
         }
     }
     if target.addrs.is_empty() {
@@ -251,7 +261,8 @@ mod tests {
             port: 8443,
             addrs: vec![],
         };
-        let local = with_addresses(t("localhost")).await.unwrap();
+        let within = Duration::from_secs(5);
+        let local = with_addresses(t("localhost"), within).await.unwrap();
         assert!(!local.addrs.is_empty());
         assert!(
             local
@@ -259,7 +270,7 @@ mod tests {
                 .iter()
                 .all(|a| a.ip().is_loopback() && a.port() == 8443)
         );
-        let literal = with_addresses(t("127.0.0.1")).await.unwrap();
+        let literal = with_addresses(t("127.0.0.1"), within).await.unwrap();
         assert_eq!(literal.addrs, vec!["127.0.0.1:8443".parse().unwrap()]);
     }
 
