@@ -160,8 +160,8 @@ pub struct Args {
     #[arg(long, default_value = "300s")]
     pub access_total_timeout: DurationArg,
 
-    /// Longest wait to connect to a gateway, and to look up the addresses
-    /// of its name.
+    /// Longest wait for each step of reaching a gateway: looking up its
+    /// name's addresses, connecting, the TLS handshake.
     #[arg(long, default_value = "5s")]
     pub access_connect_timeout: DurationArg,
 

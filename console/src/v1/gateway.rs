@@ -25,8 +25,10 @@ pub enum GatewayError {
     Unreachable { authority: String },
 }
 
-/// Where to dial.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// Where to dial. Two targets are the same gateway when host and port
+/// are (the invoke fast path pools connections by target): addresses looked
+/// up again, in another order, do not make another gateway.
+#[derive(Clone, Debug)]
 pub struct GatewayTarget {
     /// DNS name verified in the gateway's certificate (ClusterIP:
     /// `<svc>.<ns>.svc`; ExternalName: the external name).
@@ -46,6 +48,21 @@ impl GatewayTarget {
     }
 }
 
+impl PartialEq for GatewayTarget {
+    fn eq(&self, other: &Self) -> bool {
+        self.host == other.host && self.port == other.port
+    }
+}
+
+impl Eq for GatewayTarget {}
+
+impl std::hash::Hash for GatewayTarget {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.host.hash(state);
+        self.port.hash(state);
+    }
+}
+
 /// Resolves gateway Services with the Console's identity, and their
 /// addresses, cached briefly.
 #[derive(Clone)]
@@ -60,6 +77,11 @@ pub struct GatewayResolver {
 
 /// How long a resolved (or missing) gateway is remembered.
 const GATEWAY_TTL: Duration = Duration::from_secs(15);
+
+/// How long a gateway whose name did not resolve is remembered: calls in
+/// that time answer 503 at once, instead of each reading the Service and
+/// waiting for the lookup again.
+const LOOKUP_RETRY: Duration = Duration::from_secs(2);
 
 impl GatewayResolver {
     pub fn new(client: Client, port_name: String, lookup_timeout: Duration) -> Self {
@@ -79,7 +101,7 @@ impl GatewayResolver {
     ) -> Result<Arc<GatewayTarget>, GatewayError> {
         let key = format!("{ns}/{runtime}");
         if let Some(hit) = self.cache.get(&key) {
-            return hit.ok_or_else(|| no_gateway(ns, runtime));
+            return usable(hit, ns, runtime);
         }
         let name = format!("{runtime}-gateway");
         let api: Api<Service> = Api::namespaced(self.client.clone(), ns);
@@ -87,22 +109,42 @@ impl GatewayResolver {
             tracing::warn!(error = %e, service = %name, "reading the gateway Service failed");
             GatewayError::Unresolvable
         })?;
-        let target = match svc.and_then(|s| target_of(&s, ns, &name, &self.port_name)) {
-            // A name that does not resolve now is not remembered: the next call looks again.
-            Some(t) => Some(Arc::new(with_addresses(t, self.lookup_timeout).await?)),
-            None => None,
+        let (target, ttl) = match svc.and_then(|s| target_of(&s, ns, &name, &self.port_name)) {
+            Some(t) => {
+                let t = with_addresses(t, self.lookup_timeout).await;
+                let ttl = if t.addrs.is_empty() {
+                    LOOKUP_RETRY
+                } else {
+                    GATEWAY_TTL
+                };
+                (Some(Arc::new(t)), ttl)
+            }
+            None => (None, GATEWAY_TTL),
         };
         self.cache
-            .insert(key, target.clone(), std::time::Instant::now() + GATEWAY_TTL);
-        target.ok_or_else(|| no_gateway(ns, runtime))
+            .insert(key, target.clone(), std::time::Instant::now() + ttl);
+        usable(target, ns, runtime)
     }
 }
 
-/// The target with its host's addresses, looked up within `timeout`.
-async fn with_addresses(
-    mut target: GatewayTarget,
-    timeout: Duration,
-) -> Result<GatewayTarget, GatewayError> {
+/// A remembered gateway, or why it cannot be called.
+fn usable(
+    target: Option<Arc<GatewayTarget>>,
+    ns: &str,
+    runtime: &str,
+) -> Result<Arc<GatewayTarget>, GatewayError> {
+    match target {
+        None => Err(no_gateway(ns, runtime)),
+        Some(t) if t.addrs.is_empty() => Err(GatewayError::Unreachable {
+            authority: t.authority(),
+        }),
+        Some(t) => Ok(t),
+    }
+}
+
+/// The target with its host's addresses, looked up within `timeout`; none
+/// when the name did not resolve in time.
+async fn with_addresses(mut target: GatewayTarget, timeout: Duration) -> GatewayTarget {
     let lookup = tokio::net::lookup_host((target.host.as_str(), target.port));
     match tokio::time::timeout(timeout, lookup).await {
         Ok(Ok(addrs)) => target.addrs = addrs.collect(),
@@ -113,12 +155,7 @@ async fn with_addresses(
             tracing::warn!(gateway = %target.authority(), "looking up the Runtime gateway timed out");
         }
     }
-    if target.addrs.is_empty() {
-        return Err(GatewayError::Unreachable {
-            authority: target.authority(),
-        });
-    }
-    Ok(target)
+    target
 }
 
 fn no_gateway(ns: &str, runtime: &str) -> GatewayError {
@@ -203,6 +240,9 @@ pub async fn connect(
             authority: target.authority(),
         }
     };
+    if target.addrs.is_empty() {
+        return Err(unreachable("the name has no address".into()));
+    }
     let tcp = tokio::time::timeout(timeout, tokio::net::TcpStream::connect(&target.addrs[..]))
         .await
         .map_err(|_| unreachable("connect timed out".into()))?
@@ -262,7 +302,7 @@ mod tests {
             addrs: vec![],
         };
         let within = Duration::from_secs(5);
-        let local = with_addresses(t("localhost"), within).await.unwrap();
+        let local = with_addresses(t("localhost"), within).await;
         assert!(!local.addrs.is_empty());
         assert!(
             local
@@ -270,8 +310,39 @@ mod tests {
                 .iter()
                 .all(|a| a.ip().is_loopback() && a.port() == 8443)
         );
-        let literal = with_addresses(t("127.0.0.1"), within).await.unwrap();
+        let literal = with_addresses(t("127.0.0.1"), within).await;
         assert_eq!(literal.addrs, vec!["127.0.0.1:8443".parse().unwrap()]);
+        // A name no resolver answers (RFC 6761), within a short bound: no address.
+        let lost = with_addresses(t("gateway.invalid"), Duration::from_millis(300)).await;
+        assert!(lost.addrs.is_empty());
+    }
+
+    #[test]
+    fn a_gateway_is_its_host_and_port_and_is_called_only_with_addresses() {
+        use std::hash::BuildHasher;
+        let a = GatewayTarget {
+            host: "gw.example".into(),
+            port: 443,
+            addrs: vec![
+                "10.0.0.1:443".parse().unwrap(),
+                "10.0.0.2:443".parse().unwrap(),
+            ],
+        };
+        let mut b = a.clone();
+        b.addrs.reverse();
+        let hasher = std::collections::hash_map::RandomState::new();
+        assert_eq!(a, b);
+        assert_eq!(hasher.hash_one(&a), hasher.hash_one(&b));
+        assert!(usable(Some(Arc::new(a)), "ns", "bash").is_ok());
+        b.addrs.clear();
+        assert!(matches!(
+            usable(Some(Arc::new(b)), "ns", "bash"),
+            Err(GatewayError::Unreachable { .. })
+        ));
+        assert!(matches!(
+            usable(None, "ns", "bash"),
+            Err(GatewayError::Missing { .. })
+        ));
     }
 
     /// A connection dials the remembered addresses: the host name (which
