@@ -148,6 +148,14 @@ pub fn parse_length(v: &[u8]) -> Option<u64> {
     std::str::from_utf8(v).ok()?.parse().ok()
 }
 
+/// Appends a header field line (`name: value` and CRLF) to a head being written.
+pub fn field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
 /// Does a field `name` list `token` (comma-separated, any case)?
 pub fn has_token(headers: &HeaderMap, name: &str, token: &str) -> bool {
     headers.get_all(name).iter().any(|v| {

@@ -17,7 +17,7 @@ use std::time::Duration;
 use axum::response::IntoResponse;
 use bytes::Buf;
 use http::{HeaderValue, Method, StatusCode, header};
-use kruntimes_core::h1::{self, BodyKind, Parsed, RequestHead};
+use kruntimes_core::h1::{self, BodyKind, Parsed, RequestHead, field};
 use kruntimes_core::observe::{Observer, access_logged, request_id};
 use kruntimes_core::serve::{FastConn, FastPath, read_into};
 use tokio::io::AsyncWriteExt;
@@ -110,13 +110,6 @@ fn request_length(headers: &http::HeaderMap) -> Option<u64> {
         BodyKind::Close => Some(0),
         BodyKind::Chunked => None,
     }
-}
-
-fn field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
-    out.extend_from_slice(name.as_bytes());
-    out.extend_from_slice(b": ");
-    out.extend_from_slice(value);
-    out.extend_from_slice(b"\r\n");
 }
 
 /// A field whose value is a number (written without an allocation).

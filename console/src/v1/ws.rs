@@ -162,20 +162,15 @@ async fn handshake(
     let key = tungstenite::handshake::client::generate_key();
     let mut req = Vec::with_capacity(512);
     req.extend_from_slice(format!("GET {path} HTTP/1.1\r\n").as_bytes());
-    let mut field = |name: &str, value: &[u8]| {
-        req.extend_from_slice(name.as_bytes());
-        req.extend_from_slice(b": ");
-        req.extend_from_slice(value);
-        req.extend_from_slice(b"\r\n");
-    };
-    field("host", target.authority().as_bytes());
-    field("connection", b"Upgrade");
-    field("upgrade", b"websocket");
-    field("sec-websocket-version", b"13");
-    field("sec-websocket-key", key.as_bytes());
-    identity_fields(identity, |k, v| field(k, v.as_bytes()));
+    let field = h1::field;
+    field(&mut req, "host", target.authority().as_bytes());
+    field(&mut req, "connection", b"Upgrade");
+    field(&mut req, "upgrade", b"websocket");
+    field(&mut req, "sec-websocket-version", b"13");
+    field(&mut req, "sec-websocket-key", key.as_bytes());
+    identity_fields(identity, |k, v| field(&mut req, k, v.as_bytes()));
     if let Some(p) = protocol {
-        field("sec-websocket-protocol", p.as_bytes());
+        field(&mut req, "sec-websocket-protocol", p.as_bytes());
     }
     req.extend_from_slice(b"\r\n");
     let failed = |why: &str| {
