@@ -19,6 +19,7 @@ pub mod query;
 pub mod ready;
 pub mod routes;
 pub mod run;
+pub mod runtimed;
 pub mod serve;
 pub mod status;
 pub mod tls;
