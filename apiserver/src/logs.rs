@@ -7,6 +7,8 @@ pub mod filter;
 pub mod follow;
 pub mod handler;
 pub mod lines;
+pub mod live;
+pub mod notes;
 pub mod outbox;
 pub mod params;
 pub mod reader;

@@ -281,6 +281,37 @@ pub struct Args {
     /// nothing for --log-follower-final-timeout gives its place up.
     #[arg(long, default_value_t = kruntimes_apiserver::logs::handler::DEFAULT_MAX_CONCURRENT_READS)]
     pub log_max_concurrent_reads: usize,
+
+    /// Read a running Run's live output from runtimed's status endpoint
+    /// (gRPC Runtime.Status, plain HTTP/2) at the Runtime Pod's address
+    /// while runtimed has written none of its records; the Console dials
+    /// Pod addresses, so a NetworkPolicy that isolates Runtime Pods must
+    /// admit it on --live-output-port (docs/security.md).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub live_output: bool,
+
+    /// The port of runtimed's status endpoint on a Runtime Pod.
+    #[arg(long, default_value_t = kruntimes_core::runtimed::DEFAULT_STATUS_PORT)]
+    pub live_output_port: u16,
+
+    /// How often a follow of a running Run asks runtimed for new output.
+    #[arg(long, default_value = "500ms")]
+    pub live_output_poll_interval: DurationArg,
+
+    /// Bounds one call to runtimed's status endpoint: connecting, the
+    /// request and the whole answer.
+    #[arg(long, default_value = "3s")]
+    pub live_output_timeout: DurationArg,
+
+    /// The largest answer read from runtimed's status endpoint (both
+    /// streams of a Run's output so far); a larger one is refused.
+    #[arg(long, default_value_t = kruntimes_apiserver::logs::live::DEFAULT_MAX_BYTES)]
+    pub live_output_max_bytes: usize,
+
+    /// Dial loopback Pod addresses too: only for development environments
+    /// whose Runtime Pods are simulated on this host, never in a cluster.
+    #[arg(long, default_value_t = false, hide = true)]
+    pub live_output_allow_loopback: bool,
     /// Open /api watch streams (live lists and details) in total; each holds
     /// one Kubernetes watch per kind it follows. More get 429 with Retry-After.
     #[arg(long, default_value_t = 512)]
@@ -332,6 +363,18 @@ impl Args {
         }
     }
 
+    /// How live output is read from runtimed's status endpoint.
+    pub fn live_output(&self) -> kruntimes_apiserver::logs::live::LiveConfig {
+        kruntimes_apiserver::logs::live::LiveConfig {
+            enabled: self.live_output,
+            port: self.live_output_port,
+            poll_interval: self.live_output_poll_interval.into(),
+            timeout: self.live_output_timeout.into(),
+            max_bytes: self.live_output_max_bytes,
+            allow_loopback: self.live_output_allow_loopback,
+        }
+    }
+
     /// Checks combinations clap cannot.
     pub fn validate(&self) -> anyhow::Result<()> {
         if self.authorization_cache_ttl.0 > std::time::Duration::from_secs(30) {
@@ -342,6 +385,8 @@ impl Args {
             ("--max-follows", self.max_follows),
             ("--max-follows-per-caller", self.max_follows_per_caller),
             ("--log-max-concurrent-reads", self.log_max_concurrent_reads),
+            ("--live-output-max-bytes", self.live_output_max_bytes),
+            ("--live-output-port", usize::from(self.live_output_port)),
             ("--max-watches", self.max_watches),
             ("--max-watches-per-caller", self.max_watches_per_caller),
             (
@@ -385,6 +430,8 @@ impl Args {
                 "--log-follower-final-timeout",
                 self.log_follower_final_timeout,
             ),
+            ("--live-output-poll-interval", self.live_output_poll_interval),
+            ("--live-output-timeout", self.live_output_timeout),
         ] {
             if value.0.is_zero() {
                 anyhow::bail!("{flag} must be longer than 0s");

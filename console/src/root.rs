@@ -173,6 +173,7 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
         reads: LogApi::reads(&log_limits),
         limits: log_limits,
         run_watch: kruntimes_apiserver::logs::runwatch::RunWatch::new(sa.clone()),
+        live: args.live_output(),
     });
     let api_router = kruntimes_apiserver::server::router(log_api, api_authn, Some(request_header));
 

@@ -54,6 +54,8 @@ pub struct Metrics {
     /// Followers attached to an upstream stream.
     pub log_followers: Gauge,
     pub log_bytes_read: Counter,
+    /// Calls to runtimed's status endpoint for live output, by result.
+    pub log_live_reads: Family<ResultLabels, Counter>,
     pub connections_open: Family<ListenerLabels, Gauge>,
     pub connections_refused: Family<ConnRefusalLabels, Counter>,
     /// Requests served by a listener's HTTP/1.1 fast path (`/v1` invoke).
@@ -75,6 +77,7 @@ impl Default for Metrics {
             log_upstream_streams: Gauge::default(),
             log_followers: Gauge::default(),
             log_bytes_read: Counter::default(),
+            log_live_reads: Family::default(),
             connections_open: Family::default(),
             connections_refused: Family::default(),
             fast_path_requests: Counter::default(),
@@ -145,6 +148,11 @@ impl Metrics {
             "log_bytes_read",
             "Bytes of Pod log read to answer runs/log",
             self.log_bytes_read.clone(),
+        );
+        r.register(
+            "log_live_reads",
+            "Calls to runtimed's status endpoint for a running Run's live output, by result (ok, not_found, error)",
+            self.log_live_reads.clone(),
         );
         r.register(
             "connections_open",

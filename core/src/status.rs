@@ -151,6 +151,16 @@ impl ApiError {
 /// The final NDJSON line of a follow that ended because its Run finished:
 /// a `Status` with `"status":"Success"`, `"reason":"RunFinished"`.
 pub fn run_finished_line(phase: &str) -> bytes::Bytes {
+    run_finished_line_saying(phase, None)
+}
+
+/// [`run_finished_line`] with a sentence on what the log holds (e.g. why a
+/// Run has no records).
+pub fn run_finished_line_saying(phase: &str, note: Option<&str>) -> bytes::Bytes {
+    let message = match note {
+        Some(note) => format!("the Run finished: {phase}; {note}"),
+        None => format!("the Run finished: {phase}"),
+    };
     let status = json!({
         "kind": "Status",
         "apiVersion": "v1",
@@ -158,7 +168,7 @@ pub fn run_finished_line(phase: &str) -> bytes::Bytes {
         "status": "Success",
         "code": 200,
         "reason": "RunFinished",
-        "message": format!("the Run finished: {phase}"),
+        "message": message,
     });
     let mut line = serde_json::to_vec(&status).unwrap_or_default();
     line.push(b'\n');

@@ -39,6 +39,17 @@ pub struct LogRecord {
     #[serde(skip_serializing_if = "std::ops::Not::not", default)]
     #[ts(as = "Option<bool>")]
     pub truncated: bool,
+    /// Where the record was read: absent for runtimed's log, `status` for
+    /// the live output of a Run whose records runtimed has not written yet
+    /// (its cursor is then a live cursor, `L<attempt>-<stdout>-<stderr>`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    #[ts(type = "'status'")]
+    pub source: Option<String>,
+    /// Set when runtimed wrote the record only when the Run ended: its
+    /// `time` is when it was written, not when the line was printed.
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    #[ts(as = "Option<bool>")]
+    pub written_at_end: bool,
 }
 
 impl LogRecord {
@@ -157,6 +168,8 @@ impl RunFilter {
             time: time.map(str::to_owned),
             cursor: String::new(),
             truncated: false,
+            source: None,
+            written_at_end: false,
         })
     }
 
@@ -190,6 +203,8 @@ impl RunFilter {
             time: time.map(str::to_owned),
             cursor: String::new(),
             truncated: true,
+            source: None,
+            written_at_end: false,
         })
     }
 }

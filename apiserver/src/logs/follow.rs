@@ -1,6 +1,12 @@
 //! A follow of one Run: its history (the tail, or every record after
 //! `sinceCursor`), read once, then the live records, without a gap or a
 //! duplicate between the two (records are told apart by their cursors).
+//!
+//! While runtimed has written none of the Run's records (the engine writes
+//! them only when the Run ends), the follow also polls runtimed's status
+//! endpoint for the Run's live output ([`super::live`]); the first written
+//! record ends the polling, and written records already delivered as live
+//! lines are skipped (the hand-over).
 
 use std::time::Duration;
 
@@ -10,12 +16,16 @@ use tokio::time::Instant;
 
 use super::cursor::Cursor;
 use super::fanout::{Next, Subscription};
+use super::filter::LogRecord;
+use super::live::{Handover, LiveLines, StatusConn};
 use super::runwatch::Finished;
+use super::tail::TailWindow;
 
 /// How long a follow goes on after its Run finished, for the last lines
 /// still on their way.
 pub const FINISH_DRAIN: Duration = Duration::from_secs(2);
-use super::reader::{LogSource, send_records};
+use super::reader::{LogSource, record_line, send_records};
+use kruntimes_core::metrics::{Metrics, ResultLabels};
 use kruntimes_core::status::ApiError;
 
 /// Why a follow ended, when it was not an error.
@@ -34,10 +44,14 @@ pub enum End {
 
 /// What a follow sends first.
 pub struct History {
-    /// The last records (count and bytes bounded), used when `since` is `None`.
+    /// The last records (count and bytes bounded), used when `since` is `None`
+    /// and `skip` is `None`.
     pub tail: (usize, usize),
     /// Every record after this one.
     pub since: Option<Cursor>,
+    /// Resuming after live output: every written record from the Run's
+    /// floor, less those already delivered as live lines.
+    pub skip: Option<Handover>,
 }
 
 /// How a follow goes live: it joins its Pod's shared stream.
@@ -48,6 +62,19 @@ pub struct Live<S> {
     /// How long a line may wait for a client that does not read once the
     /// follower was dropped from the stream.
     pub final_timeout: Duration,
+}
+
+/// A follow's polling of runtimed's status endpoint for live output.
+pub struct Polling {
+    pub conn: StatusConn,
+    pub lines: LiveLines,
+    /// The Run's UID (the execution's ID).
+    pub uid: String,
+    pub interval: Duration,
+    /// Only the last records of the first answer are sent, within these
+    /// bounds (a follow that began with a tail); `None` sends all.
+    pub first: Option<(usize, usize)>,
+    pub metrics: Metrics,
 }
 
 /// A follower gone live: all it holds for as long as it is open. The
@@ -61,14 +88,28 @@ pub struct Following {
     /// No line stamped before this Unix second belongs to the Run.
     floor: i64,
     final_timeout: Duration,
+    /// The history met written records of the Run.
+    pub written: bool,
+    /// Written records still to skip (a resumed hand-over).
+    skip: Option<Handover>,
+}
+
+/// How a follow ended and what it met on the way.
+#[derive(Debug)]
+pub struct Delivered {
+    pub end: End,
+    /// Written records of the Run were met (history or stream).
+    pub written: bool,
+    /// Live lines were delivered.
+    pub live: bool,
 }
 
 /// How sending the history ended.
 pub enum Started {
     /// Live records follow.
     Live(Following),
-    /// Nothing more to send.
-    Ended(End),
+    /// Nothing more to send (`true`: the history met written records).
+    Ended(End, bool),
 }
 
 /// Sends the history and, unless the Run `finished`, joins the Pod's
@@ -84,13 +125,14 @@ pub async fn start(
     live: Live<impl FnOnce() -> Subscription>,
     tx: &outbox::Sender,
 ) -> Result<Started, ApiError> {
+    let mut skip = history.skip;
     if finished {
-        return Ok(Started::Ended(
-            match Box::pin(send_history(source, &history, tx)).await? {
-                Some(_) => End::Finished,
-                None => End::Left,
+        return Ok(
+            match Box::pin(send_history(source, &history, skip.as_mut(), tx)).await? {
+                Some((_, seen)) => Started::Ended(End::Finished, seen > 0),
+                None => Started::Ended(End::Left, false),
             },
-        ));
+        );
     }
     let Live {
         subscribe,
@@ -101,20 +143,20 @@ pub async fn start(
     // Until the history is sent, a full queue drops its oldest lines (the
     // history may cover them; `go_live` ends the follower when it did not).
     let sent = tokio::select! {
-        sent = Box::pin(send_history(source, &history, tx)) => sent?,
+        sent = Box::pin(send_history(source, &history, skip.as_mut(), tx)) => sent?,
         () = sub.queue.dropped() => {
             return Ok(Started::Ended(match sub.queue.take_end() {
                 Some(line) => End::Final(line),
                 None => End::Left,
-            }));
+            }, false));
         }
     };
-    let Some(last) = sent else {
-        return Ok(Started::Ended(End::Left));
+    let Some((last, seen)) = sent else {
+        return Ok(Started::Ended(End::Left, false));
     };
     // What the queue dropped while the history was read must be covered by it.
     if let Err(line) = sub.queue.go_live(last) {
-        return Ok(Started::Ended(End::Final(line)));
+        return Ok(Started::Ended(End::Final(line), seen > 0));
     }
     Ok(Started::Live(Following {
         sub,
@@ -122,45 +164,101 @@ pub async fn start(
         last,
         floor: source.floor,
         final_timeout,
+        written: seen > 0,
+        skip: skip.filter(|h| !h.done()),
     }))
 }
 
-/// Sends every new record of a live follower until the follow ends.
-pub async fn deliver(following: Following, tx: &outbox::Sender) -> End {
+/// What a follow does next.
+enum Step {
+    Send(Bytes),
+    Skip,
+    End(End),
+}
+
+/// Sends every new record of a live follower until the follow ends,
+/// polling for live output while runtimed has written none of the Run's
+/// records.
+pub async fn deliver(
+    following: Following,
+    polling: Option<Box<Polling>>,
+    tx: &outbox::Sender,
+) -> Delivered {
     let Following {
         sub,
         mut finished,
         last,
         floor,
         final_timeout,
+        mut written,
+        mut skip,
     } = following;
+    let mut polling = polling.filter(|_| !written);
+    let mut live = false;
     let queue = &sub.queue;
     let mut deadline: Option<Instant> = None;
     let mut phase: Option<String> = None;
     // One timer, armed once the Run finished (not one built per record).
     let drained = tokio::time::sleep_until(Instant::now());
     tokio::pin!(drained);
+    let poll = tokio::time::sleep_until(Instant::now());
+    tokio::pin!(poll);
+    let done = |end, written, live| Delivered { end, written, live };
     loop {
-        let next = tokio::select! {
-            n = queue.next() => n,
+        let step = tokio::select! {
+            n = queue.next() => match n {
+                Next::Record(cursor, line) => {
+                    if last.is_some_and(|l| cursor <= l) || cursor.stamp.secs < floor {
+                        Step::Skip
+                    } else {
+                        written = true;
+                        if let Some(p) = polling.take() {
+                            // runtimed writes the Run's records now: what
+                            // was delivered live is not delivered again.
+                            skip = Some(Handover::new(p.lines.pos()));
+                        }
+                        handed_over(line, &mut skip)
+                    }
+                }
+                Next::End(line) => Step::End(End::Final(line)),
+            },
+            () = poll.as_mut(), if polling.is_some() => {
+                let Some(p) = polling.as_mut() else { continue };
+                poll.as_mut().reset(Instant::now() + p.interval);
+                let records = poll_once(p).await;
+                if !records.is_empty() {
+                    live = true;
+                }
+                let mut ended = None;
+                for rec in records {
+                    if let Err(end) = send_live(tx, &rec, final_timeout).await {
+                        ended = Some(end);
+                        break;
+                    }
+                }
+                match ended {
+                    Some(end) => Step::End(end),
+                    None => Step::Skip,
+                }
+            }
             p = finished.wait(), if phase.is_none() => {
                 phase = Some(p);
                 drained.as_mut().reset(Instant::now() + FINISH_DRAIN);
+                // The last output before runtimed forgets the execution.
+                if polling.is_some() {
+                    poll.as_mut().reset(Instant::now());
+                }
                 continue;
             }
             () = drained.as_mut(), if phase.is_some() => {
-                return End::FinishedAs(phase.unwrap_or_default());
+                return done(End::FinishedAs(phase.unwrap_or_default()), written, live);
             }
-            () = tx.closed() => return End::Left,
+            () = tx.closed() => return done(End::Left, written, live),
         };
-        let mut line = match next {
-            Next::Record(cursor, line) => {
-                if last.is_some_and(|l| cursor <= l) || cursor.stamp.secs < floor {
-                    continue;
-                }
-                line
-            }
-            Next::End(line) => return End::Final(line),
+        let mut line = match step {
+            Step::Send(line) => line,
+            Step::Skip => continue,
+            Step::End(end) => return done(end, written, live),
         };
         // Once dropped from the stream, what is left gets `final_timeout`
         // to reach a client that does not read.
@@ -168,13 +266,13 @@ pub async fn deliver(following: Following, tx: &outbox::Sender) -> End {
             // The usual case: there is room, no waiting.
             line = match tx.try_send(line) {
                 Ok(()) => continue,
-                Err(outbox::TrySendError::Closed) => return End::Left,
+                Err(outbox::TrySendError::Closed) => return done(End::Left, written, live),
                 Err(outbox::TrySendError::Full(line)) => line,
             };
             tokio::select! {
                 r = tx.send(line.clone()) => {
                     if r.is_err() {
-                        return End::Left;
+                        return done(End::Left, written, live);
                     }
                     continue;
                 }
@@ -185,29 +283,102 @@ pub async fn deliver(following: Following, tx: &outbox::Sender) -> End {
         }
         let at = deadline.unwrap_or_else(Instant::now);
         if !matches!(tokio::time::timeout_at(at, tx.send(line)).await, Ok(Ok(()))) {
-            return End::Left;
+            return done(End::Left, written, live);
         }
     }
 }
 
-/// Sends the history; the cursor of the newest line it read (`Some(None)`
-/// when it read none), or `None` when the caller left.
+/// A written record's line after live output: left out when it was
+/// delivered as a live line.
+fn handed_over(line: Bytes, skip: &mut Option<Handover>) -> Step {
+    let Some(h) = skip.as_mut() else {
+        return Step::Send(line);
+    };
+    let Ok(rec) = serde_json::from_slice::<LogRecord>(&line) else {
+        return Step::Send(line);
+    };
+    if h.delivered(&rec.stream) {
+        return Step::Skip;
+    }
+    if h.done() {
+        *skip = None;
+    }
+    Step::Send(line)
+}
+
+/// One call to the status endpoint: the new live records.
+async fn poll_once(p: &mut Polling) -> Vec<LogRecord> {
+    let result = p.conn.status(&p.uid).await;
+    let label = match &result {
+        Ok(Some(_)) => "ok",
+        Ok(None) => "not_found",
+        Err(_) => "error",
+    };
+    p.metrics
+        .log_live_reads
+        .get_or_create(&ResultLabels { result: label })
+        .inc();
+    let resp = match result {
+        Ok(Some(resp)) => resp,
+        Ok(None) => return Vec::new(),
+        Err(error) => {
+            tracing::debug!(%error, run_uid = %p.uid, "reading live output");
+            return Vec::new();
+        }
+    };
+    match p.first.take() {
+        // The first answer of a follow that began with a tail: its last
+        // records only, and without a time (when they were printed is not
+        // known).
+        Some((records, bytes)) => {
+            let mut window = TailWindow::new(records, bytes);
+            for rec in p.lines.advance(&resp, None) {
+                window.push(rec);
+            }
+            window.into_parts().0
+        }
+        None => {
+            let now = jiff::Timestamp::now().to_string();
+            p.lines.advance(&resp, Some(&now))
+        }
+    }
+}
+
+/// Sends one live record, waiting at most `timeout` for a client that
+/// does not read.
+async fn send_live(tx: &outbox::Sender, rec: &LogRecord, timeout: Duration) -> Result<(), End> {
+    match tokio::time::timeout(timeout, tx.send(record_line(rec))).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(_)) => Err(End::Left),
+        Err(_) => Err(End::Final(
+            ApiError::fell_behind(format!(
+                "the client read nothing for {timeout:?}; reconnect with sinceCursor to continue after the last record"
+            ))
+            .status_line(),
+        )),
+    }
+}
+
+/// Sends the history; the cursor of the newest line it read (`None` inside
+/// when it read none) and the Run's records it met, or `None` when the
+/// caller left.
 pub async fn send_history(
     source: &LogSource,
     history: &History,
+    skip: Option<&mut Handover>,
     tx: &outbox::Sender,
-) -> Result<Option<Option<Cursor>>, ApiError> {
-    if let Some(since) = history.since {
-        let last = source.send_after(since, tx).await?;
+) -> Result<Option<(Option<Cursor>, u64)>, ApiError> {
+    if history.since.is_some() || skip.is_some() {
+        let (last, seen) = source.send_after(history.since, skip, tx).await?;
         if tx.is_closed() {
             return Ok(None);
         }
-        return Ok(Some(last));
+        return Ok(Some((last, seen)));
     }
     let (records, bytes) = history.tail;
     let tail = source.tail(records, bytes, None).await?;
     if !send_records(tx, &tail.records).await {
         return Ok(None);
     }
-    Ok(Some(tail.last))
+    Ok(Some((tail.last, tail.seen)))
 }

@@ -18,9 +18,12 @@ use serde::Serialize;
 
 use super::fanout::{Fanout, PodKey, QueueLimits, reconnect};
 use super::filter::{LogRecord, RunFilter};
-use super::follow::{End, History};
+use super::follow::{Delivered, End, History, Polling};
+use super::live::{self, Handover, LiveConfig, LiveCursor, LiveLines, LivePos, StatusConn};
+use super::notes::{self, LiveOutcome, LogNote, Met};
 use super::params::LogQuery;
-use super::reader::{LogSource, floor_of, until_of};
+use super::reader::{LogSource, Tail, floor_of, until_of};
+use super::tail::TailWindow;
 use super::runwatch::RunWatch;
 use super::tail::Cut;
 use kruntimes_core::auth::access::Decision;
@@ -30,7 +33,7 @@ use kruntimes_core::limit::{Caps, Slot};
 use kruntimes_core::metrics::Metrics;
 use kruntimes_core::names::{is_dns1123_label, is_dns1123_subdomain};
 use kruntimes_core::run::Run;
-use kruntimes_core::status::{ApiError, from_kube, run_finished_line};
+use kruntimes_core::status::{ApiError, from_kube, run_finished_line_saying};
 
 pub const GROUP: &str = "logs.kruntimes.io";
 pub const VERSION: &str = "v1alpha1";
@@ -55,6 +58,8 @@ pub struct LogApi {
     pub run_watch: Arc<RunWatch>,
     /// Places for Pod log reads open at once (`--log-max-concurrent-reads`).
     pub reads: Arc<tokio::sync::Semaphore>,
+    /// How a running Run's live output is read from runtimed's status endpoint.
+    pub live: LiveConfig,
 }
 
 impl LogApi {
@@ -132,6 +137,10 @@ pub struct RunLog {
     /// Which bound, when `truncated`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub truncated_by: Option<Cut>,
+    /// Why the answer holds no or only some of the Run's records, and what
+    /// its records' times mean.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<LogNote>,
 }
 
 #[derive(Debug, Serialize, ts_rs::TS)]
@@ -239,16 +248,15 @@ pub async fn serve(
             .about("kruntimes.io", "runs", &name));
         };
         let pod = pod.to_owned();
-        check_pod(&pods, &run).await?;
-        let source = source_for(&api, pods, &run, &pod, &query);
-        let tail = match query.since_cursor {
-            Some(after) => source.after(after, query.tail, query.limit_bytes).await?,
-            None => {
-                source
-                    .tail(query.tail, query.limit_bytes, query.before_cursor)
-                    .await?
-            }
+        let facts = check_pod(&pods, &run).await?;
+        let source = source_for(&api, pods, &run, &pod, &query, &facts);
+        let (tail, live) = plain(&api, &run, &source, &query, &facts).await?;
+        let met = Met {
+            written: tail.seen,
+            from_previous: tail.from_previous,
+            previous_gone: tail.previous_gone,
         };
+        let notes = notes::notes(&run, &tail.records, met, &live);
         let body = RunLog {
             kind: "RunLog",
             api_version: "logs.kruntimes.io/v1alpha1",
@@ -261,6 +269,7 @@ pub async fn serve(
             records: tail.records,
             truncated: tail.cut.is_some(),
             truncated_by: tail.cut,
+            notes,
         };
         return Ok(Json(body).into_response());
     }
@@ -297,10 +306,11 @@ pub async fn serve(
         let followed = async {
             match Box::pin(start_follow(start, &tx)).await? {
                 Begun::Done(line) => Ok::<_, ApiError>(line),
-                Begun::Live(following, phase) => Ok(final_of(
-                    super::follow::deliver(following, &tx).await,
-                    &phase,
-                )),
+                Begun::Live(following, polling, phase) => {
+                    let Delivered { end, written, live } =
+                        super::follow::deliver(*following, polling, &tx).await;
+                    Ok(final_of(end, &phase, written, live))
+                }
             }
         };
         tokio::select! {
@@ -339,7 +349,15 @@ pub async fn serve(
     Ok(resp)
 }
 
-fn source_for(api: &LogApi, pods: Api<Pod>, run: &Run, pod: &str, query: &LogQuery) -> LogSource {
+fn source_for(
+    api: &LogApi,
+    pods: Api<Pod>,
+    run: &Run,
+    pod: &str,
+    query: &LogQuery,
+    facts: &PodFacts,
+) -> LogSource {
+    let completion = run.is_terminal().then(|| run.completion_time()).flatten();
     LogSource {
         pods,
         pod: pod.to_owned(),
@@ -349,11 +367,150 @@ fn source_for(api: &LogApi, pods: Api<Pod>, run: &Run, pod: &str, query: &LogQue
             run.metadata.creation_timestamp.as_ref().map(|t| t.0),
             api.limits.clock_skew_secs,
         ),
-        until: until_of(run.is_terminal().then(|| run.completion_time()).flatten()),
+        until: until_of(completion),
         metrics: api.metrics.clone(),
         reads: api.reads.clone(),
         send_timeout: api.limits.follower_final_timeout,
+        restarted_at: facts.restarted_at,
+        completed_at: completion.map(|t| t.as_second()),
     }
+}
+
+/// Reads a plain (not followed) answer: written records, or the live
+/// output of a running Run whose records runtimed has not written yet.
+async fn plain(
+    api: &LogApi,
+    run: &Run,
+    source: &LogSource,
+    query: &LogQuery,
+    facts: &PodFacts,
+) -> Result<(Tail, LiveOutcome), ApiError> {
+    let (max, bytes) = (query.tail, query.limit_bytes);
+    let attempt = notes::attempt(run);
+    if let Some(c) = query.since_cursor {
+        return Ok((source.after(Some(c), max, bytes, None).await?, LiveOutcome::NotTried));
+    }
+    if let Some(c) = query.since_live {
+        // Written since? Then they continue after what was delivered live.
+        let mut skip = if c.pos.attempt == attempt {
+            Handover::new(c.pos)
+        } else {
+            Handover::default()
+        };
+        let written = source.after(None, max, bytes, Some(&mut skip)).await?;
+        if written.seen > 0 || run.is_terminal() {
+            return Ok((written, LiveOutcome::NotTried));
+        }
+        let (resp, outcome) = read_live(api, run, facts).await;
+        let Some(resp) = resp else {
+            return Ok((written, outcome));
+        };
+        let mut lines = LiveLines::new(c.pos, &source.pod, query.stream);
+        let mut out = written;
+        let (records, cut) = first_within(lines.advance(&resp, None), max, bytes);
+        out.records = records;
+        out.cut = cut;
+        return Ok((out, outcome));
+    }
+    if let Some(c) = query.before_live {
+        let (resp, outcome) = read_live(api, run, facts).await;
+        let Some(resp) = resp else {
+            return Err(ApiError::conflict(format!(
+                "the live record {c} is no longer live output (runtimed has written the Run's records or forgotten its execution); read the log again without beforeCursor"
+            )));
+        };
+        let all = live::snapshot(&resp, attempt, &source.pod, query.stream, Some(c));
+        let (records, cut) = last_within(all, max, bytes);
+        let tail = Tail {
+            records,
+            cut,
+            last: None,
+            bytes_read: 0,
+            seen: 0,
+            from_previous: false,
+            previous_gone: false,
+        };
+        return Ok((tail, outcome));
+    }
+    let tail = source.tail(max, bytes, query.before_cursor).await?;
+    if tail.seen > 0 || run.is_terminal() || query.before_cursor.is_some() {
+        return Ok((tail, LiveOutcome::NotTried));
+    }
+    let (resp, outcome) = read_live(api, run, facts).await;
+    let Some(resp) = resp else {
+        return Ok((tail, outcome));
+    };
+    let all = live::snapshot(&resp, attempt, &source.pod, query.stream, None);
+    let (records, cut) = last_within(all, max, bytes);
+    Ok((Tail { records, cut, ..tail }, outcome))
+}
+
+/// One read of a running Run's live output.
+async fn read_live(
+    api: &LogApi,
+    run: &Run,
+    facts: &PodFacts,
+) -> (Option<kruntimes_core::runtimed::StatusResponse>, LiveOutcome) {
+    if !api.live.enabled {
+        return (None, LiveOutcome::Disabled);
+    }
+    let addr = match live::target(facts.ip.as_deref().unwrap_or(""), &api.live) {
+        Ok(a) => a,
+        Err(e) => return (None, LiveOutcome::Failed(e.to_string())),
+    };
+    let uid = run.metadata.uid.as_deref().unwrap_or_default();
+    let result = StatusConn::new(addr, api.live.clone()).status(uid).await;
+    let label = match &result {
+        Ok(Some(_)) => "ok",
+        Ok(None) => "not_found",
+        Err(_) => "error",
+    };
+    api.metrics
+        .log_live_reads
+        .get_or_create(&kruntimes_core::metrics::ResultLabels { result: label })
+        .inc();
+    match result {
+        Ok(Some(resp)) => (Some(resp), LiveOutcome::Used),
+        Ok(None) => (None, LiveOutcome::NotFound),
+        Err(e) => {
+            tracing::debug!(error = %e, "reading live output");
+            (None, LiveOutcome::Failed(e.to_string()))
+        }
+    }
+}
+
+/// The last records within the bounds.
+fn last_within(
+    records: Vec<super::filter::LogRecord>,
+    max: usize,
+    bytes: usize,
+) -> (Vec<super::filter::LogRecord>, Option<Cut>) {
+    let mut window = TailWindow::new(max, bytes);
+    for r in records {
+        window.push(r);
+    }
+    window.into_parts()
+}
+
+/// The first records within the bounds.
+fn first_within(
+    records: Vec<super::filter::LogRecord>,
+    max: usize,
+    bytes: usize,
+) -> (Vec<super::filter::LogRecord>, Option<Cut>) {
+    let mut out = Vec::new();
+    let mut used = 0;
+    for r in records {
+        if out.len() == max {
+            return (out, Some(Cut::TailLines));
+        }
+        if used + r.weight() > bytes {
+            return (out, Some(Cut::LimitBytes));
+        }
+        used += r.weight();
+        out.push(r);
+    }
+    (out, None)
 }
 
 /// `status.assignedPod` goes into URL paths: anything but a DNS-1123
@@ -370,16 +527,48 @@ pub fn check_assigned_pod(run: &Run, pod: &str) -> Result<(), ApiError> {
     .about("kruntimes.io", "runs", name))
 }
 
+/// What a Run-log read needs of the Run's Pod.
+#[derive(Clone, Debug, Default)]
+pub struct PodFacts {
+    /// `status.podIP`: where runtimed's status endpoint is.
+    pub ip: Option<String>,
+    /// When the current `runtimed` container started, if it restarted.
+    pub restarted_at: Option<i64>,
+}
+
+impl PodFacts {
+    fn of(pod: &Pod) -> Self {
+        let status = pod.status.as_ref();
+        let runtimed = status
+            .and_then(|s| s.container_statuses.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.name == super::RUNTIMED_CONTAINER));
+        let restarted_at = runtimed.filter(|c| c.restart_count > 0).and_then(|c| {
+            let state = c.state.as_ref()?;
+            let started = state
+                .running
+                .as_ref()
+                .and_then(|r| r.started_at.as_ref())
+                .or_else(|| state.terminated.as_ref().and_then(|t| t.started_at.as_ref()))
+                .map(|t| t.0.as_second());
+            // Waiting to start again: everything so far is in the last log.
+            started.or_else(|| Some(jiff::Timestamp::now().as_second()))
+        });
+        Self {
+            ip: status.and_then(|s| s.pod_ip.clone()).filter(|ip| !ip.is_empty()),
+            restarted_at,
+        }
+    }
+}
+
 /// The assigned Pod must exist and be the same Pod (UID) the Run was given.
-async fn check_pod(pods: &Api<Pod>, run: &Run) -> Result<(), ApiError> {
+async fn check_pod(pods: &Api<Pod>, run: &Run) -> Result<PodFacts, ApiError> {
     let Some((pod, uid)) = run.assignment() else {
-        return Ok(());
+        return Ok(PodFacts::default());
     };
     let name = run.metadata.name.as_deref().unwrap_or_default();
     check_assigned_pod(run, pod)?;
-    // Its metadata is all it takes (not the whole Pod, parsed per follow).
     let live = pods
-        .get_metadata_opt(pod)
+        .get_opt(pod)
         .await
         .map_err(|e| from_kube(&e, &format!("reading pod {pod}")))?
         .ok_or_else(|| {
@@ -394,24 +583,30 @@ async fn check_pod(pods: &Api<Pod>, run: &Run) -> Result<(), ApiError> {
         ))
         .about("", "pods", pod));
     }
-    Ok(())
+    Ok(PodFacts::of(&live))
 }
 
 /// How a follow's start ended.
 enum Begun {
-    /// Live, for a Run in this phase.
-    Live(super::follow::Following, String),
+    /// Live, for a Run in this phase, polling its live output while
+    /// runtimed has written none of its records.
+    Live(Box<super::follow::Following>, Option<Box<Polling>>, String),
     /// Over: the final line to send, if any (`None` when the caller left).
     Done(Option<Bytes>),
 }
 
-/// The final line of a follow that ended so (`phase`: the Run's when it started).
-fn final_of(end: End, phase: &str) -> Option<Bytes> {
+/// The final line of a follow that ended so (`phase`: the Run's when it
+/// started), which met written records of the Run or not, and delivered
+/// live lines or not.
+fn final_of(end: End, phase: &str, written: bool, live: bool) -> Option<Bytes> {
+    let finished = |phase: &str| {
+        run_finished_line_saying(phase, notes::finished_note(phase, written, live))
+    };
     match end {
         End::Left => None,
         End::Final(line) => Some(line),
-        End::Finished => Some(run_finished_line(phase)),
-        End::FinishedAs(phase) => Some(run_finished_line(&phase)),
+        End::Finished => Some(finished(phase)),
+        End::FinishedAs(phase) => Some(finished(&phase)),
     }
 }
 
@@ -440,7 +635,9 @@ async fn start_follow(args: Box<StartArgs>, tx: &outbox::Sender) -> Result<Begun
         match Box::pin(wait_for_assignment(&runs, &run, tx)).await {
             Waited::Assigned(run) => run,
             Waited::Left => return Ok(Begun::Done(None)),
-            Waited::Finished(run) => return Ok(Begun::Done(Some(run_finished_line(run.phase())))),
+            Waited::Finished(run) => {
+                return Ok(Begun::Done(final_of(End::Finished, run.phase(), false, false)));
+            }
             Waited::Gone => {
                 let name = run.metadata.name.as_deref().unwrap_or_default();
                 return Err(ApiError::not_found(format!(
@@ -450,7 +647,7 @@ async fn start_follow(args: Box<StartArgs>, tx: &outbox::Sender) -> Result<Begun
             }
         }
     };
-    check_pod(&pods, &run).await?;
+    let facts = check_pod(&pods, &run).await?;
     let Some((pod, pod_uid)) = run.assignment() else {
         return Ok(Begun::Done(None));
     };
@@ -461,13 +658,27 @@ async fn start_follow(args: Box<StartArgs>, tx: &outbox::Sender) -> Result<Begun
         uid: pod_uid.to_owned(),
     };
     let pod = pod.to_owned();
-    let source = source_for(&api, pods.clone(), &run, &pod, &query);
+    let source = source_for(&api, pods.clone(), &run, &pod, &query, &facts);
+    let attempt = notes::attempt(&run);
+    // Resuming after live output: the written records continue after what
+    // was delivered live (all of them when the Run was retried since).
+    let skip = query.since_live.map(|c| {
+        if c.pos.attempt == attempt {
+            Handover::new(c.pos)
+        } else {
+            Handover::default()
+        }
+    });
     let history = History {
         tail: (query.tail, query.limit_bytes),
         since: query.since_cursor,
+        skip,
     };
     let finished = source.until.is_some() || run.is_terminal();
     let uid = run.metadata.uid.clone().unwrap_or_default();
+    let polling = (!finished && query.since_cursor.is_none())
+        .then(|| polling_for(&api, &facts, &uid, &pod, &query, attempt))
+        .flatten();
     let subscribe = || api.fanout.subscribe(&pods, key, &uid, query.stream);
     let live = super::follow::Live {
         subscribe,
@@ -476,9 +687,11 @@ async fn start_follow(args: Box<StartArgs>, tx: &outbox::Sender) -> Result<Begun
     };
     match super::follow::start(&source, history, finished, live, tx).await {
         Ok(super::follow::Started::Live(following)) => {
-            Ok(Begun::Live(following, run.phase().to_owned()))
+            Ok(Begun::Live(Box::new(following), polling, run.phase().to_owned()))
         }
-        Ok(super::follow::Started::Ended(end)) => Ok(Begun::Done(final_of(end, run.phase()))),
+        Ok(super::follow::Started::Ended(end, written)) => {
+            Ok(Begun::Done(final_of(end, run.phase(), written, false)))
+        }
         Err(error) => {
             // A read of the Pod log failed: 404 when the Pod went, else 503
             // (the container not started, kube-apiserver or the kubelet
@@ -487,6 +700,47 @@ async fn start_follow(args: Box<StartArgs>, tx: &outbox::Sender) -> Result<Begun
             Err(reconnect(&error))
         }
     }
+}
+
+/// A follow's polling of runtimed's status endpoint, when live output can
+/// be read for the Pod.
+fn polling_for(
+    api: &LogApi,
+    facts: &PodFacts,
+    uid: &str,
+    pod: &str,
+    query: &LogQuery,
+    attempt: u32,
+) -> Option<Box<Polling>> {
+    if !api.live.enabled {
+        return None;
+    }
+    let addr = match live::target(facts.ip.as_deref().unwrap_or(""), &api.live) {
+        Ok(addr) => addr,
+        Err(error) => {
+            tracing::debug!(%error, pod, "no live output for this follow");
+            return None;
+        }
+    };
+    let start = query.since_live.map_or(
+        LivePos {
+            attempt,
+            stdout: 0,
+            stderr: 0,
+        },
+        |c: LiveCursor| c.pos,
+    );
+    Some(Box::new(Polling {
+        conn: StatusConn::new(addr, api.live.clone()),
+        lines: LiveLines::new(start, pod, query.stream),
+        uid: uid.to_owned(),
+        interval: api.live.poll_interval,
+        first: query
+            .since_live
+            .is_none()
+            .then_some((query.tail, query.limit_bytes)),
+        metrics: api.metrics.clone(),
+    }))
 }
 
 /// Sends a follow's final line, giving up after `grace` on a client that

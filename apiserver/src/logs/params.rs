@@ -5,6 +5,7 @@ use kruntimes_core::query::{self, QueryError};
 
 use super::cursor::Cursor;
 use super::filter::StreamFilter;
+use super::live::LiveCursor;
 use super::{MAX_LIMIT_BYTES, MAX_TAIL_RECORDS};
 
 /// Records returned when `tailLines` is not given.
@@ -21,6 +22,10 @@ pub struct LogQuery {
     pub since_cursor: Option<Cursor>,
     /// Only records before this one (not with `follow`).
     pub before_cursor: Option<Cursor>,
+    /// Only records after this live record (`L…` cursors).
+    pub since_live: Option<LiveCursor>,
+    /// Only records before this live record (not with `follow`).
+    pub before_live: Option<LiveCursor>,
 }
 
 impl Default for LogQuery {
@@ -32,6 +37,8 @@ impl Default for LogQuery {
             stream: StreamFilter::Both,
             since_cursor: None,
             before_cursor: None,
+            since_live: None,
+            before_live: None,
         }
     }
 }
@@ -48,7 +55,7 @@ pub enum ParamError {
     #[error("stream must be stdout or stderr, got {0:?}")]
     Stream(String),
     #[error(
-        "{0} must be a record's cursor (<seconds>.<nine-digit nanoseconds>-<sequence>, e.g. 1764601040.123456789-0), got {1:?}"
+        "{0} must be a record's cursor (<seconds>.<nine-digit nanoseconds>-<sequence>, e.g. 1764601040.123456789-0, or a live record's L<attempt>-<stdout lines>-<stderr lines>-<o|e>, e.g. L1-12-0-o), got {1:?}"
     )]
     Cursor(&'static str, String),
     #[error("sinceCursor and beforeCursor cannot be combined")]
@@ -86,9 +93,19 @@ impl LogQuery {
                         _ => return Err(ParamError::Stream(v)),
                     }
                 }
+                "sinceCursor" if LiveCursor::is_live(&v) => {
+                    q.since_live = Some(
+                        LiveCursor::parse(&v).map_err(|_| ParamError::Cursor("sinceCursor", v))?,
+                    );
+                }
                 "sinceCursor" => {
                     q.since_cursor =
                         Some(Cursor::parse(&v).map_err(|_| ParamError::Cursor("sinceCursor", v))?);
+                }
+                "beforeCursor" if LiveCursor::is_live(&v) => {
+                    q.before_live = Some(
+                        LiveCursor::parse(&v).map_err(|_| ParamError::Cursor("beforeCursor", v))?,
+                    );
                 }
                 "beforeCursor" => {
                     q.before_cursor =
@@ -100,10 +117,12 @@ impl LogQuery {
             }
             Ok(())
         })?;
-        if q.since_cursor.is_some() && q.before_cursor.is_some() {
+        let since = q.since_cursor.is_some() || q.since_live.is_some();
+        let before = q.before_cursor.is_some() || q.before_live.is_some();
+        if since && before {
             return Err(ParamError::BothCursors);
         }
-        if q.follow && q.before_cursor.is_some() {
+        if q.follow && before {
             return Err(ParamError::BeforeWithFollow);
         }
         Ok(q)
@@ -204,6 +223,24 @@ mod tests {
         );
         assert_eq!(
             LogQuery::parse(Some("beforeCursor=1764601040.123456789-3&follow=true")),
+            Err(ParamError::BeforeWithFollow)
+        );
+        // Live cursors.
+        let q = LogQuery::parse(Some("sinceCursor=L2-10-0-o&follow=true")).unwrap();
+        assert_eq!(q.since_live.map(|c| c.to_string()).as_deref(), Some("L2-10-0-o"));
+        assert!(q.since_cursor.is_none());
+        let q = LogQuery::parse(Some("beforeCursor=L1-3-1-e")).unwrap();
+        assert!(q.before_live.is_some());
+        assert!(matches!(
+            LogQuery::parse(Some("sinceCursor=L1-0-0-o")),
+            Err(ParamError::Cursor("sinceCursor", _))
+        ));
+        assert_eq!(
+            LogQuery::parse(Some("sinceCursor=L1-1-0-o&beforeCursor=L1-2-0-o")),
+            Err(ParamError::BothCursors)
+        );
+        assert_eq!(
+            LogQuery::parse(Some("beforeCursor=L1-1-0-o&follow=true")),
             Err(ParamError::BeforeWithFollow)
         );
     }

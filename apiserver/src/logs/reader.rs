@@ -24,6 +24,7 @@ use super::outbox;
 
 use super::cursor::{Cursor, Sequencer, Stamp};
 use super::filter::{LogRecord, RunFilter};
+use super::live::Handover;
 use super::lines::{Line, LineReader};
 use super::tail::{Cut, TailWindow};
 use super::{MAX_LINE_BYTES, RUNTIMED_CONTAINER};
@@ -57,6 +58,22 @@ pub struct LogSource {
     pub reads: Arc<Semaphore>,
     /// How long a streamed history line waits for a client that does not read.
     pub send_timeout: Duration,
+    /// The Unix second the current `runtimed` container started, when it
+    /// restarted after the Run's floor: the Run's earlier records are in the
+    /// previous container's log, read too.
+    pub restarted_at: Option<i64>,
+    /// A finished Run's completion second: records stamped from then on
+    /// were written when the Run ended (the engine's runtimed writes them
+    /// all then), so their time is not when they were printed.
+    pub completed_at: Option<i64>,
+}
+
+/// Which of the `runtimed` container's logs a read covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Container {
+    Current,
+    /// The container that ran before the last restart (`previous=true`).
+    Previous,
 }
 
 /// The floor of a Run's reads: `max(startTime, creationTimestamp)` less
@@ -88,6 +105,13 @@ pub struct Tail {
     pub last: Option<Cursor>,
     /// Bytes of Pod log read across all segments.
     pub bytes_read: u64,
+    /// Records of the Run met, including those left out by a bound or
+    /// skipped as already delivered.
+    pub seen: u64,
+    /// Records came from the previous container's log.
+    pub from_previous: bool,
+    /// The previous container's log was wanted but is gone.
+    pub previous_gone: bool,
 }
 
 /// One forward read of the log from a whole second, ending before `stop`.
@@ -154,10 +178,11 @@ impl<R: futures::io::AsyncBufRead + Unpin> Scan<R> {
 }
 
 impl LogSource {
-    fn params(&self, since: i64, follow: bool) -> LogParams {
+    fn params(&self, since: i64, follow: bool, container: Container) -> LogParams {
         LogParams {
             container: Some(RUNTIMED_CONTAINER.to_owned()),
             follow,
+            previous: container == Container::Previous,
             // A whole second: kube-apiserver passes whole seconds on, and a
             // read that starts at one sees every line of each timestamp.
             since_time: jiff::Timestamp::from_second(since).ok(),
@@ -170,6 +195,26 @@ impl LogSource {
     /// floor), stopping before `stop` (and before the end of a finished Run).
     pub async fn scan(
         &self,
+        since: i64,
+        stop: Option<Cursor>,
+        follow: bool,
+    ) -> Result<Scan<impl futures::io::AsyncBufRead + Unpin + use<>>, ApiError> {
+        self.scan_in(Container::Current, since, stop, follow).await
+    }
+
+    /// The containers whose logs hold records from the Unix second `since` on,
+    /// oldest first.
+    fn containers(&self, since: i64) -> &'static [Container] {
+        match self.restarted_at {
+            Some(at) if since.max(self.floor) < at => &[Container::Previous, Container::Current],
+            _ => &[Container::Current],
+        }
+    }
+
+    /// [`Self::scan`] of one of the `runtimed` container's logs.
+    pub async fn scan_in(
+        &self,
+        container: Container,
         since: i64,
         stop: Option<Cursor>,
         follow: bool,
@@ -198,7 +243,7 @@ impl LogSource {
             .map_err(|_| ApiError::shutting_down())?;
         let stream = self
             .pods
-            .log_stream(&self.pod, &self.params(since, follow))
+            .log_stream(&self.pod, &self.params(since, follow, container))
             .await
             .map_err(|e| from_kube(&e, &format!("reading the log of pod {:?}", self.pod)))?;
         Ok(Scan {
@@ -214,9 +259,80 @@ impl LogSource {
         })
     }
 
+    /// Marks a record runtimed wrote when the Run had ended.
+    fn mark(&self, rec: &mut LogRecord, cursor: Cursor) {
+        if self.completed_at.is_some_and(|c| cursor.stamp.secs >= c) {
+            rec.written_at_end = true;
+        }
+    }
+
+    /// Opens a read of one container's log, or `None` when it is the
+    /// previous container's and that log is gone.
+    async fn open(
+        &self,
+        container: Container,
+        since: i64,
+        stop: Option<Cursor>,
+    ) -> Result<Option<Scan<impl futures::io::AsyncBufRead + Unpin + use<>>>, ApiError> {
+        match self.scan_in(container, since, stop, false).await {
+            Ok(scan) => Ok(Some(scan)),
+            // The kubelet keeps one previous container's log; a second
+            // restart or a log removed leaves none (400 or 404).
+            Err(e)
+                if container == Container::Previous
+                    && matches!(e.code.as_u16(), 400 | 404) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// The last `max_records` records within `max_bytes` (before `before`
     /// when given), oldest first. `cut` is set when older records exist.
     pub async fn tail(
+        &self,
+        max_records: usize,
+        max_bytes: usize,
+        before: Option<Cursor>,
+    ) -> Result<Tail, ApiError> {
+        let mut tail = self.tail_current(max_records, max_bytes, before).await?;
+        let reaches_back = self
+            .restarted_at
+            .is_some_and(|at| self.floor < at && before.is_none_or(|b| b.stamp.secs <= at));
+        if tail.cut.is_some() || !reaches_back {
+            return Ok(tail);
+        }
+        // The rest of the window is in the previous container's log: one
+        // forward read of it from the floor.
+        let room = max_records - tail.records.len();
+        let kept_bytes: usize = tail.records.iter().map(LogRecord::weight).sum();
+        let mut window = TailWindow::new(room, max_bytes - kept_bytes);
+        if !tail.records.is_empty() {
+            window = window.whole_records_only();
+        }
+        let Some(mut scan) = self.open(Container::Previous, self.floor, before).await? else {
+            tail.previous_gone = true;
+            return Ok(tail);
+        };
+        while let Some((cursor, rec)) = scan.next(&self.filter).await? {
+            if let Some(mut rec) = rec {
+                self.mark(&mut rec, cursor);
+                window.push(rec);
+            }
+        }
+        tail.bytes_read += scan.bytes_read();
+        tail.seen += window.seen();
+        tail.from_previous = window.seen() > 0;
+        let (mut older, cut) = window.into_parts();
+        older.append(&mut tail.records);
+        tail.records = older;
+        tail.cut = cut;
+        Ok(tail)
+    }
+
+    /// [`Self::tail`] of the current container's log.
+    async fn tail_current(
         &self,
         max_records: usize,
         max_bytes: usize,
@@ -227,17 +343,22 @@ impl LogSource {
             // end: one forward read of that stretch, and no more.
             let mut window = TailWindow::new(max_records, max_bytes);
             let mut scan = self.scan(self.floor, None, false).await?;
-            while let Some((_, rec)) = scan.next(&self.filter).await? {
-                if let Some(rec) = rec {
+            while let Some((cursor, rec)) = scan.next(&self.filter).await? {
+                if let Some(mut rec) = rec {
+                    self.mark(&mut rec, cursor);
                     window.push(rec);
                 }
             }
+            let seen = window.seen();
             let (records, cut) = window.into_parts();
             return Ok(Tail {
                 records,
                 cut,
                 last: scan.last(),
                 bytes_read: scan.bytes_read(),
+                seen,
+                from_previous: false,
+                previous_gone: false,
             });
         }
         let anchor = match (before, self.until) {
@@ -253,6 +374,7 @@ impl LogSource {
         let mut kept_bytes = 0usize;
         let mut last = None;
         let mut bytes_read = 0;
+        let mut seen = 0;
         loop {
             let lo = (anchor - span).max(self.floor);
             let room = max_records - kept.len();
@@ -261,8 +383,9 @@ impl LogSource {
                 window = window.whole_records_only();
             }
             let mut scan = self.scan(lo, stop, false).await?;
-            while let Some((_, rec)) = scan.next(&self.filter).await? {
-                if let Some(rec) = rec {
+            while let Some((cursor, rec)) = scan.next(&self.filter).await? {
+                if let Some(mut rec) = rec {
+                    self.mark(&mut rec, cursor);
                     window.push(rec);
                     if room == 0 || window.cut() == Some(Cut::LimitBytes) && window.is_empty() {
                         // Full already: one older record is all it takes to know.
@@ -271,6 +394,7 @@ impl LogSource {
                 }
             }
             bytes_read += scan.bytes_read();
+            seen += window.seen();
             if last.is_none() {
                 last = scan.last();
             }
@@ -285,6 +409,9 @@ impl LogSource {
                     cut,
                     last,
                     bytes_read,
+                    seen,
+                    from_previous: false,
+                    previous_gone: false,
                 });
             }
             span = next_span(anchor - lo, kept.len(), max_records, anchor - self.floor);
@@ -295,84 +422,131 @@ impl LogSource {
         }
     }
 
-    /// The first `max_records` records after `after` within `max_bytes`,
-    /// oldest first. `cut` is set when more records follow.
+    /// The first `max_records` records after `after` (from the Run's floor
+    /// when `None`) within `max_bytes`, oldest first, leaving out those
+    /// `skip` says were already delivered as live output. `cut` is set
+    /// when more records follow.
     pub async fn after(
         &self,
-        after: Cursor,
+        after: Option<Cursor>,
         max_records: usize,
         max_bytes: usize,
+        mut skip: Option<&mut Handover>,
     ) -> Result<Tail, ApiError> {
         let mut records: Vec<LogRecord> = Vec::new();
         let mut bytes = 0usize;
         let mut cut = None;
-        let mut scan = self.scan(after.stamp.secs, None, false).await?;
-        while let Some((cursor, rec)) = scan.next(&self.filter).await? {
-            let Some(mut rec) = rec else { continue };
-            if cursor <= after {
+        let mut out = Tail {
+            records: Vec::new(),
+            cut: None,
+            last: None,
+            bytes_read: 0,
+            seen: 0,
+            from_previous: false,
+            previous_gone: false,
+        };
+        let since = after.map_or(self.floor, |a| a.stamp.secs);
+        'containers: for &container in self.containers(since) {
+            let Some(mut scan) = self.open(container, since, None).await? else {
+                out.previous_gone = true;
                 continue;
-            }
-            if records.len() == max_records {
-                cut = Some(Cut::TailLines);
-                break;
-            }
-            if bytes + rec.weight() > max_bytes {
-                if records.is_empty() {
-                    // A single record larger than the budget keeps its head.
-                    let mut end = max_bytes;
-                    while !rec.message.is_char_boundary(end) {
-                        end -= 1;
-                    }
-                    rec.message.truncate(end);
-                    rec.truncated = true;
-                    records.push(rec);
+            };
+            while let Some((cursor, rec)) = scan.next(&self.filter).await? {
+                let Some(mut rec) = rec else { continue };
+                if after.is_some_and(|a| cursor <= a) {
+                    continue;
                 }
-                cut = Some(Cut::LimitBytes);
-                break;
+                out.seen += 1;
+                if skip.as_deref_mut().is_some_and(|h| h.delivered(&rec.stream)) {
+                    continue;
+                }
+                self.mark(&mut rec, cursor);
+                if container == Container::Previous {
+                    out.from_previous = true;
+                }
+                if records.len() == max_records {
+                    cut = Some(Cut::TailLines);
+                    out.bytes_read += scan.bytes_read();
+                    break 'containers;
+                }
+                if bytes + rec.weight() > max_bytes {
+                    if records.is_empty() {
+                        // A single record larger than the budget keeps its head.
+                        let mut end = max_bytes;
+                        while !rec.message.is_char_boundary(end) {
+                            end -= 1;
+                        }
+                        rec.message.truncate(end);
+                        rec.truncated = true;
+                        records.push(rec);
+                    }
+                    cut = Some(Cut::LimitBytes);
+                    out.bytes_read += scan.bytes_read();
+                    break 'containers;
+                }
+                bytes += rec.weight();
+                records.push(rec);
             }
-            bytes += rec.weight();
-            records.push(rec);
+            out.bytes_read += scan.bytes_read();
+            if container == Container::Current {
+                out.last = scan.last();
+            }
         }
-        Ok(Tail {
-            records,
-            cut,
-            last: scan.last(),
-            bytes_read: scan.bytes_read(),
-        })
+        out.records = records;
+        out.cut = cut;
+        Ok(out)
     }
 
-    /// Sends every record after `after` as NDJSON lines, reading the log up
-    /// to its end once; returns the newest line read.
+    /// Sends every record after `after` (from the Run's floor when `None`)
+    /// as NDJSON lines, reading the log up to its end once, leaving out
+    /// what `skip` says was delivered; returns the newest line read and
+    /// the Run's records met.
     pub async fn send_after(
         &self,
-        after: Cursor,
+        after: Option<Cursor>,
+        mut skip: Option<&mut Handover>,
         tx: &outbox::Sender,
-    ) -> Result<Option<Cursor>, ApiError> {
-        let mut scan = self.scan(after.stamp.secs, None, false).await?;
-        while let Some((cursor, rec)) = scan.next(&self.filter).await? {
-            let Some(rec) = rec else { continue };
-            if cursor <= after {
+    ) -> Result<(Option<Cursor>, u64), ApiError> {
+        let since = after.map_or(self.floor, |a| a.stamp.secs);
+        let mut last = None;
+        let mut seen = 0;
+        for &container in self.containers(since) {
+            let Some(mut scan) = self.open(container, since, None).await? else {
                 continue;
-            }
-            // The read holds one of few places: a client that stops reading
-            // gives it up after `send_timeout` (timed only when it must wait).
-            let line = match tx.try_send(record_line(&rec)) {
-                Ok(()) => continue,
-                Err(outbox::TrySendError::Closed) => break,
-                Err(outbox::TrySendError::Full(line)) => line,
             };
-            match tokio::time::timeout(self.send_timeout, tx.send(line)).await {
-                Ok(Ok(())) => {}
-                Ok(Err(_)) => break,
-                Err(_) => {
-                    return Err(ApiError::fell_behind(format!(
-                        "the client read nothing for {:?} while the history was sent; reconnect with sinceCursor to continue after the last record",
-                        self.send_timeout
-                    )));
+            while let Some((cursor, rec)) = scan.next(&self.filter).await? {
+                let Some(mut rec) = rec else { continue };
+                if after.is_some_and(|a| cursor <= a) {
+                    continue;
+                }
+                seen += 1;
+                if skip.as_deref_mut().is_some_and(|h| h.delivered(&rec.stream)) {
+                    continue;
+                }
+                self.mark(&mut rec, cursor);
+                // The read holds one of few places: a client that stops reading
+                // gives it up after `send_timeout` (timed only when it must wait).
+                let line = match tx.try_send(record_line(&rec)) {
+                    Ok(()) => continue,
+                    Err(outbox::TrySendError::Closed) => return Ok((last, seen)),
+                    Err(outbox::TrySendError::Full(line)) => line,
+                };
+                match tokio::time::timeout(self.send_timeout, tx.send(line)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(_)) => return Ok((last, seen)),
+                    Err(_) => {
+                        return Err(ApiError::fell_behind(format!(
+                            "the client read nothing for {:?} while the history was sent; reconnect with sinceCursor to continue after the last record",
+                            self.send_timeout
+                        )));
+                    }
                 }
             }
+            if container == Container::Current {
+                last = scan.last();
+            }
         }
-        Ok(scan.last().max(Some(after)))
+        Ok((last.max(after), seen))
     }
 }
 

@@ -136,6 +136,8 @@ mod tests {
             time: None,
             cursor: String::new(),
             truncated: false,
+            source: None,
+            written_at_end: false,
         }
     }
 
