@@ -41,7 +41,8 @@ pub struct LogRecord {
     pub truncated: bool,
     /// Where the record was read: absent for runtimed's log, `status` for
     /// the live output of a Run whose records runtimed has not written yet
-    /// (its cursor is then a live cursor, `L<attempt>-<stdout>-<stderr>`).
+    /// (its cursor is then a live cursor,
+    /// `L<attempt>-<stdout lines>-<stderr lines>-<o|e>`).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     #[ts(type = "'status'")]
     pub source: Option<String>,

@@ -139,7 +139,6 @@ pub struct RunLog {
     pub truncated_by: Option<Cut>,
     /// Why the answer holds no or only some of the Run's records, and what
     /// its records' times mean.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<LogNote>,
 }
 

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use kruntimes_apiserver::logs::filter::LogRecord;
 use kruntimes_apiserver::logs::handler::{RunLog, RunLogMeta};
+use kruntimes_apiserver::logs::notes::{LogNote, NoteReason};
 use kruntimes_apiserver::logs::tail::Cut;
 use kruntimes_core::run::{ModeName, Phase, RunMode, SessionMode};
 use serde::{Deserialize, Serialize};
@@ -1113,6 +1114,8 @@ pub fn typescript() -> String {
     decl::<RunDetail>(&mut out);
     decl::<Cut>(&mut out);
     decl::<LogRecord>(&mut out);
+    decl::<NoteReason>(&mut out);
+    decl::<LogNote>(&mut out);
     decl::<RunLogMeta>(&mut out);
     decl::<RunLog>(&mut out);
     decl::<LogStreamStatus>(&mut out);

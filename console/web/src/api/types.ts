@@ -546,6 +546,34 @@ export type LogRecord = {
    * Set when the line was longer than the server keeps and its message was dropped.
    */
   truncated?: boolean;
+  /**
+   * Where the record was read: absent for runtimed's log, `status` for
+   * the live output of a Run whose records runtimed has not written yet
+   * (its cursor is then a live cursor,
+   * `L<attempt>-<stdout lines>-<stderr lines>-<o|e>`).
+   */
+  source?: 'status';
+  /**
+   * Set when runtimed wrote the record only when the Run ended: its
+   * `time` is when it was written, not when the line was printed.
+   */
+  writtenAtEnd?: boolean;
+};
+
+/**
+ * What a note is about.
+ */
+export type NoteReason = "LiveOutput" | "LiveOutputUnavailable" | "NotYetWritten" | "NoneWrittenForPhase" | "EarlierAttemptsNotKept" | "OutputTruncated" | "PreviousContainer" | "PreviousLogGone" | "WrittenAtEnd";
+
+/**
+ * One note of a `RunLog` answer.
+ */
+export type LogNote = {
+  reason: NoteReason;
+  /**
+   * A sentence for people.
+   */
+  message: string;
 };
 
 export type RunLogMeta = {
@@ -574,6 +602,11 @@ export type RunLog = {
    * Which bound, when `truncated`.
    */
   truncatedBy?: Cut;
+  /**
+   * Why the answer holds no or only some of the Run's records, and what
+   * its records' times mean.
+   */
+  notes: Array<LogNote>;
 };
 
 /**
