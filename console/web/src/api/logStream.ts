@@ -13,6 +13,7 @@ import { ResumeMatcher, indexOfCursor } from '../lib/logs';
 import { followRunLog, getRunLogTail, logAccess } from './client';
 import { ApiError } from './errors';
 import type { CursorRecord, CursorRunLog, LogEndStatus } from './logTypes';
+import type { LogNote } from './types';
 
 type LogRecord = CursorRecord;
 
@@ -81,6 +82,8 @@ export interface RunLogStream {
   error: unknown;
   /** The last tail read was cut, and why (`RunLog.truncatedBy`). */
   truncated: { cut: boolean; by?: string };
+  /** Why the last tail read held no or only some records (`RunLog.notes`); empty while following. */
+  notes: readonly LogNote[];
   /** Seconds until the next reconnect while `reconnecting`; 0 while connecting. */
   retryIn: number;
   /** Reads the tail again with the same options. */
@@ -278,6 +281,7 @@ export function useRunLogStream(ns: string, run: string, { tail, follow, active,
   const loadedRef = useRef<string | null>(null);
   const [progress, setProgress] = useState<Progress>({ key: '', status: 'loading', error: null, retryIn: 0 });
   const [truncated, setTruncated] = useState<{ cut: boolean; by?: string }>({ cut: false });
+  const [notes, setNotes] = useState<readonly LogNote[]>([]);
   const [end, setEnd] = useState<{ key: string; status: LogEndStatus } | null>(null);
   const [older, setOlder] = useState<OlderState>({ available: false, loading: false, error: null });
   const [found, setFound] = useState<{ base: string; found: boolean } | null>(null);
@@ -312,6 +316,7 @@ export function useRunLogStream(ns: string, run: string, { tail, follow, active,
         // A follow without an anchor starts with the tail itself.
         buffer.replace([]);
         setOlder({ available: false, loading: false, error: null });
+        setNotes([]);
         loadedRef.current = base;
         return true;
       }
@@ -323,12 +328,14 @@ export function useRunLogStream(ns: string, run: string, { tail, follow, active,
           setFound({ base, found: indexOfCursor(got.records, anchor) >= 0 });
           setOlder({ available: got.older, loading: false, error: null });
           setTruncated({ cut: got.truncated.truncated, ...(got.truncated.truncatedBy ? { by: got.truncated.truncatedBy } : {}) });
+          setNotes(got.truncated.notes ?? []);
         } else {
           const log = await getRunLogTail(ns, run, tail);
           if (ctrl.signal.aborted) return false;
           buffer.replace(log.records);
           setOlder({ available: olderAfter(log), loading: false, error: null });
           setTruncated({ cut: log.truncated, ...(log.truncatedBy ? { by: log.truncatedBy } : {}) });
+          setNotes(log.notes ?? []);
         }
         loadedRef.current = base;
         return true;
@@ -453,6 +460,7 @@ export function useRunLogStream(ns: string, run: string, { tail, follow, active,
     status: current ? progress.status : follow ? 'connecting' : 'loading',
     error: current || follow ? progress.error : null,
     truncated,
+    notes,
     retryIn: current ? progress.retryIn : 0,
     reload: () => setReloads((n) => n + 1),
     end: end?.key === key ? end.status : null,

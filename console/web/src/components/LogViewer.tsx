@@ -12,6 +12,8 @@ import { useLayoutEffect, useMemo, useRef, type ReactNode } from 'react';
 import { useLocation, useNavigate } from 'react-router';
 import { ApiError } from '../api/errors';
 import type { RunLogStream } from '../api/logStream';
+import type { CursorRecord } from '../api/logTypes';
+import type { NoteReason } from '../api/types';
 import { logTime } from '../lib/format';
 import {
   atBottom,
@@ -60,10 +62,38 @@ export interface LogViewerProps {
   height: number;
 }
 
+/** Notes about records that are missing (not only about what records mean). */
+const NOTE_WARNS: ReadonlySet<NoteReason> = new Set<NoteReason>([
+  'LiveOutputUnavailable',
+  'NoneWrittenForPhase',
+  'EarlierAttemptsNotKept',
+  'OutputTruncated',
+  'PreviousLogGone',
+]);
+
+/** A record's time, never a dump time presented as when the line was printed. */
+function RecordTime({ record }: { record: CursorRecord }) {
+  if (record.writtenAtEnd) {
+    return (
+      <span className="ts muted" title={`Written by runtimed when the Run ended${record.time ? ` (${record.time})` : ''}; when the line was printed is not known`}>
+        at end
+      </span>
+    );
+  }
+  if (record.source === 'status' && !record.time) {
+    return (
+      <span className="ts muted" title="Live output read from runtimed; when the line was printed is not known">
+        live
+      </span>
+    );
+  }
+  return <span className="ts">{logTime(record.time)}</span>;
+}
+
 export function LogViewer({ run, log, assignedPod, onlyMatching = false, toolbar, follow, onFollowEvent, wrap, timestamps, search, jump, anchorPrefix, height }: LogViewerProps) {
   const navigate = useNavigate();
   const location = useLocation();
-  const { status, error, retryIn, truncated, end, older } = log;
+  const { status, error, retryIn, truncated, end, older, notes } = log;
   const { lines, version, dropped, gaps, prepended } = log.records;
   const total = lines.length;
   // The rows shown: every line, or only the matching ones (indexes into `lines`).
@@ -148,6 +178,10 @@ export function LogViewer({ run, log, assignedPod, onlyMatching = false, toolbar
   const awaitingPod = assignedPod === null && total === 0 && (status === 'connecting' || status === 'following');
   const waiting = awaitingPod || (conflict && (status === 'error' || status === 'reconnecting'));
   const paused = isPaused(follow);
+  // Live output (runtimed has not written the Run's records yet) is one
+  // stretch at the start or the end of what is loaded.
+  const liveShown = total > 0 && (lines[0]!.source === 'status' || lines[total - 1]!.source === 'status');
+  const liveNoted = notes.some((n) => n.reason === 'LiveOutput');
   const statusText = (() => {
     switch (status) {
       case 'loading':
@@ -231,6 +265,20 @@ export function LogViewer({ run, log, assignedPod, onlyMatching = false, toolbar
           <p className="state-body prose">{error instanceof Error ? error.message : String(error)}</p>
         </div>
       ) : null}
+      {(notes.length > 0 || (liveShown && !liveNoted)) && (
+        <ul className="log-notes" aria-label="About this log">
+          {liveShown && !liveNoted && (
+            <li className="notice small">
+              Live output: runtimed writes this Run&apos;s records to its log only when the Run ends, so these lines are read from runtimed while it runs.
+            </li>
+          )}
+          {notes.map((n) => (
+            <li key={n.reason} className={`notice small ${NOTE_WARNS.has(n.reason) ? 'warning' : ''}`} data-reason={n.reason}>
+              {n.message}
+            </li>
+          ))}
+        </ul>
+      )}
       {status === 'reconnecting' && !conflict && error instanceof Error && (
         <p className="notice warning small" role="status">
           {error.message}
@@ -304,7 +352,7 @@ export function LogViewer({ run, log, assignedPod, onlyMatching = false, toolbar
                 >
                   {n}
                 </a>
-                {timestamps && <span className="ts">{logTime(r.time)}</span>}
+                {timestamps && <RecordTime record={r} />}
                 <span className="stream" title={r.stream}>
                   {r.stream === 'stderr' ? 'err' : ''}
                 </span>
