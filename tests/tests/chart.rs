@@ -419,6 +419,11 @@ fn deployment_runs_the_binary_with_its_flags_restricted_and_probed() {
         "--max-follows-per-caller=32".to_owned(),
         "--max-watches=512".to_owned(),
         "--max-watches-per-caller=8".to_owned(),
+        "--live-output=true".to_owned(),
+        "--live-output-port=9093".to_owned(),
+        "--live-output-poll-interval=500ms".to_owned(),
+        "--live-output-timeout=3s".to_owned(),
+        "--live-output-max-bytes=4194304".to_owned(),
         format!("--gateway-client-cert={tls}/tls.crt"),
         format!("--gateway-client-key={tls}/tls.key"),
         "--shutdown-delay=5s".to_owned(),
@@ -826,6 +831,64 @@ fn lookup_keeps_generated_secrets_and_checks_an_existing_secret() {
             .any(|o| o["kind"] == "Secret" && o["metadata"]["name"] == "kruntimes-console-tls"),
         "no generated TLS Secret with an existing one"
     );
+}
+
+#[test]
+fn live_output_network_policies_admit_only_the_console_to_the_status_port() {
+    // None by default.
+    let default = render(&[]);
+    assert!(
+        !documents(&default)
+            .iter()
+            .any(|d| kind_of(d) == "NetworkPolicy"),
+        "a NetworkPolicy rendered without being asked for"
+    );
+    let objs = dry_run_chart(&render(&[
+        "console.liveOutput.networkPolicy.namespaces={team-a,team-b}",
+        "console.liveOutput.port=9193",
+    ]));
+    for ns in ["team-a", "team-b"] {
+        let np = objs
+            .iter()
+            .find(|o| o["kind"] == "NetworkPolicy" && o["metadata"]["namespace"] == ns)
+            .unwrap_or_else(|| panic!("no NetworkPolicy in {ns}"));
+        assert_eq!(np["metadata"]["name"], "kruntimes-console-live-output");
+        let spec = &np["spec"];
+        assert_eq!(spec["policyTypes"], serde_json::json!(["Ingress"]));
+        assert_eq!(
+            spec["podSelector"]["matchExpressions"],
+            serde_json::json!([{"key": "runtime", "operator": "Exists"}])
+        );
+        let rule = &spec["ingress"][0];
+        assert_eq!(spec["ingress"].as_array().map(Vec::len), Some(1));
+        assert_eq!(rule["ports"], serde_json::json!([{"protocol": "TCP", "port": 9193}]));
+        let from = &rule["from"][0];
+        assert_eq!(rule["from"].as_array().map(Vec::len), Some(1));
+        assert_eq!(
+            from["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],
+            NS
+        );
+        assert_eq!(
+            from["podSelector"]["matchLabels"]["app.kubernetes.io/component"],
+            "console"
+        );
+    }
+    assert!(args(&objs).contains(&"--live-output-port=9193".to_owned()));
+    // Off: no flag reads it and no policy opens a port for it.
+    let off = dry_run_chart(&render(&[
+        "console.liveOutput.enabled=false",
+        "console.liveOutput.networkPolicy.namespaces={team-a}",
+    ]));
+    assert!(args(&off).contains(&"--live-output=false".to_owned()));
+    assert!(!off.iter().any(|o| o["kind"] == "NetworkPolicy"));
+    // A namespace that is not a name is refused by the schema.
+    let bad = helm(
+        &["template", "kruntimes-console", "chart", "--namespace", NS],
+        &["console.liveOutput.networkPolicy.namespaces={Team_A}"],
+        None,
+    );
+    assert!(!bad.status.success());
+    assert!(text(&bad.stderr).contains("namespaces"), "{}", text(&bad.stderr));
 }
 
 #[test]
