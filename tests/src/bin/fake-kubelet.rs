@@ -17,7 +17,8 @@ use kruntimes_tests::sim::tls::{self, TlsError};
 use tokio_util::sync::CancellationToken;
 
 /// A stand-in for the kubelet's container log endpoint, serving
-/// `<logs-dir>/<namespace>_<pod>/<container>.log` (CRI log format or plain lines).
+/// `<logs-dir>/<namespace>_<pod>/<container>.log` (CRI log format; other lines are skipped, as
+/// the kubelet skips them), and `<container>.previous.log` for `previous=true`.
 #[derive(Debug, Parser)]
 #[command(name = "fake-kubelet", version)]
 struct Args {

@@ -1,11 +1,23 @@
-//! runtimed-standin: the `runtimed` container of a Runtime Pod for the real-node suites. It
-//! writes runtimed's JSON log lines (SPEC §2) for several Runs, interleaved, plus non-JSON noise,
-//! to stdout, so the container runtime writes the CRI log and the real kubelet serves it.
+//! runtimed-standin: the `runtimed` container of a Runtime Pod for the real-node suites and the
+//! cluster demo. Records go to stdout and runtimed's own text to stderr, so the container
+//! runtime writes the CRI log and the real kubelet serves it.
 //!
-//! A plain-HTTP control port lets a test add a line on demand (from the host, through the Pod
-//! IP): `POST /lines` with `{"run_uid", "run_name"?, "stream"?, "message", "invocation_id"?}`
-//! writes that line and answers it; `POST /noise` writes its body as one raw line;
-//! `GET /stats` counts what was written; `GET /healthz`.
+//! Executions, as the engine's runtimed has them (`kruntimes_tests::sim::runtimed`): with
+//! `--mode engine` (the default, the real engine) a Run's output is written as records only
+//! when it ends (Succeeded or Failed; nothing for Timeout and Cancelled, nothing of a retried
+//! attempt); with `--mode live` (the seeds' design) each line is written as it is printed.
+//! Either way the output so far is served by the gRPC status endpoint on `--status-listen`
+//! (`POST /executor.v1.Runtime/Status`, h2c, port 9093 as runtimed's). `--executions` starts
+//! executions that print generated lines at `--rate` and end in the phase given.
+//!
+//! A plain-HTTP control port drives it from the host, through the Pod IP:
+//! - `POST /runs/{uid}/start` `{"name"}`, `POST /runs/{uid}/print` `{"stream","data"}`,
+//!   `POST /runs/{uid}/retry`, `POST /runs/{uid}/finish` `{"phase"}` (Succeeded, Failed,
+//!   Timeout, Cancelled);
+//! - `POST /lines` `{"run_uid", "run_name"?, "stream"?, "message", "invocation_id"?}` writes one
+//!   record at once, whatever the mode, and answers it; `POST /noise` writes its body as one
+//!   raw line; `--runs` generates such records directly (interleaved with noise);
+//! - `GET /stats` counts what was written and the status requests served; `GET /healthz`.
 #![forbid(unsafe_code)]
 
 use std::io::Write;
@@ -14,16 +26,22 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use clap::Parser;
 use kruntimes_tests::sim::cli::{self, ListenError};
+use kruntimes_tests::sim::cri::Stream;
+use kruntimes_tests::sim::runtimed::{
+    DEFAULT_OUTPUT_LIMIT, Mode, Phase, PodIdentity, Runtimed, RuntimedConfig, RuntimedError, Sink,
+    StatusCounters,
+};
 use serde::{Deserialize, Serialize};
 
-/// Writes runtimed log lines for several Runs to stdout; a control port adds lines on demand.
+/// Stands in for runtimed: Run records on stdout (at a Run's end in engine mode), its own text
+/// on stderr, the gRPC status endpoint, and a control port that drives executions.
 #[derive(Debug, Parser)]
 #[command(name = "runtimed-standin", version)]
 struct Args {
@@ -52,6 +70,45 @@ struct Args {
     /// Plain-HTTP control address.
     #[arg(long, env = "RUNTIMED_CONTROL_LISTEN", default_value = "0.0.0.0:8080")]
     control_listen: SocketAddr,
+    /// When executions write their records: `engine` (at the Run's end, as the real
+    /// runtimed) or `live` (each line as it is printed).
+    #[arg(long, env = "RUNTIMED_MODE", default_value = "engine")]
+    mode: Mode,
+    /// Address of runtimed's gRPC status endpoint (h2c).
+    #[arg(long, env = "RUNTIMED_STATUS_LISTEN", default_value = "0.0.0.0:9093")]
+    status_listen: SocketAddr,
+    /// Bytes of each stream an execution keeps (the runtime's limit); the rest is dropped and
+    /// the stream ends with "[output truncated]".
+    #[arg(long, env = "RUNTIMED_OUTPUT_LIMIT_BYTES", default_value_t = DEFAULT_OUTPUT_LIMIT)]
+    output_limit_bytes: usize,
+    /// Executions started at once, as NAME=UID or NAME=UID:PHASE separated by commas; each
+    /// prints `--execution-lines` generated lines (round-robin at `--rate`, every third on
+    /// stderr), then ends in PHASE if one is given, else keeps running.
+    #[arg(long, env = "RUNTIMED_EXECUTIONS", value_delimiter = ',', value_parser = parse_execution)]
+    executions: Vec<ExecutionRef>,
+    /// Lines each of `--executions` prints.
+    #[arg(long, env = "RUNTIMED_EXECUTION_LINES", default_value_t = 20)]
+    execution_lines: u64,
+}
+
+#[derive(Debug, Clone)]
+struct ExecutionRef {
+    name: String,
+    uid: String,
+    phase: Option<Phase>,
+}
+
+fn parse_execution(s: &str) -> Result<ExecutionRef, String> {
+    let (run, phase) = match s.split_once(':') {
+        Some((run, phase)) => (run, Some(phase.parse::<Phase>()?)),
+        None => (s, None),
+    };
+    let run = parse_run(run)?;
+    Ok(ExecutionRef {
+        name: run.name,
+        uid: run.uid,
+        phase,
+    })
 }
 
 #[derive(Debug, Clone)]
@@ -105,10 +162,21 @@ struct Stats {
     requested: u64,
 }
 
+/// `GET /stats`: the lines written directly, and the executions and status requests.
+#[derive(Debug, Serialize)]
+struct StatsAnswer {
+    #[serde(flatten)]
+    lines: Stats,
+    mode: &'static str,
+    executions: Vec<String>,
+    status: StatusCounters,
+}
+
 /// Stdout, one writer at a time so lines never interleave mid-line.
 struct Output {
     args: Args,
     stats: Mutex<Stats>,
+    runtimed: Runtimed,
 }
 
 impl Output {
@@ -189,6 +257,13 @@ enum Error {
     Listen(#[from] ListenError),
     #[error("control API failed: {0}")]
     Control(std::io::Error),
+    #[error("cannot serve the status endpoint on {addr}: {source}")]
+    Status {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot start execution {name}: {source}")]
+    Execution { name: String, source: RuntimedError },
 }
 
 #[tokio::main]
@@ -206,13 +281,43 @@ async fn main() -> ExitCode {
 
 async fn run(args: Args) -> Result<(), Error> {
     let (listener, bound) = cli::bind(args.control_listen).await?;
-    tracing::info!(control = %bound, runs = args.runs.len(), "runtimed stand-in writing lines");
+    let identity = PodIdentity {
+        namespace: args.namespace.clone(),
+        runtime: args.runtime.clone(),
+        pod: args.pod.clone(),
+    };
+    let runtimed = Runtimed::new(
+        RuntimedConfig::new(identity, Sink::Stdio)
+            .mode(args.mode)
+            .output_limit(args.output_limit_bytes),
+    );
+    let status = runtimed
+        .serve_status(args.status_listen)
+        .await
+        .map_err(|source| Error::Status {
+            addr: args.status_listen,
+            source,
+        })?;
+    tracing::info!(control = %bound, %status, mode = ?args.mode, runs = args.runs.len(),
+        executions = args.executions.len(), "runtimed stand-in started");
+    for exec in &args.executions {
+        runtimed
+            .start(&exec.uid, &exec.name)
+            .map_err(|source| Error::Execution {
+                name: exec.name.clone(),
+                source,
+            })?;
+    }
     let interval = Duration::from_secs_f64(1.0 / f64::from(args.rate));
     let count = args.count;
     let output = Arc::new(Output {
         args,
         stats: Mutex::new(Stats::default()),
+        runtimed,
     });
+    if !output.args.executions.is_empty() {
+        tokio::spawn(print_executions(Arc::clone(&output), interval));
+    }
 
     let generator = Arc::clone(&output);
     tokio::spawn(async move {
@@ -230,6 +335,10 @@ async fn run(args: Args) -> Result<(), Error> {
     });
 
     let app = Router::new()
+        .route("/runs/{uid}/start", post(start_run))
+        .route("/runs/{uid}/print", post(print_run))
+        .route("/runs/{uid}/retry", post(retry_run))
+        .route("/runs/{uid}/finish", post(finish_run))
         .route("/lines", post(add_line))
         .route("/noise", post(add_noise))
         .route("/stats", get(stats))
@@ -267,6 +376,119 @@ fn write_answer(output: &Output, line: String, json: bool) -> Response {
     }
 }
 
-async fn stats(State(output): State<Arc<Output>>) -> Json<Stats> {
-    Json(*output.stats.lock().unwrap_or_else(|e| e.into_inner()))
+async fn stats(State(output): State<Arc<Output>>) -> Json<StatsAnswer> {
+    let lines = *output.stats.lock().unwrap_or_else(|e| e.into_inner());
+    Json(StatsAnswer {
+        lines,
+        mode: match output.runtimed.mode() {
+            Mode::Engine => "engine",
+            Mode::Live => "live",
+        },
+        executions: output.runtimed.executions(),
+        status: output.runtimed.counters(),
+    })
+}
+
+/// `--executions`: each prints its lines in turn, at the generator's rate, then ends.
+async fn print_executions(output: Arc<Output>, interval: Duration) {
+    let execs = output.args.executions.clone();
+    let lines = output.args.execution_lines;
+    let mut tick = tokio::time::interval(interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    for n in 1..=lines {
+        for exec in &execs {
+            tick.tick().await;
+            let stream = if n.is_multiple_of(3) {
+                Stream::Stderr
+            } else {
+                Stream::Stdout
+            };
+            let text = format!("step {n} of {}\n", exec.name);
+            if let Err(err) = output.runtimed.print(&exec.uid, stream, &text) {
+                tracing::warn!(run = %exec.name, "cannot print: {err}");
+            }
+        }
+    }
+    for exec in &execs {
+        if let Some(phase) = exec.phase
+            && let Err(err) = output.runtimed.finish(&exec.uid, phase)
+        {
+            tracing::warn!(run = %exec.name, "cannot finish: {err}");
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct StartRequest {
+    name: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct PrintRequest {
+    stream: String,
+    data: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct FinishRequest {
+    phase: String,
+}
+
+fn refused(err: RuntimedError) -> Response {
+    let status = match err {
+        RuntimedError::UnknownExecution(_) => StatusCode::NOT_FOUND,
+        RuntimedError::AlreadyStarted(_) => StatusCode::CONFLICT,
+        RuntimedError::EmptyUid | RuntimedError::NotAFile => StatusCode::BAD_REQUEST,
+        RuntimedError::Write(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    (status, format!("{err}\n")).into_response()
+}
+
+fn done(result: Result<(), RuntimedError>) -> Response {
+    match result {
+        Ok(()) => (StatusCode::OK, "ok\n").into_response(),
+        Err(err) => refused(err),
+    }
+}
+
+async fn start_run(
+    State(output): State<Arc<Output>>,
+    Path(uid): Path<String>,
+    Json(req): Json<StartRequest>,
+) -> Response {
+    if req.name.is_empty() {
+        return (StatusCode::BAD_REQUEST, "name must not be empty\n").into_response();
+    }
+    done(output.runtimed.start(&uid, &req.name))
+}
+
+async fn print_run(
+    State(output): State<Arc<Output>>,
+    Path(uid): Path<String>,
+    Json(req): Json<PrintRequest>,
+) -> Response {
+    let Some(stream) = Stream::parse(&req.stream).filter(|_| req.stream.starts_with('s')) else {
+        return (
+            StatusCode::BAD_REQUEST,
+            format!("a stream is stdout or stderr, not {:?}\n", req.stream),
+        )
+            .into_response();
+    };
+    done(output.runtimed.print(&uid, stream, &req.data))
+}
+
+async fn retry_run(State(output): State<Arc<Output>>, Path(uid): Path<String>) -> Response {
+    done(output.runtimed.retry(&uid))
+}
+
+async fn finish_run(
+    State(output): State<Arc<Output>>,
+    Path(uid): Path<String>,
+    Json(req): Json<FinishRequest>,
+) -> Response {
+    let phase = match req.phase.parse::<Phase>() {
+        Ok(phase) => phase,
+        Err(err) => return (StatusCode::BAD_REQUEST, format!("{err}\n")).into_response(),
+    };
+    done(output.runtimed.finish(&uid, phase))
 }

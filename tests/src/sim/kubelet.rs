@@ -1,5 +1,7 @@
 //! The fake kubelet's HTTP side: `GET /containerLogs/{namespace}/{pod}/{container}` served from
-//! `<logs-dir>/<namespace>_<pod>/<container>.log`, as kube-apiserver calls it for `pods/log`.
+//! `<logs-dir>/<namespace>_<pod>/<container>.log`, as kube-apiserver calls it for `pods/log`;
+//! with `previous=true`, from `<container>.previous.log` (the previous container's log, which
+//! a follow reads to its end and no further, as that container no longer runs).
 
 use std::convert::Infallible;
 use std::path::PathBuf;
@@ -83,13 +85,17 @@ async fn container_logs(
     let pairs: Vec<(String, String)> = url::form_urlencoded::parse(query.as_bytes())
         .into_owned()
         .collect();
-    let opts = match LogOptions::from_query(
+    let mut opts = match LogOptions::from_query(
         pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())),
         jiff::Timestamp::now(),
     ) {
         Ok(opts) => opts,
         Err(err) => return plain(StatusCode::BAD_REQUEST, format!("{err}\n")),
     };
+    if opts.previous {
+        // The previous container has ended: its log does not grow.
+        opts.follow = false;
+    }
     let file_name = if opts.previous {
         format!("{container}.previous.log")
     } else {
@@ -110,13 +116,20 @@ async fn container_logs(
     let path = pod_dir.join(file_name);
     let log = match logstream::open(&path).await {
         Ok(log) => log,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound && opts.previous => {
+            // The kubelet answers 400 with the error's text and nothing else (go-restful's
+            // WriteError); kube-apiserver turns a 400 into a BadRequest Status with that text
+            // as its message, which kubectl prints.
+            return plain(
+                StatusCode::BAD_REQUEST,
+                format!("previous terminated container {container:?} in pod {pod:?} not found"),
+            );
+        }
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            let message = if opts.previous {
-                format!("previous terminated container {container:?} in pod {pod:?} not found\n")
-            } else {
-                format!("container {container:?} in pod {namespace}/{pod} not found\n")
-            };
-            return plain(StatusCode::NOT_FOUND, message);
+            return plain(
+                StatusCode::NOT_FOUND,
+                format!("container {container:?} in pod {namespace}/{pod} not found\n"),
+            );
         }
         Err(err) => {
             tracing::warn!(path = %path.display(), error = %err, "cannot open log file");
@@ -257,18 +270,99 @@ mod tests {
         let (status, body) = get(&router, "/containerLogs/team-a/pod-2/runtimed").await;
         assert_eq!(status, StatusCode::NOT_FOUND);
         assert!(body.contains("not found"), "{body}");
-        let (status, _) = get(
-            &router,
-            "/containerLogs/team-a/pod-1/runtimed?previous=true",
-        )
-        .await;
-        assert_eq!(status, StatusCode::NOT_FOUND);
+        assert_eq!(
+            get(
+                &router,
+                "/containerLogs/team-a/pod-1/runtimed?previous=true",
+            )
+            .await,
+            (
+                StatusCode::BAD_REQUEST,
+                r#"previous terminated container "runtimed" in pod "pod-1" not found"#.into()
+            )
+        );
         let (status, body) = get(&router, "/containerLogs/team-a/..%2F..%2Fetc/passwd").await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
         let (status, body) =
             get(&router, "/containerLogs/team-a/pod-1/runtimed?limitBytes=0").await;
         assert_eq!(status, StatusCode::BAD_REQUEST);
         assert!(body.contains("limitBytes"), "{body}");
+    }
+
+    #[tokio::test]
+    async fn previous_serves_the_previous_containers_log_with_the_same_options() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pod_dir = dir.path().join("team-a_pod-1");
+        std::fs::create_dir(&pod_dir).expect("mkdir");
+        std::fs::write(
+            pod_dir.join("runtimed.log"),
+            "2024-05-01T11:00:00Z stdout F now\n",
+        )
+        .expect("write");
+        std::fs::write(
+            pod_dir.join("runtimed.previous.log"),
+            "2024-05-01T10:00:00Z stdout F a\nnot a record\n2024-05-01T10:00:01Z stderr F b\n2024-05-01T10:00:02Z stdout F c\n",
+        )
+        .expect("write");
+        let router = router(Kubelet {
+            logs_dir: dir.path().to_owned(),
+            pods: None,
+            wake: LogWake::none(),
+        });
+        let at = |q: &str| format!("/containerLogs/team-a/pod-1/runtimed?previous=true{q}");
+        assert_eq!(
+            get(&router, &at("")).await,
+            (StatusCode::OK, "a\nb\nc\n".into())
+        );
+        assert_eq!(
+            get(&router, &at("&tailLines=2&timestamps=true")).await,
+            (
+                StatusCode::OK,
+                "2024-05-01T10:00:01Z b\n2024-05-01T10:00:02Z c\n".into()
+            )
+        );
+        assert_eq!(
+            get(&router, &at("&sinceTime=2024-05-01T10:00:01Z")).await,
+            (StatusCode::OK, "b\nc\n".into())
+        );
+        assert_eq!(
+            get(&router, &at("&limitBytes=3")).await,
+            (StatusCode::OK, "a\nb".into())
+        );
+        // A follow of the previous log ends at its end (the test would hang otherwise).
+        let followed = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            get(&router, &at("&follow=true")),
+        )
+        .await
+        .expect("a follow of a previous log ends");
+        assert_eq!(followed, (StatusCode::OK, "a\nb\nc\n".into()));
+    }
+
+    #[tokio::test]
+    async fn a_lines_time_does_not_change_between_requests() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pod_dir = dir.path().join("team-a_pod-1");
+        std::fs::create_dir(&pod_dir).expect("mkdir");
+        let path = pod_dir.join("runtimed.log");
+        std::fs::write(&path, "plain\n2024-05-01T10:00:00Z stdout F a\n").expect("write");
+        let router = router(Kubelet {
+            logs_dir: dir.path().to_owned(),
+            pods: None,
+            wake: LogWake::none(),
+        });
+        let uri = "/containerLogs/team-a/pod-1/runtimed?timestamps=true";
+        let first = get(&router, uri).await;
+        assert_eq!(first, (StatusCode::OK, "2024-05-01T10:00:00Z a\n".into()));
+        // The file changes (its modification time moves on); what was served does not.
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .expect("open");
+        std::io::Write::write_all(&mut f, b"more plain\n").expect("append");
+        drop(f);
+        assert_eq!(get(&router, uri).await, first);
     }
 
     #[test]

@@ -1,6 +1,11 @@
 //! Turns the bytes of a container log file into what `kubectl logs` shows: the content of each
 //! logical line, optionally prefixed with its timestamp, filtered by time and stream.
 //!
+//! Only CRI records are served, each with its own time; a line that is not a CRI record is
+//! skipped, as the kubelet skips a line it cannot parse. So a line's time never changes
+//! between requests. A record whose time has the right shape but does not parse (a 13th
+//! month) carries the Unix epoch.
+//!
 //! The decoder is fed arbitrary chunks and writes output as it goes: only the first
 //! [`MAX_HEADER`] bytes of a record are ever held back, so lines of any length stream through.
 
@@ -13,8 +18,6 @@ use crate::sim::logfilter::LogOptions;
 #[derive(Debug)]
 pub struct Decoder {
     opts: LogOptions,
-    /// Time given to plain (non-CRI) lines: the file's modification time.
-    plain_time: Timestamp,
     /// The start of the current record while its header is not yet known.
     head: Vec<u8>,
     /// Set while inside a record whose header is known.
@@ -29,23 +32,22 @@ pub struct Decoder {
 struct Body {
     emit: bool,
     partial: bool,
+    /// Not a CRI record: neither written nor part of a logical line.
+    skip: bool,
 }
 
+/// The time of a CRI record whose timestamp does not parse.
+pub const UNPARSABLE_TIME: Timestamp = Timestamp::UNIX_EPOCH;
+
 impl Decoder {
-    pub fn new(opts: LogOptions, plain_time: Timestamp) -> Self {
+    pub fn new(opts: LogOptions) -> Self {
         Self {
             opts,
-            plain_time,
             head: Vec::with_capacity(MAX_HEADER),
             body: None,
             group_open: false,
             group_emit: false,
         }
-    }
-
-    /// Updates the time stamped on plain lines read from now on.
-    pub fn set_plain_time(&mut self, plain_time: Timestamp) {
-        self.plain_time = plain_time;
     }
 
     /// Forgets any record in progress (after the file was truncated or replaced).
@@ -107,19 +109,22 @@ impl Decoder {
     /// what content `head` already holds.
     fn start_record(&mut self, complete: bool, out: &mut Vec<u8>) {
         let header = parse_header(&self.head, complete);
-        let continues = self.group_open && matches!(header, Header::Cri { .. });
-        let emit = if continues {
+        if header == Header::Plain {
+            self.head.clear();
+            self.body = Some(Body {
+                emit: false,
+                partial: false,
+                skip: true,
+            });
+            return;
+        }
+        let emit = if self.group_open {
             self.group_emit
         } else {
-            if self.group_open && self.group_emit {
-                // A plain line interrupts an unfinished partial line: end that line first.
-                out.push(b'\n');
-            }
-            self.group_open = false;
             let timestamp = self
                 .opts
                 .needs_time()
-                .then(|| header.timestamp(&self.head).unwrap_or(self.plain_time));
+                .then(|| header.timestamp(&self.head).unwrap_or(UNPARSABLE_TIME));
             let emit = self.opts.wants_stream(header.stream())
                 && timestamp.is_none_or(|t| self.opts.wants_time(t));
             if let (true, true, Some(timestamp)) = (emit, self.opts.timestamps, timestamp) {
@@ -136,6 +141,7 @@ impl Decoder {
         self.body = Some(Body {
             emit,
             partial: header.is_partial(),
+            skip: false,
         });
     }
 
@@ -144,6 +150,9 @@ impl Decoder {
         let Some(body) = self.body.take() else {
             return;
         };
+        if body.skip {
+            return;
+        }
         if body.partial {
             self.group_open = true;
             self.group_emit = body.emit;
@@ -161,12 +170,8 @@ mod tests {
     use super::*;
     use crate::sim::cri::Stream;
 
-    fn mtime() -> Timestamp {
-        "2024-05-01T12:00:00Z".parse().expect("timestamp")
-    }
-
     fn decode(opts: LogOptions, input: &[u8]) -> String {
-        let mut decoder = Decoder::new(opts, mtime());
+        let mut decoder = Decoder::new(opts);
         let mut out = Vec::new();
         decoder.feed(input, &mut out);
         decoder.finish(&mut out);
@@ -184,10 +189,10 @@ plain line
 ";
 
     #[test]
-    fn joins_partial_records_and_passes_plain_lines() {
+    fn joins_partial_records_and_skips_plain_lines() {
         assert_eq!(
             decode(LogOptions::default(), SAMPLE.as_bytes()),
-            "first\nsecond\nplain line\n\nlast\n"
+            "first\nsecond\n\nlast\n"
         );
     }
 
@@ -201,7 +206,6 @@ plain line
             decode(opts, SAMPLE.as_bytes()),
             "2024-05-01T10:00:00.5Z first\n\
              2024-05-01T10:00:01Z second\n\
-             2024-05-01T12:00:00Z plain line\n\
              2024-05-01T10:00:03Z \n\
              2024-05-01T10:00:04Z last\n"
         );
@@ -213,32 +217,29 @@ plain line
             since: Some("2024-05-01T10:00:01Z".parse().expect("ts")),
             ..LogOptions::default()
         };
-        assert_eq!(
-            decode(opts.clone(), SAMPLE.as_bytes()),
-            "second\nplain line\n\nlast\n"
-        );
+        assert_eq!(decode(opts.clone(), SAMPLE.as_bytes()), "second\n\nlast\n");
         let opts = LogOptions {
             since: Some("2024-05-01T10:00:01.1Z".parse().expect("ts")),
             ..opts
         };
         // A logical line carries the time of its first record.
-        assert_eq!(decode(opts, SAMPLE.as_bytes()), "plain line\n\nlast\n");
+        assert_eq!(decode(opts, SAMPLE.as_bytes()), "\nlast\n");
     }
 
     #[test]
-    fn stream_filter_keeps_plain_lines() {
+    fn stream_filter() {
         let opts = LogOptions {
             stream: Some(Stream::Stderr),
             ..LogOptions::default()
         };
-        assert_eq!(decode(opts, SAMPLE.as_bytes()), "second\nplain line\n");
+        assert_eq!(decode(opts, SAMPLE.as_bytes()), "second\n");
     }
 
     #[test]
     fn any_chunking_gives_the_same_output() {
         let whole = decode(LogOptions::default(), SAMPLE.as_bytes());
         for size in [1, 2, 3, 7, 40, 127, 128, 129] {
-            let mut decoder = Decoder::new(LogOptions::default(), mtime());
+            let mut decoder = Decoder::new(LogOptions::default());
             let mut out = Vec::new();
             for chunk in SAMPLE.as_bytes().chunks(size) {
                 decoder.feed(chunk, &mut out);
@@ -254,7 +255,7 @@ plain line
 
     #[test]
     fn long_lines_stream_through_before_their_newline() {
-        let mut decoder = Decoder::new(LogOptions::default(), mtime());
+        let mut decoder = Decoder::new(LogOptions::default());
         let mut out = Vec::new();
         decoder.feed(b"2024-05-01T10:00:00Z stdout F ", &mut out);
         let chunk = vec![b'x'; 4096];
@@ -274,7 +275,14 @@ plain line
 
     #[test]
     fn last_record_without_newline_is_written_at_the_end() {
-        assert_eq!(decode(LogOptions::default(), b"a\nb"), "a\nb");
+        assert_eq!(
+            decode(
+                LogOptions::default(),
+                b"2024-05-01T10:00:00Z stdout F a\n2024-05-01T10:00:00Z stdout F b"
+            ),
+            "a\nb"
+        );
+        assert_eq!(decode(LogOptions::default(), b"a\nb"), "");
         assert_eq!(
             decode(LogOptions::default(), b"2024-05-01T10:00:00Z stdout P tail"),
             "tail"
@@ -282,23 +290,35 @@ plain line
     }
 
     #[test]
-    fn plain_line_ends_an_unfinished_partial_line() {
+    fn a_plain_line_inside_a_partial_line_is_skipped() {
         assert_eq!(
             decode(
                 LogOptions::default(),
-                b"2024-05-01T10:00:00Z stdout P half\nplain\n"
+                b"2024-05-01T10:00:00Z stdout P half\nplain\n2024-05-01T10:00:00Z stdout F rest\n"
             ),
-            "half\nplain\n"
+            "halfrest\n"
+        );
+    }
+
+    #[test]
+    fn a_record_with_an_impossible_time_carries_the_epoch() {
+        let opts = LogOptions {
+            timestamps: true,
+            ..LogOptions::default()
+        };
+        assert_eq!(
+            decode(opts, b"2024-13-45T10:00:00Z stdout F x\n"),
+            "1970-01-01T00:00:00Z x\n"
         );
     }
 
     #[test]
     fn reset_forgets_a_record_in_progress() {
-        let mut decoder = Decoder::new(LogOptions::default(), mtime());
+        let mut decoder = Decoder::new(LogOptions::default());
         let mut out = Vec::new();
         decoder.feed(b"2024-05-01T10:00:00Z stdout P abc", &mut out);
         decoder.reset();
-        decoder.feed(b"new\n", &mut out);
+        decoder.feed(b"2024-05-01T10:00:00Z stdout F new\n", &mut out);
         assert_eq!(out, b"new\n");
     }
 }

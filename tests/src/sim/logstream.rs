@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use jiff::Timestamp;
 use tokio::sync::mpsc;
 
 use crate::sim::logdecode::Decoder;
@@ -34,7 +33,6 @@ pub struct OpenLog {
     dev: u64,
     ino: u64,
     len: u64,
-    mtime: Timestamp,
 }
 
 /// Opens a log file (blocking work runs off the async threads).
@@ -54,18 +52,10 @@ pub async fn open(path: &Path) -> io::Result<OpenLog> {
             dev: meta.dev(),
             ino: meta.ino(),
             len: meta.len(),
-            mtime: modified(&meta),
             file: Arc::new(file),
         })
     })
     .await
-}
-
-fn modified(meta: &std::fs::Metadata) -> Timestamp {
-    meta.modified()
-        .ok()
-        .and_then(|t| Timestamp::try_from(t).ok())
-        .unwrap_or_else(Timestamp::now)
 }
 
 async fn blocking<T: Send + 'static>(
@@ -162,15 +152,15 @@ async fn stream_inner(
         (None, None) => 0,
         (lines, _) => {
             let file = Arc::clone(&log.file);
-            let (len, mtime, lines) = (log.len, log.mtime, lines.unwrap_or(u64::MAX));
+            let (len, lines) = (log.len, lines.unwrap_or(u64::MAX));
             let scan_opts = opts.clone();
-            blocking(move || tail_start(&*file, len, lines, &scan_opts, mtime)).await?
+            blocking(move || tail_start(&*file, len, lines, &scan_opts)).await?
         }
     };
     let follow = opts.follow;
     // Watched before the first read, so no write after it goes unnoticed.
     let mut watched = if follow { wake.watch(&log.path) } else { None };
-    let mut decoder = Decoder::new(opts, log.mtime);
+    let mut decoder = Decoder::new(opts);
     let Some(mut pos) = read_to_end(log, start, &mut decoder, &mut sink).await? else {
         return Ok(());
     };
@@ -228,7 +218,6 @@ async fn stream_inner(
             pos = 0;
             decoder.reset();
         }
-        decoder.set_plain_time(modified(&meta));
         if meta.len() > pos || pos == 0 {
             match read_to_end(log, pos, &mut decoder, &mut sink).await? {
                 Some(next) => pos = next,

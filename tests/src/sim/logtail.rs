@@ -3,7 +3,8 @@
 //!
 //! Records (newline-terminated) are visited from the end; a record's first bytes say whether it
 //! is a CRI record (and whether partial) or a plain line. Logical lines are counted with the same
-//! rules as [`crate::sim::logdecode::Decoder`]: a partial CRI record joins the next CRI record.
+//! rules as [`crate::sim::logdecode::Decoder`]: a partial CRI record joins the next CRI record,
+//! and a plain line is skipped (neither counted nor ending a partial line).
 //! Timestamps are taken as non-decreasing in file order (as the container runtime writes them):
 //! the scan stops at the first logical line older than `since`.
 
@@ -12,6 +13,7 @@ use std::io;
 use jiff::Timestamp;
 
 use crate::sim::cri::{Header, MAX_HEADER, Stream, parse_header};
+use crate::sim::logdecode::UNPARSABLE_TIME;
 use crate::sim::logfilter::LogOptions;
 
 /// Block size of the backward scan.
@@ -62,9 +64,8 @@ pub fn tail_start(
     len: u64,
     lines: u64,
     opts: &LogOptions,
-    plain_time: Timestamp,
 ) -> io::Result<u64> {
-    tail_start_with_block(src, len, lines, opts, plain_time, BLOCK_SIZE)
+    tail_start_with_block(src, len, lines, opts, BLOCK_SIZE)
 }
 
 /// One record seen by the backward scan.
@@ -74,7 +75,6 @@ struct Record {
     timestamp: Timestamp,
     stream: Option<Stream>,
     partial: bool,
-    plain: bool,
 }
 
 struct Scan<'a> {
@@ -108,7 +108,6 @@ pub fn tail_start_with_block(
     len: u64,
     lines: u64,
     opts: &LogOptions,
-    plain_time: Timestamp,
     block_size: usize,
 ) -> io::Result<u64> {
     if lines == 0 || len == 0 {
@@ -170,28 +169,31 @@ pub fn tail_start_with_block(
             }
             let complete = record_len <= MAX_HEADER as u64;
             let header = parse_header(head, complete);
+            later_start = start;
+            if header == Header::Plain {
+                // Skipped, as the decoder skips it.
+                continue;
+            }
             let record = Record {
                 start,
                 // Only `since` needs times; parsing them is skipped otherwise.
                 timestamp: match opts.since {
-                    Some(_) => header.timestamp(head).unwrap_or(plain_time),
-                    None => plain_time,
+                    Some(_) => header.timestamp(head).unwrap_or(UNPARSABLE_TIME),
+                    None => UNPARSABLE_TIME,
                 },
                 stream: header.stream(),
                 partial: header.is_partial(),
-                plain: header == Header::Plain,
             };
             if let Some(later) = &later {
                 // A logical line starts at `later` unless `record` is partial and `later`
                 // continues it.
-                if (!record.partial || later.plain)
+                if !record.partial
                     && let Some(answer) = scan.line(later)
                 {
                     return Ok(answer);
                 }
             }
             later = Some(record);
-            later_start = start;
         }
         if block_start == 0 {
             break;
@@ -214,10 +216,6 @@ mod tests {
     use super::*;
     use crate::sim::logdecode::Decoder;
 
-    fn mtime() -> Timestamp {
-        "2024-05-01T12:00:00Z".parse().expect("timestamp")
-    }
-
     /// Counts bytes read, to check the scan's cost.
     struct Counting<'a> {
         data: &'a [u8],
@@ -233,7 +231,7 @@ mod tests {
     }
 
     fn decode_from(data: &[u8], start: u64, opts: &LogOptions) -> String {
-        let mut decoder = Decoder::new(opts.clone(), mtime());
+        let mut decoder = Decoder::new(opts.clone());
         let mut out = Vec::new();
         decoder.feed(&data[usize::try_from(start).expect("small")..], &mut out);
         decoder.finish(&mut out);
@@ -274,9 +272,8 @@ mod tests {
         let opts = LogOptions::default();
         for block in [1, 2, 5, 16, 63, 64, 100, 4096, BLOCK_SIZE] {
             for n in [1, 2, 3, 7, 10, 25, 59, 60, 61, 70, 1000] {
-                let start =
-                    tail_start_with_block(&data[..], data.len() as u64, n, &opts, mtime(), block)
-                        .expect("scan");
+                let start = tail_start_with_block(&data[..], data.len() as u64, n, &opts, block)
+                    .expect("scan");
                 assert_eq!(
                     decode_from(&data, start, &opts),
                     expected_tail(&data, n as usize, &opts),
@@ -297,9 +294,8 @@ mod tests {
         ] {
             for n in 1..5 {
                 for block in [1, 3, 64] {
-                    let start =
-                        tail_start_with_block(data, data.len() as u64, n, &opts, mtime(), block)
-                            .expect("scan");
+                    let start = tail_start_with_block(data, data.len() as u64, n, &opts, block)
+                        .expect("scan");
                     assert_eq!(
                         decode_from(data, start, &opts),
                         expected_tail(data, n as usize, &opts),
@@ -323,8 +319,7 @@ mod tests {
             timestamps: true,
             ..LogOptions::default()
         };
-        // Plain lines carry the file's time, out of order with the records around them; the
-        // since case uses records only so that times are non-decreasing.
+        // Plain lines are skipped; the since case also runs on records only.
         let records_only: Vec<u8> = data
             .split_inclusive(|&b| b == b'\n')
             .filter(|line| !line.starts_with(b"plain"))
@@ -334,15 +329,9 @@ mod tests {
         for (opts, data) in [(stderr, &data), (since, &records_only)] {
             for n in [1, 4, 9, 1000] {
                 for block in [7, 64, BLOCK_SIZE] {
-                    let start = tail_start_with_block(
-                        &data[..],
-                        data.len() as u64,
-                        n,
-                        &opts,
-                        mtime(),
-                        block,
-                    )
-                    .expect("scan");
+                    let start =
+                        tail_start_with_block(&data[..], data.len() as u64, n, &opts, block)
+                            .expect("scan");
                     assert_eq!(
                         decode_from(data, start, &opts),
                         expected_tail(data, n as usize, &opts),
@@ -369,7 +358,7 @@ mod tests {
             data: &data,
             read: Cell::new(0),
         };
-        let start = tail_start(&src, data.len() as u64, u64::MAX, &opts, mtime()).expect("scan");
+        let start = tail_start(&src, data.len() as u64, u64::MAX, &opts).expect("scan");
         let out = decode_from(&data, start, &opts);
         assert_eq!(out.lines().count(), 10);
         assert!(out.starts_with("message number 19990\n"));
@@ -394,7 +383,7 @@ mod tests {
             read: Cell::new(0),
         };
         let opts = LogOptions::default();
-        let start = tail_start(&src, data.len() as u64, 10, &opts, mtime()).expect("scan");
+        let start = tail_start(&src, data.len() as u64, 10, &opts).expect("scan");
         assert_eq!(start, data.len() as u64 - 10 * line.len() as u64);
         assert!(
             src.read.get() < 2 * BLOCK_SIZE as u64,
@@ -406,7 +395,7 @@ mod tests {
     #[test]
     fn zero_lines_starts_at_the_end() {
         let data = b"a\nb\n";
-        let start = tail_start(&data[..], 4, 0, &LogOptions::default(), mtime()).expect("scan");
+        let start = tail_start(&data[..], 4, 0, &LogOptions::default()).expect("scan");
         assert_eq!(start, 4);
     }
 }

@@ -1,5 +1,6 @@
-//! Test-environment simulators: a fake kubelet serving container logs from files and a fake
-//! Runtime gateway serving `/v1`. Both stand in for components the local control plane lacks.
+//! Test-environment simulators: a fake kubelet serving container logs from files, a fake
+//! Runtime gateway serving `/v1` and a simulated runtimed (its log and its status endpoint).
+//! They stand in for components the local control plane lacks.
 
 pub mod cli;
 pub mod cri;
@@ -14,6 +15,8 @@ pub mod logstream;
 pub mod logtail;
 pub mod logwake;
 pub mod podwatch;
+pub mod runtimed;
+pub mod runtimed_status;
 pub mod serve;
 pub mod tls;
 
