@@ -1,0 +1,202 @@
+//! The simulated runtimed on hack/testenv, through the real kube-apiserver: a Runtime Pod with
+//! a loopback Pod IP whose runtimed serves its status endpoint there, writes a Run's records
+//! only at its end (engine mode), and whose container restart leaves them in the previous
+//! container's log (`kubectl logs --previous`).
+
+use std::net::SocketAddr;
+
+use k8s_openapi::api::core::v1::Pod;
+use kruntimes_core::runtimed::{DEFAULT_STATUS_PORT, ExecutionState};
+use kruntimes_tests::env::{Fixtures, env, unique};
+use kruntimes_tests::sim::cri::Stream;
+use kruntimes_tests::sim::runtimed::{Mode, Phase};
+use kruntimes_tests::sim::runtimed_status::call_status;
+use serde_json::Value;
+
+const NS: &str = "team-a";
+
+/// `kubectl logs` of the Pod's runtimed container as admin: (success, stdout, stderr).
+fn kubectl_logs(pod: &str, extra: &[&str]) -> (bool, String, String) {
+    let e = env();
+    let mut args = vec!["-n", NS, "logs", pod, "-c", "runtimed"];
+    args.extend_from_slice(extra);
+    let out = e.kubectl(Some(e.token("admin")), &args);
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The messages of the JSON records of `uid` in a log's text.
+fn record_messages(text: &str, uid: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["run_uid"] == uid)
+        .map(|v| {
+            (
+                v["stream"].as_str().unwrap_or_default().to_owned(),
+                v["message"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(s, m)| ((*s).to_owned(), (*m).to_owned()))
+        .collect()
+}
+
+async fn read_pod(fx: &Fixtures, name: &str) -> Value {
+    let pods: kube::Api<Pod> = kube::Api::namespaced(fx.client.clone(), NS);
+    serde_json::to_value(pods.get(name).await.expect("reading the Pod")).expect("pod json")
+}
+
+#[tokio::test]
+async fn a_runtime_pod_has_a_loopback_ip_where_its_runtimed_serves_status() {
+    let fx = Fixtures::new(NS).await;
+    let sim = fx.simulated_runtime_pod("bash", Mode::Engine).await;
+    let pod = read_pod(&fx, &sim.pod.name).await;
+
+    // kube-apiserver took the loopback address as the Pod's IP.
+    let ip = sim.pod.ip.to_string();
+    assert_eq!(pod["status"]["podIP"], ip.as_str(), "{pod}");
+    assert_eq!(pod["status"]["podIPs"][0]["ip"], ip.as_str());
+    assert_eq!(pod["metadata"]["labels"]["runtime"], "bash");
+    assert_eq!(pod["metadata"]["labels"]["app"], "kruntimes-bash");
+    let names: Vec<&str> = pod["spec"]["containers"]
+        .as_array()
+        .expect("containers")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(names, ["runtime", "runtimed"]);
+    let runtimed_ports = pod["spec"]["containers"][1]["ports"].to_string();
+    assert!(
+        !runtimed_ports.contains("9093"),
+        "9093 is not declared: {runtimed_ports}"
+    );
+    let status = &pod["status"]["containerStatuses"]
+        .as_array()
+        .expect("statuses")
+        .iter()
+        .find(|s| s["name"] == "runtimed")
+        .cloned()
+        .expect("runtimed status");
+    assert_eq!(status["restartCount"], 0);
+    assert!(
+        status["state"]["running"]["startedAt"].is_string(),
+        "{status}"
+    );
+
+    // The status endpoint, reached at the address the API gives.
+    let addr = SocketAddr::new(ip.parse().expect("ip"), DEFAULT_STATUS_PORT);
+    assert_eq!(addr, sim.status_addr);
+    let run = unique("run");
+    let uid = format!("uid-{run}");
+    sim.runtimed.start(&uid, &run).unwrap();
+    sim.runtimed
+        .print(&uid, Stream::Stdout, "compiling\nlinking")
+        .unwrap();
+    sim.runtimed
+        .print(&uid, Stream::Stderr, "warning: x\n")
+        .unwrap();
+    let answer = call_status(addr, &uid).await.expect("Status call");
+    assert_eq!(answer.grpc_status, 0, "{answer:?}");
+    let resp = answer.response.expect("a StatusResponse");
+    assert_eq!(resp.state, ExecutionState::Running as i32);
+    assert_eq!(
+        (resp.stdout.as_str(), resp.stderr.as_str()),
+        ("compiling\nlinking", "warning: x\n")
+    );
+    assert_eq!(sim.runtimed.status_requests(&uid), 1);
+
+    // Engine mode: nothing in the container log while the Run runs, only runtimed's text.
+    let (ok, log, err) = kubectl_logs(&sim.pod.name, &[]);
+    assert!(ok, "{err}");
+    assert!(record_messages(&log, &uid).is_empty(), "{log}");
+    assert!(log.contains(&format!("Claimed run {run}")), "{log}");
+
+    sim.runtimed.finish(&uid, Phase::Failed).unwrap();
+    let (ok, log, err) = kubectl_logs(&sim.pod.name, &[]);
+    assert!(ok, "{err}");
+    assert_eq!(
+        record_messages(&log, &uid),
+        pairs(&[
+            ("stdout", "compiling"),
+            ("stdout", "linking"),
+            ("stderr", "warning: x")
+        ])
+    );
+    let answer = call_status(addr, &uid).await.expect("Status call");
+    assert_eq!(answer.grpc_status, 5, "forgotten: {answer:?}");
+    assert_eq!(answer.grpc_message, format!("request {uid} not found"));
+    fx.delete_pod(&sim.pod.name).await;
+}
+
+#[tokio::test]
+async fn a_runtimed_restart_leaves_the_records_in_the_previous_log() {
+    let fx = Fixtures::new(NS).await;
+    let sim = fx.simulated_runtime_pod("bash", Mode::Engine).await;
+    let pod = &sim.pod.name;
+
+    // No previous container yet: kube-apiserver passes on the kubelet's 400.
+    let (ok, _, err) = kubectl_logs(pod, &["--previous"]);
+    assert!(!ok);
+    assert!(
+        err.contains(&format!(
+            r#"previous terminated container "runtimed" in pod "{pod}" not found"#
+        )),
+        "{err}"
+    );
+    assert!(err.contains("BadRequest"), "{err}");
+
+    let run = unique("run");
+    let uid = format!("uid-{run}");
+    sim.runtimed.start(&uid, &run).unwrap();
+    sim.runtimed.print(&uid, Stream::Stdout, "done\n").unwrap();
+    sim.runtimed.finish(&uid, Phase::Succeeded).unwrap();
+    let (_, before, _) = kubectl_logs(pod, &[]);
+    assert_eq!(record_messages(&before, &uid), pairs(&[("stdout", "done")]));
+
+    fx.restart_simulated_runtimed(&sim).await;
+    let status = read_pod(&fx, pod).await["status"]["containerStatuses"]
+        .as_array()
+        .expect("statuses")
+        .iter()
+        .find(|s| s["name"] == "runtimed")
+        .cloned()
+        .expect("runtimed status");
+    assert_eq!(status["restartCount"], 1, "{status}");
+    let terminated = &status["lastState"]["terminated"];
+    assert!(terminated["finishedAt"].is_string(), "{status}");
+    assert!(
+        terminated["containerID"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("containerd://")),
+        "{status}"
+    );
+    assert_ne!(terminated["containerID"], status["containerID"]);
+    assert!(
+        status["state"]["running"]["startedAt"].is_string(),
+        "{status}"
+    );
+
+    let (ok, previous, err) = kubectl_logs(pod, &["--previous"]);
+    assert!(ok, "{err}");
+    assert_eq!(
+        previous, before,
+        "the previous container's log is the old one"
+    );
+    let (ok, current, err) = kubectl_logs(pod, &[]);
+    assert!(ok, "{err}");
+    assert!(record_messages(&current, &uid).is_empty(), "{current}");
+    assert!(current.contains("runtimed controller started"), "{current}");
+    // The same options apply to the previous log.
+    let (ok, tail, err) = kubectl_logs(pod, &["--previous", "--tail=1"]);
+    assert!(ok, "{err}");
+    assert_eq!(tail.lines().count(), 1, "{tail}");
+    assert_eq!(tail.lines().next(), before.lines().last());
+    fx.delete_pod(pod).await;
+}
