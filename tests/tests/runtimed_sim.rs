@@ -200,3 +200,232 @@ async fn a_runtimed_restart_leaves_the_records_in_the_previous_log() {
     assert_eq!(tail.lines().next(), before.lines().last());
     fx.delete_pod(pod).await;
 }
+
+/// The stand-in binary, as a Runtime Pod runs it: control port and status endpoint on a
+/// loopback address of its own, records on stdout.
+struct Standin {
+    child: std::process::Child,
+    control: String,
+    status: SocketAddr,
+    stdout: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Drop for Standin {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Standin {
+    fn start(mode: &str) -> Self {
+        use std::io::BufRead;
+        let (ip, control_port) = loop {
+            let ip = kruntimes_tests::runtime_pod::free_loopback_ip(DEFAULT_STATUS_PORT);
+            if std::net::TcpListener::bind((ip, 8080)).is_ok() {
+                break (ip, 8080);
+            }
+        };
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_runtimed-standin"))
+            .args([
+                "--count",
+                "0",
+                "--mode",
+                mode,
+                "--namespace",
+                NS,
+                "--pod",
+                "bash-7",
+            ])
+            .args(["--runtime", "bash", "--output-limit-bytes", "16"])
+            .arg(format!("--control-listen={ip}:{control_port}"))
+            .arg(format!("--status-listen={ip}:{DEFAULT_STATUS_PORT}"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("starting runtimed-standin");
+        let stdout = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let pipe = child.stdout.take().expect("stdout");
+        let sink = std::sync::Arc::clone(&stdout);
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+                let mut all = sink.lock().expect("stdout");
+                all.push_str(&line);
+                all.push('\n');
+            }
+        });
+        let s = Self {
+            child,
+            control: format!("http://{ip}:{control_port}"),
+            status: SocketAddr::new(ip.into(), DEFAULT_STATUS_PORT),
+            stdout,
+        };
+        for _ in 0..100 {
+            if env_free_curl(&format!("{}/healthz", s.control), None).0 == 200 {
+                return s;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("runtimed-standin did not start");
+    }
+
+    fn post(&self, path: &str, body: Option<&str>) -> (u16, String) {
+        env_free_curl(&format!("{}{path}", self.control), body)
+    }
+
+    fn stdout(&self) -> String {
+        self.stdout.lock().expect("stdout").clone()
+    }
+}
+
+/// curl without the test environment: (status, body); a POST when `body` is given.
+fn env_free_curl(url: &str, body: Option<&str>) -> (u16, String) {
+    let mut cmd = std::process::Command::new("curl");
+    cmd.args(["-s", "-o", "-", "-w", "\n%{http_code}", "--max-time", "10"]);
+    if let Some(body) = body {
+        cmd.args([
+            "-X",
+            "POST",
+            "-H",
+            "content-type: application/json",
+            "-d",
+            body,
+        ]);
+    }
+    let out = cmd.arg(url).output().expect("running curl");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+    (code.trim().parse().unwrap_or(0), body.to_owned())
+}
+
+#[tokio::test]
+async fn the_standin_binary_writes_records_at_the_end_in_engine_mode() {
+    let s = Standin::start("engine");
+    assert_eq!(
+        s.post("/runs/u-1/start", Some(r#"{"name":"run-1"}"#)).0,
+        200
+    );
+    assert_eq!(
+        s.post("/runs/u-1/start", Some(r#"{"name":"run-1"}"#)).0,
+        409
+    );
+    let print = |stream: &str, data: &str| {
+        s.post(
+            "/runs/u-1/print",
+            Some(&serde_json::json!({"stream": stream, "data": data}).to_string()),
+        )
+    };
+    assert_eq!(print("stdout", "first attempt\n").0, 200);
+    assert_eq!(s.post("/runs/u-1/retry", Some("{}")).0, 200);
+    assert_eq!(print("stdout", "one\ntwo\n").0, 200);
+    assert_eq!(print("stderr", "oops\n").0, 200);
+    let (code, body) = print("stdin", "x");
+    assert_eq!(code, 400, "{body}");
+    // Over the 16-byte limit: kept, then the marker.
+    assert_eq!(print("stdout", "three and more\n").0, 200);
+
+    let answer = call_status(s.status, "u-1").await.expect("Status call");
+    let resp = answer.response.expect("running");
+    assert_eq!(resp.stdout, "one\ntwo\nthree an\n[output truncated]\n");
+    assert_eq!(resp.stderr, "oops\n");
+    assert!(
+        s.stdout().is_empty(),
+        "nothing written while it runs: {}",
+        s.stdout()
+    );
+
+    let (code, body) = s.post("/runs/u-1/finish", Some(r#"{"phase":"Done"}"#));
+    assert_eq!(code, 400, "{body}");
+    assert_eq!(
+        s.post("/runs/u-1/finish", Some(r#"{"phase":"Failed"}"#)).0,
+        200
+    );
+    let mut written = String::new();
+    for _ in 0..100 {
+        written = s.stdout();
+        if written.lines().count() >= 5 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        record_messages(&written, "u-1"),
+        pairs(&[
+            ("stdout", "one"),
+            ("stdout", "two"),
+            ("stdout", "three an"),
+            ("stdout", "[output truncated]"),
+            ("stderr", "oops"),
+        ])
+    );
+    let first: Value = serde_json::from_str(written.lines().next().unwrap_or("")).expect("JSON");
+    // runtimed's keys, in its order.
+    let line = written.lines().next().unwrap_or("");
+    let at: Vec<usize> = [
+        "run_uid",
+        "run_name",
+        "namespace",
+        "runtime",
+        "pod",
+        "stream",
+        "message",
+    ]
+    .iter()
+    .map(|k| line.find(&format!("\"{k}\":")).unwrap_or(usize::MAX))
+    .collect();
+    assert!(
+        at.windows(2).all(|w| w[0] < w[1]) && at[6] != usize::MAX,
+        "{line}"
+    );
+    assert_eq!(first.as_object().map(|o| o.len()), Some(7), "{line}");
+    assert_eq!(first["pod"], "bash-7");
+    assert_eq!(call_status(s.status, "u-1").await.unwrap().grpc_status, 5);
+    assert_eq!(
+        s.post("/runs/u-1/print", Some(r#"{"stream":"stdout","data":"x"}"#))
+            .0,
+        404
+    );
+    let (_, stats) = env_free_curl(&format!("{}/stats", s.control), None);
+    let stats: Value = serde_json::from_str(&stats).expect("stats JSON");
+    assert_eq!(stats["mode"], "engine");
+    assert_eq!(stats["status"]["by_id"]["u-1"], 2, "{stats}");
+}
+
+#[tokio::test]
+async fn the_standin_binary_writes_each_line_as_printed_in_live_mode() {
+    let s = Standin::start("live");
+    assert_eq!(
+        s.post("/runs/u-2/start", Some(r#"{"name":"run-2"}"#)).0,
+        200
+    );
+    let body = serde_json::json!({"stream": "stdout", "data": "now\npart"}).to_string();
+    assert_eq!(s.post("/runs/u-2/print", Some(&body)).0, 200);
+    let mut written = String::new();
+    for _ in 0..100 {
+        written = s.stdout();
+        if !written.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        record_messages(&written, "u-2"),
+        pairs(&[("stdout", "now")])
+    );
+    assert_eq!(
+        s.post("/runs/u-2/finish", Some(r#"{"phase":"Cancelled"}"#))
+            .0,
+        200
+    );
+    for _ in 0..100 {
+        written = s.stdout();
+        if written.lines().count() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        record_messages(&written, "u-2"),
+        pairs(&[("stdout", "now"), ("stdout", "part")])
+    );
+}
