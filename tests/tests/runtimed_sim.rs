@@ -219,6 +219,10 @@ impl Drop for Standin {
 
 impl Standin {
     fn start(mode: &str) -> Self {
+        Self::start_with(mode, &[])
+    }
+
+    fn start_with(mode: &str, extra: &[&str]) -> Self {
         use std::io::BufRead;
         let (ip, control_port) = loop {
             let ip = kruntimes_tests::runtime_pod::free_loopback_ip(DEFAULT_STATUS_PORT);
@@ -237,9 +241,10 @@ impl Standin {
                 "--pod",
                 "bash-7",
             ])
-            .args(["--runtime", "bash", "--output-limit-bytes", "16"])
+            .args(["--runtime", "bash"])
             .arg(format!("--control-listen={ip}:{control_port}"))
             .arg(format!("--status-listen={ip}:{DEFAULT_STATUS_PORT}"))
+            .args(extra)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -300,7 +305,7 @@ fn env_free_curl(url: &str, body: Option<&str>) -> (u16, String) {
 
 #[tokio::test]
 async fn the_standin_binary_writes_records_at_the_end_in_engine_mode() {
-    let s = Standin::start("engine");
+    let s = Standin::start_with("engine", &["--output-limit-bytes=16"]);
     assert_eq!(
         s.post("/runs/u-1/start", Some(r#"{"name":"run-1"}"#)).0,
         200
@@ -427,5 +432,47 @@ async fn the_standin_binary_writes_each_line_as_printed_in_live_mode() {
     assert_eq!(
         record_messages(&written, "u-2"),
         pairs(&[("stdout", "now"), ("stdout", "part")])
+    );
+}
+
+#[tokio::test]
+async fn the_standins_scripted_executions_end_in_their_phases() {
+    let s = Standin::start_with(
+        "engine",
+        &[
+            "--executions=ok=u-ok:Succeeded,late=u-late:Timeout,on=u-on",
+            "--execution-lines=3",
+            "--rate=200",
+        ],
+    );
+    let mut written = String::new();
+    for _ in 0..100 {
+        written = s.stdout();
+        if written.lines().count() >= 3 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        record_messages(&written, "u-ok"),
+        pairs(&[
+            ("stdout", "step 1 of ok"),
+            ("stdout", "step 2 of ok"),
+            ("stderr", "step 3 of ok"),
+        ])
+    );
+    assert!(record_messages(&written, "u-late").is_empty(), "{written}");
+    assert!(record_messages(&written, "u-on").is_empty(), "{written}");
+    // The one without a phase keeps running, its output on the status endpoint.
+    let resp = call_status(s.status, "u-on")
+        .await
+        .expect("Status call")
+        .response
+        .expect("running");
+    assert_eq!(resp.stdout, "step 1 of on\nstep 2 of on\n");
+    assert_eq!(resp.stderr, "step 3 of on\n");
+    assert_eq!(
+        call_status(s.status, "u-late").await.unwrap().grpc_status,
+        5
     );
 }
