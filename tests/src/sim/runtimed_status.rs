@@ -60,8 +60,14 @@ impl Runtimed {
         let servers = std::sync::Arc::downgrade(&self.servers);
         let task = tokio::spawn(async move {
             loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    continue;
+                let stream = match listener.accept().await {
+                    Ok((stream, _)) => stream,
+                    Err(err) => {
+                        // Out of descriptors, say: wait rather than spin.
+                        tracing::warn!("status endpoint cannot accept: {err}");
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        continue;
+                    }
                 };
                 let (Some(inner), Some(servers)) = (weak.upgrade(), servers.upgrade()) else {
                     return;
