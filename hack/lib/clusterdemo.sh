@@ -3,9 +3,11 @@
 # the way tests/tests/cluster_helm.rs sets up its Console: the chart
 # installed by Helm from the images hack/image built (the Console in-cluster,
 # two Pods), the gateway's CA given to the Console before it starts, and the
-# Runtime side as Pods that run: the runtimed stand-in, whose stdout
-# containerd writes and the kubelet serves, and the fake gateway behind
-# `bash-gateway`. The Runs, Runtime and WorkflowRuns come from hack/lib/demo.sh.
+# Runtime side as Pods that run: the runtimed stand-in in engine mode (a Run's
+# records on stdout, which containerd writes and the kubelet serves, only when
+# the Run ends; its output so far on runtimed's gRPC status port 9093), and the
+# fake gateway behind `bash-gateway`. The Runs, Runtime and WorkflowRuns come
+# from hack/lib/demo.sh.
 #
 # The caller defines K (kubectl against the cluster), STATE (the cluster's
 # state directory), KRT_ROOT and log(), and sources demo.sh, pki.sh and proc.sh.
@@ -15,6 +17,9 @@ CDEMO_RELEASE=kruntimes-console
 CDEMO_TEAM=team-a
 CDEMO_RUNTIME=bash
 CDEMO_HOST=kruntimes-console.kruntimes-system.svc
+# The Runtime Pods' `runtime` container only has to run: hack/cluster's pause
+# image, on the node already.
+CDEMO_RUNTIME_IMAGE=localhost/kruntimes/pause:3.10.1
 
 # cdemo_install IMAGES_ENV: the chart, upgraded in place on a second run.
 cdemo_install() {
@@ -47,36 +52,50 @@ cdemo_install() {
 	[[ -s "$D/console-ca.crt" ]] || { log "no ca.crt in Secret $CDEMO_NS/kruntimes-console-tls"; return 1; }
 }
 
-# cdemo_standin NAME RUNS COUNT RATE: a Runtime Pod running the runtimed
-# stand-in for RUNS (name=uid,...). Kept when it already runs for the same
-# Runs; replaced when they changed (a Pod's env is immutable).
+# cdemo_standin NAME EXECUTIONS LINES RATE: a Runtime Pod laid out as the
+# engine's controller makes it (labels runtime= and app=kruntimes-<runtime>,
+# containers runtime and runtimed; runtimed's status port 9093 served but not
+# declared, its health port 9094 declared), running the runtimed stand-in in
+# engine mode with EXECUTIONS (name=uid[:phase],...): each prints LINES lines
+# at RATE lines/s in all, then ends in its phase if it has one. Kept when it
+# already runs the same executions; replaced when they changed (a Pod's env is
+# immutable).
 cdemo_standin() {
-	local pod=$1 runs=$2 count=$3 rate=$4 have
-	have=$(K -n "$CDEMO_TEAM" get pod "$pod" -o jsonpath='{.spec.containers[0].env[?(@.name=="RUNTIMED_RUNS")].value}' 2>/dev/null || true)
-	[[ -n $have && $have == "$runs" ]] && return 0
-	[[ -z $have ]] || K -n "$CDEMO_TEAM" delete pod "$pod" --wait=true >/dev/null
+	local pod=$1 execs=$2 lines=$3 rate=$4 have
+	have=$(K -n "$CDEMO_TEAM" get pod "$pod" -o jsonpath='{.spec.containers[?(@.name=="runtimed")].env[?(@.name=="RUNTIMED_EXECUTIONS")].value}' 2>/dev/null || true)
+	[[ -n $have && $have == "$execs" ]] && return 0
+	K -n "$CDEMO_TEAM" delete pod "$pod" --ignore-not-found --wait=true >/dev/null
 	K apply -f - >/dev/null <<YAML
 apiVersion: v1
 kind: Pod
 metadata:
   name: $pod
   namespace: $CDEMO_TEAM
-  labels: {runtime: $CDEMO_RUNTIME, app.kubernetes.io/part-of: kruntimes}
+  labels: {runtime: $CDEMO_RUNTIME, app: kruntimes-$CDEMO_RUNTIME, app.kubernetes.io/part-of: kruntimes}
   annotations: {kruntimes.io/capacity.runs: "8", kruntimes.io/capacity.cpu: "2"}
 spec:
   terminationGracePeriodSeconds: 1
   containers:
+  - name: runtime
+    image: $CDEMO_RUNTIME_IMAGE
+    imagePullPolicy: Never
+    ports: [{name: grpc, containerPort: 9091, protocol: TCP}]
   - name: runtimed
     image: $IMAGE_RUNTIMED
     imagePullPolicy: Never
     env:
-    - {name: RUNTIMED_RUNS, value: "$runs"}
-    - {name: RUNTIMED_COUNT, value: "$count"}
+    - {name: RUNTIMED_MODE, value: engine}
+    - {name: RUNTIMED_EXECUTIONS, value: "$execs"}
+    - {name: RUNTIMED_EXECUTION_LINES, value: "$lines"}
     - {name: RUNTIMED_RATE, value: "$rate"}
+    - {name: RUNTIMED_COUNT, value: "0"}
+    - {name: RUNTIMED_STATUS_LISTEN, value: "0.0.0.0:9093"}
+    - {name: RUNTIMED_CONTROL_LISTEN, value: "0.0.0.0:9094"}
     - {name: RUNTIME_NAME, value: $CDEMO_RUNTIME}
     - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
     - {name: POD_NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
-    readinessProbe: {httpGet: {path: /healthz, port: 8080}, periodSeconds: 1}
+    ports: [{name: health, containerPort: 9094, protocol: TCP}]
+    readinessProbe: {httpGet: {path: /healthz, port: 9094}, periodSeconds: 1}
 YAML
 }
 
@@ -132,18 +151,23 @@ cdemo_seed() {
 	for r in build-pending "${live[@]}" "${history[@]}"; do demo_run_object "$ns" "$r" "$rt" task; done
 	demo_run_object "$ns" resize-function "$rt" function
 	demo_run_object "$ns" shell-session "$rt" session
-	local live_env="" history_env=""
+	# bash-0 runs the Running Runs: they print for hours (2 lines a second in
+	# all), kept by runtimed and served on its status port, written to its log
+	# only at their end. bash-1 ran the finished Runs: the Succeeded and Failed
+	# ones wrote their output when they ended; a Timeout or Cancelled Run
+	# writes none, as the engine's runtimed. A Scheduled Run has not started.
+	local live_env="" history_env="" lines=15
 	for r in "${live[@]}"; do live_env+="$r=$(uid_of "$r"),"; done
-	for r in "${history[@]}"; do history_env+="$r=$(uid_of "$r"),"; done
-	# bash-0 prints the Running Runs' lines for hours (2 a second, interleaved
-	# with non-JSON noise); bash-1 printed the finished Runs' history once.
+	history_env="test-succeeded=$(uid_of test-succeeded):Succeeded,lint-failed=$(uid_of lint-failed):Failed,"
+	history_env+="slow-timeout=$(uid_of slow-timeout):Timeout,deploy-cancelled=$(uid_of deploy-cancelled):Cancelled"
 	cdemo_standin "$rt-0" "${live_env%,}" 20000 2
-	cdemo_standin "$rt-1" "${history_env%,}" 60 30
+	cdemo_standin "$rt-1" "$history_env" "$lines" 30
 	cdemo_gateway
 	log "waiting for the Runtime Pods and the gateway"
 	K -n "$ns" wait --for=condition=Ready "pod/$rt-0" "pod/$rt-1" "pod/$rt-gateway" --timeout 180s >&2
-	# A finished Run's log ends at its completion time: its lines come first.
-	wait_for "bash-1's history lines" 60 bash -c "[[ \$(kubectl --kubeconfig '$STATE/kubeconfig' -n $ns logs $rt-1 | wc -l) -ge 60 ]]"
+	# A finished Run's records are written when it ends: they come before its
+	# completion time.
+	wait_for "bash-1's records of the finished Runs" 60 bash -c "[[ \$(kubectl --kubeconfig '$STATE/kubeconfig' -n $ns logs $rt-1 -c runtimed | grep -c '\"run_uid\"') -ge $((2 * lines)) ]]"
 
 	local done_at
 	done_at=$(date -u +%FT%TZ)

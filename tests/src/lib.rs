@@ -3,5 +3,6 @@
 pub mod cluster;
 pub mod curl;
 pub mod env;
+pub mod runtime_pod;
 pub mod sim;
 pub mod stream;

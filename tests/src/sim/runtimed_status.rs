@@ -60,8 +60,14 @@ impl Runtimed {
         let servers = std::sync::Arc::downgrade(&self.servers);
         let task = tokio::spawn(async move {
             loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    continue;
+                let stream = match listener.accept().await {
+                    Ok((stream, _)) => stream,
+                    Err(err) => {
+                        // Out of descriptors, say: wait rather than spin.
+                        tracing::warn!("status endpoint cannot accept: {err}");
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        continue;
+                    }
                 };
                 let (Some(inner), Some(servers)) = (weak.upgrade(), servers.upgrade()) else {
                     return;
@@ -220,6 +226,64 @@ async fn answer(runtimed: &Runtimed, req: Request<Incoming>) -> Response<Body> {
     resp
 }
 
+/// What a gRPC client makes of a Status call.
+#[derive(Debug, PartialEq)]
+pub struct StatusAnswer {
+    /// `grpc-status` (from the trailers, or the headers of a trailers-only answer).
+    pub grpc_status: u32,
+    pub grpc_message: String,
+    /// The message, when the call succeeded.
+    pub response: Option<kruntimes_core::runtimed::StatusResponse>,
+}
+
+/// Calls `Status(id)` on a status endpoint over h2c, as a gRPC client does (for tests that
+/// check what a simulated runtimed serves).
+pub async fn call_status(addr: SocketAddr, id: &str) -> std::io::Result<StatusAnswer> {
+    let stream = tokio::net::TcpStream::connect(addr).await?;
+    let (mut sender, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+            .await
+            .map_err(std::io::Error::other)?;
+    tokio::spawn(conn);
+    let req = Request::builder()
+        .method(Method::POST)
+        .uri(format!("http://{addr}{STATUS_PATH}"))
+        .header(header::CONTENT_TYPE, "application/grpc")
+        .header("te", "trailers")
+        .body(http_body_util::Full::new(frame(&StatusRequest {
+            id: id.into(),
+        })))
+        .map_err(std::io::Error::other)?;
+    let resp = sender
+        .send_request(req)
+        .await
+        .map_err(std::io::Error::other)?;
+    let (parts, body) = resp.into_parts();
+    let collected = body.collect().await.map_err(std::io::Error::other)?;
+    let trailers = collected.trailers().cloned().unwrap_or_default();
+    let bytes = collected.to_bytes();
+    let field = |name: &str| {
+        trailers
+            .get(name)
+            .or_else(|| parts.headers.get(name))
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let grpc_status = field("grpc-status")
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("no grpc-status (HTTP {})", parts.status)))?;
+    let response = if bytes.is_empty() {
+        None
+    } else {
+        Some(unframe(&bytes, 64 << 20).map_err(std::io::Error::other)?)
+    };
+    Ok(StatusAnswer {
+        grpc_status,
+        grpc_message: field("grpc-message").unwrap_or_default(),
+        response,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use http_body_util::Full;
@@ -319,7 +383,8 @@ mod tests {
             }
         );
         assert_eq!(r.status_requests("u-1"), 1);
-        let _ = status_call(addr, "u-1").await;
+        let answer = call_status(addr, "u-1").await.expect("call");
+        assert_eq!((answer.grpc_status, answer.response), (0, Some(resp)));
         assert_eq!(r.status_requests("u-1"), 2);
     }
 
