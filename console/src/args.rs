@@ -430,7 +430,10 @@ impl Args {
                 "--log-follower-final-timeout",
                 self.log_follower_final_timeout,
             ),
-            ("--live-output-poll-interval", self.live_output_poll_interval),
+            (
+                "--live-output-poll-interval",
+                self.live_output_poll_interval,
+            ),
             ("--live-output-timeout", self.live_output_timeout),
         ] {
             if value.0.is_zero() {

@@ -861,7 +861,10 @@ fn live_output_network_policies_admit_only_the_console_to_the_status_port() {
         );
         let rule = &spec["ingress"][0];
         assert_eq!(spec["ingress"].as_array().map(Vec::len), Some(1));
-        assert_eq!(rule["ports"], serde_json::json!([{"protocol": "TCP", "port": 9193}]));
+        assert_eq!(
+            rule["ports"],
+            serde_json::json!([{"protocol": "TCP", "port": 9193}])
+        );
         let from = &rule["from"][0];
         assert_eq!(rule["from"].as_array().map(Vec::len), Some(1));
         assert_eq!(
@@ -888,7 +891,11 @@ fn live_output_network_policies_admit_only_the_console_to_the_status_port() {
         None,
     );
     assert!(!bad.status.success());
-    assert!(text(&bad.stderr).contains("namespaces"), "{}", text(&bad.stderr));
+    assert!(
+        text(&bad.stderr).contains("namespaces"),
+        "{}",
+        text(&bad.stderr)
+    );
 }
 
 #[test]

@@ -23,9 +23,9 @@ use super::live::{self, Handover, LiveConfig, LiveCursor, LiveLines, LivePos, St
 use super::notes::{self, LiveOutcome, LogNote, Met};
 use super::params::LogQuery;
 use super::reader::{LogSource, Tail, floor_of, until_of};
-use super::tail::TailWindow;
 use super::runwatch::RunWatch;
 use super::tail::Cut;
+use super::tail::TailWindow;
 use kruntimes_core::auth::access::Decision;
 use kruntimes_core::auth::{AccessReview, Caller, Recheck, ResourceAttributes};
 use kruntimes_core::lifecycle::Lifecycle;
@@ -387,7 +387,10 @@ async fn plain(
     let (max, bytes) = (query.tail, query.limit_bytes);
     let attempt = notes::attempt(run);
     if let Some(c) = query.since_cursor {
-        return Ok((source.after(Some(c), max, bytes, None).await?, LiveOutcome::NotTried));
+        return Ok((
+            source.after(Some(c), max, bytes, None).await?,
+            LiveOutcome::NotTried,
+        ));
     }
     if let Some(c) = query.since_live {
         // Written since? Then they continue after what was delivered live.
@@ -428,6 +431,7 @@ async fn plain(
             seen: 0,
             from_previous: false,
             previous_gone: false,
+            earliest: None,
         };
         return Ok((tail, outcome));
     }
@@ -441,7 +445,14 @@ async fn plain(
     };
     let all = live::snapshot(&resp, attempt, &source.pod, query.stream, None);
     let (records, cut) = last_within(all, max, bytes);
-    Ok((Tail { records, cut, ..tail }, outcome))
+    Ok((
+        Tail {
+            records,
+            cut,
+            ..tail
+        },
+        outcome,
+    ))
 }
 
 /// One read of a running Run's live output.
@@ -449,7 +460,10 @@ async fn read_live(
     api: &LogApi,
     run: &Run,
     facts: &PodFacts,
-) -> (Option<kruntimes_core::runtimed::StatusResponse>, LiveOutcome) {
+) -> (
+    Option<kruntimes_core::runtimed::StatusResponse>,
+    LiveOutcome,
+) {
     if !api.live.enabled {
         return (None, LiveOutcome::Disabled);
     }
@@ -547,13 +561,20 @@ impl PodFacts {
                 .running
                 .as_ref()
                 .and_then(|r| r.started_at.as_ref())
-                .or_else(|| state.terminated.as_ref().and_then(|t| t.started_at.as_ref()))
+                .or_else(|| {
+                    state
+                        .terminated
+                        .as_ref()
+                        .and_then(|t| t.started_at.as_ref())
+                })
                 .map(|t| t.0.as_second());
             // Waiting to start again: everything so far is in the last log.
             started.or_else(|| Some(jiff::Timestamp::now().as_second()))
         });
         Self {
-            ip: status.and_then(|s| s.pod_ip.clone()).filter(|ip| !ip.is_empty()),
+            ip: status
+                .and_then(|s| s.pod_ip.clone())
+                .filter(|ip| !ip.is_empty()),
             restarted_at,
         }
     }
@@ -598,9 +619,8 @@ enum Begun {
 /// started), which met written records of the Run or not, and delivered
 /// live lines or not.
 fn final_of(end: End, phase: &str, written: bool, live: bool) -> Option<Bytes> {
-    let finished = |phase: &str| {
-        run_finished_line_saying(phase, notes::finished_note(phase, written, live))
-    };
+    let finished =
+        |phase: &str| run_finished_line_saying(phase, notes::finished_note(phase, written, live));
     match end {
         End::Left => None,
         End::Final(line) => Some(line),
@@ -635,7 +655,12 @@ async fn start_follow(args: Box<StartArgs>, tx: &outbox::Sender) -> Result<Begun
             Waited::Assigned(run) => run,
             Waited::Left => return Ok(Begun::Done(None)),
             Waited::Finished(run) => {
-                return Ok(Begun::Done(final_of(End::Finished, run.phase(), false, false)));
+                return Ok(Begun::Done(final_of(
+                    End::Finished,
+                    run.phase(),
+                    false,
+                    false,
+                )));
             }
             Waited::Gone => {
                 let name = run.metadata.name.as_deref().unwrap_or_default();
@@ -685,9 +710,11 @@ async fn start_follow(args: Box<StartArgs>, tx: &outbox::Sender) -> Result<Begun
         final_timeout: api.limits.follower_final_timeout,
     };
     match super::follow::start(&source, history, finished, live, tx).await {
-        Ok(super::follow::Started::Live(following)) => {
-            Ok(Begun::Live(Box::new(following), polling, run.phase().to_owned()))
-        }
+        Ok(super::follow::Started::Live(following)) => Ok(Begun::Live(
+            Box::new(following),
+            polling,
+            run.phase().to_owned(),
+        )),
         Ok(super::follow::Started::Ended(end, written)) => {
             Ok(Begun::Done(final_of(end, run.phase(), written, false)))
         }

@@ -598,7 +598,8 @@ pub fn snapshot(
     let limit = before.before();
     all.into_iter()
         .filter(|r| {
-            LiveCursor::parse(&r.cursor).is_ok_and(|c| c.pos.count(c.stream) <= limit.count(c.stream))
+            LiveCursor::parse(&r.cursor)
+                .is_ok_and(|c| c.pos.count(c.stream) <= limit.count(c.stream))
         })
         .collect()
 }
@@ -680,7 +681,10 @@ mod tests {
     fn new_lines_only_and_partial_lines_wait() {
         let mut l = LiveLines::new(at(1, 0, 0), "p", StreamFilter::Both);
         let r = l.advance(&resp("one\ntw", ""), None);
-        assert_eq!(msgs(&r), [("stdout".into(), "one".into(), "L1-1-0-o".into())]);
+        assert_eq!(
+            msgs(&r),
+            [("stdout".into(), "one".into(), "L1-1-0-o".into())]
+        );
         let r = l.advance(&resp("one\ntwo\n", "err\n"), Some("t"));
         assert_eq!(
             msgs(&r),

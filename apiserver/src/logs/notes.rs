@@ -106,14 +106,18 @@ pub fn notes(run: &Run, records: &[LogRecord], met: Met, live: &LiveOutcome) -> 
     if run.is_terminal() && met.written == 0 && matches!(phase, "Timeout" | "Cancelled") {
         note(
             NoteReason::NoneWrittenForPhase,
-            format!("the Run ended as {phase}: runtimed writes no records for Timeout and Cancelled Runs, so what it printed was kept only while it ran (as live output)"),
+            format!(
+                "the Run ended as {phase}: runtimed writes no records for Timeout and Cancelled Runs, so what it printed was kept only while it ran (as live output)"
+            ),
         );
     }
     let attempt = attempt(run);
     if attempt > 1 {
         note(
             NoteReason::EarlierAttemptsNotKept,
-            format!("this is attempt {attempt}: runtimed keeps only the last attempt's records; the earlier attempts' output is not kept"),
+            format!(
+                "this is attempt {attempt}: runtimed keeps only the last attempt's records; the earlier attempts' output is not kept"
+            ),
         );
     }
     if records.iter().any(|r| r.message == TRUNCATED_MARKER) {
@@ -190,13 +194,31 @@ mod tests {
 
     #[test]
     fn a_timed_out_run_with_no_records_says_why() {
-        let n = notes(&run("Timeout", Some(1)), &[], Met::default(), &LiveOutcome::NotTried);
+        let n = notes(
+            &run("Timeout", Some(1)),
+            &[],
+            Met::default(),
+            &LiveOutcome::NotTried,
+        );
         assert_eq!(reasons(&n), [NoteReason::NoneWrittenForPhase]);
         assert!(n[0].message.contains("Timeout"));
-        let n = notes(&run("Cancelled", None), &[], Met::default(), &LiveOutcome::NotTried);
+        let n = notes(
+            &run("Cancelled", None),
+            &[],
+            Met::default(),
+            &LiveOutcome::NotTried,
+        );
         assert_eq!(reasons(&n), [NoteReason::NoneWrittenForPhase]);
         // A succeeded Run with no records printed nothing: nothing to explain.
-        assert!(notes(&run("Succeeded", None), &[], Met::default(), &LiveOutcome::NotTried).is_empty());
+        assert!(
+            notes(
+                &run("Succeeded", None),
+                &[],
+                Met::default(),
+                &LiveOutcome::NotTried
+            )
+            .is_empty()
+        );
     }
 
     #[test]
@@ -212,7 +234,12 @@ mod tests {
             [NoteReason::NotYetWritten]
         );
         assert_eq!(
-            reasons(&notes(&r, &[], Met::default(), &LiveOutcome::Failed("refused".into()))),
+            reasons(&notes(
+                &r,
+                &[],
+                Met::default(),
+                &LiveOutcome::Failed("refused".into())
+            )),
             [NoteReason::LiveOutputUnavailable]
         );
         // Written records (the seeds' runtimed): nothing to explain.
@@ -253,7 +280,11 @@ mod tests {
 
     #[test]
     fn a_follow_that_saw_its_run_time_out_says_why_it_ends_so() {
-        assert!(finished_note("Timeout", false, true).unwrap().contains("live output above"));
+        assert!(
+            finished_note("Timeout", false, true)
+                .unwrap()
+                .contains("live output above")
+        );
         assert!(finished_note("Cancelled", false, false).is_some());
         assert_eq!(finished_note("Timeout", true, true), None);
         assert_eq!(finished_note("Succeeded", false, true), None);

@@ -227,7 +227,10 @@ mod tests {
         );
         // Live cursors.
         let q = LogQuery::parse(Some("sinceCursor=L2-10-0-o&follow=true")).unwrap();
-        assert_eq!(q.since_live.map(|c| c.to_string()).as_deref(), Some("L2-10-0-o"));
+        assert_eq!(
+            q.since_live.map(|c| c.to_string()).as_deref(),
+            Some("L2-10-0-o")
+        );
         assert!(q.since_cursor.is_none());
         let q = LogQuery::parse(Some("beforeCursor=L1-3-1-e")).unwrap();
         assert!(q.before_live.is_some());

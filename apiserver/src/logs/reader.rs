@@ -24,8 +24,8 @@ use super::outbox;
 
 use super::cursor::{Cursor, Sequencer, Stamp};
 use super::filter::{LogRecord, RunFilter};
-use super::live::Handover;
 use super::lines::{Line, LineReader};
+use super::live::Handover;
 use super::tail::{Cut, TailWindow};
 use super::{MAX_LINE_BYTES, RUNTIMED_CONTAINER};
 use kruntimes_core::metrics::Metrics;
@@ -112,6 +112,8 @@ pub struct Tail {
     pub from_previous: bool,
     /// The previous container's log was wanted but is gone.
     pub previous_gone: bool,
+    /// The earliest of the Run's records met.
+    pub earliest: Option<Cursor>,
 }
 
 /// One forward read of the log from a whole second, ending before `stop`.
@@ -259,11 +261,13 @@ impl LogSource {
         })
     }
 
-    /// Marks a record runtimed wrote when the Run had ended.
-    fn mark(&self, rec: &mut LogRecord, cursor: Cursor) {
-        if self.completed_at.is_some_and(|c| cursor.stamp.secs >= c) {
-            rec.written_at_end = true;
-        }
+    /// Whether the Run's records were written when it had ended: its
+    /// earliest record met is stamped at or after its completion second
+    /// (the engine's runtimed writes them all then). A runtimed that writes
+    /// records as they happen has earlier ones, unless the whole Run took
+    /// less than a second.
+    fn written_at_end(&self, earliest: Option<Cursor>) -> bool {
+        matches!((self.completed_at, earliest), (Some(c), Some(e)) if e.stamp.secs >= c)
     }
 
     /// Opens a read of one container's log, or `None` when it is the
@@ -278,10 +282,7 @@ impl LogSource {
             Ok(scan) => Ok(Some(scan)),
             // The kubelet keeps one previous container's log; a second
             // restart or a log removed leaves none (400 or 404).
-            Err(e)
-                if container == Container::Previous
-                    && matches!(e.code.as_u16(), 400 | 404) =>
-            {
+            Err(e) if container == Container::Previous && matches!(e.code.as_u16(), 400 | 404) => {
                 Ok(None)
             }
             Err(e) => Err(e),
@@ -301,7 +302,7 @@ impl LogSource {
             .restarted_at
             .is_some_and(|at| self.floor < at && before.is_none_or(|b| b.stamp.secs <= at));
         if tail.cut.is_some() || !reaches_back {
-            return Ok(tail);
+            return Ok(self.marked(tail));
         }
         // The rest of the window is in the previous container's log: one
         // forward read of it from the floor.
@@ -313,11 +314,11 @@ impl LogSource {
         }
         let Some(mut scan) = self.open(Container::Previous, self.floor, before).await? else {
             tail.previous_gone = true;
-            return Ok(tail);
+            return Ok(self.marked(tail));
         };
         while let Some((cursor, rec)) = scan.next(&self.filter).await? {
-            if let Some(mut rec) = rec {
-                self.mark(&mut rec, cursor);
+            if let Some(rec) = rec {
+                tail.earliest = tail.earliest.min(Some(cursor)).or(Some(cursor));
                 window.push(rec);
             }
         }
@@ -328,7 +329,17 @@ impl LogSource {
         older.append(&mut tail.records);
         tail.records = older;
         tail.cut = cut;
-        Ok(tail)
+        Ok(self.marked(tail))
+    }
+
+    /// A tail with its records marked when the Run's were written at its end.
+    fn marked(&self, mut tail: Tail) -> Tail {
+        if self.written_at_end(tail.earliest) {
+            for r in &mut tail.records {
+                r.written_at_end = true;
+            }
+        }
+        tail
     }
 
     /// [`Self::tail`] of the current container's log.
@@ -343,9 +354,10 @@ impl LogSource {
             // end: one forward read of that stretch, and no more.
             let mut window = TailWindow::new(max_records, max_bytes);
             let mut scan = self.scan(self.floor, None, false).await?;
+            let mut earliest = None;
             while let Some((cursor, rec)) = scan.next(&self.filter).await? {
-                if let Some(mut rec) = rec {
-                    self.mark(&mut rec, cursor);
+                if let Some(rec) = rec {
+                    earliest = earliest.or(Some(cursor));
                     window.push(rec);
                 }
             }
@@ -359,6 +371,7 @@ impl LogSource {
                 seen,
                 from_previous: false,
                 previous_gone: false,
+                earliest,
             });
         }
         let anchor = match (before, self.until) {
@@ -375,6 +388,7 @@ impl LogSource {
         let mut last = None;
         let mut bytes_read = 0;
         let mut seen = 0;
+        let mut earliest: Option<Cursor> = None;
         loop {
             let lo = (anchor - span).max(self.floor);
             let room = max_records - kept.len();
@@ -384,8 +398,8 @@ impl LogSource {
             }
             let mut scan = self.scan(lo, stop, false).await?;
             while let Some((cursor, rec)) = scan.next(&self.filter).await? {
-                if let Some(mut rec) = rec {
-                    self.mark(&mut rec, cursor);
+                if let Some(rec) = rec {
+                    earliest = earliest.min(Some(cursor)).or(Some(cursor));
                     window.push(rec);
                     if room == 0 || window.cut() == Some(Cut::LimitBytes) && window.is_empty() {
                         // Full already: one older record is all it takes to know.
@@ -412,6 +426,7 @@ impl LogSource {
                     seen,
                     from_previous: false,
                     previous_gone: false,
+                    earliest,
                 });
             }
             span = next_span(anchor - lo, kept.len(), max_records, anchor - self.floor);
@@ -444,7 +459,10 @@ impl LogSource {
             seen: 0,
             from_previous: false,
             previous_gone: false,
+            earliest: None,
         };
+        // Records after a cursor are no older than it.
+        let mut earliest = after;
         let since = after.map_or(self.floor, |a| a.stamp.secs);
         'containers: for &container in self.containers(since) {
             let Some(mut scan) = self.open(container, since, None).await? else {
@@ -457,10 +475,14 @@ impl LogSource {
                     continue;
                 }
                 out.seen += 1;
-                if skip.as_deref_mut().is_some_and(|h| h.delivered(&rec.stream)) {
+                earliest = earliest.or(Some(cursor));
+                if skip
+                    .as_deref_mut()
+                    .is_some_and(|h| h.delivered(&rec.stream))
+                {
                     continue;
                 }
-                self.mark(&mut rec, cursor);
+                rec.written_at_end = self.written_at_end(earliest);
                 if container == Container::Previous {
                     out.from_previous = true;
                 }
@@ -494,6 +516,7 @@ impl LogSource {
         }
         out.records = records;
         out.cut = cut;
+        out.earliest = earliest;
         Ok(out)
     }
 
@@ -510,6 +533,7 @@ impl LogSource {
         let since = after.map_or(self.floor, |a| a.stamp.secs);
         let mut last = None;
         let mut seen = 0;
+        let mut earliest = after;
         for &container in self.containers(since) {
             let Some(mut scan) = self.open(container, since, None).await? else {
                 continue;
@@ -520,10 +544,14 @@ impl LogSource {
                     continue;
                 }
                 seen += 1;
-                if skip.as_deref_mut().is_some_and(|h| h.delivered(&rec.stream)) {
+                earliest = earliest.or(Some(cursor));
+                if skip
+                    .as_deref_mut()
+                    .is_some_and(|h| h.delivered(&rec.stream))
+                {
                     continue;
                 }
-                self.mark(&mut rec, cursor);
+                rec.written_at_end = self.written_at_end(earliest);
                 // The read holds one of few places: a client that stops reading
                 // gives it up after `send_timeout` (timed only when it must wait).
                 let line = match tx.try_send(record_line(&rec)) {
