@@ -105,6 +105,11 @@ pub static API_ROUTES: &[Route<Arc<ConsoleState>>] = &[
         methods: || get(actions::detail),
     },
     Route {
+        path: "/api/namespaces/{ns}/actions/{name}/manifest",
+        name: "action-manifest",
+        methods: || get(manifest::action),
+    },
+    Route {
         path: "/api/namespaces/{ns}/persistentworkspaces",
         name: "persistentworkspaces",
         methods: || get(workspaces::list),
@@ -113,6 +118,11 @@ pub static API_ROUTES: &[Route<Arc<ConsoleState>>] = &[
         path: "/api/namespaces/{ns}/persistentworkspaces/{name}",
         name: "persistentworkspace",
         methods: || get(workspaces::detail),
+    },
+    Route {
+        path: "/api/namespaces/{ns}/persistentworkspaces/{name}/manifest",
+        name: "persistentworkspace-manifest",
+        methods: || get(manifest::workspace),
     },
 ];
 

@@ -335,3 +335,30 @@ async fn bad_names_and_queries_are_400() {
     .await;
     assert_eq!(code, StatusCode::NOT_FOUND, "{body}");
 }
+
+#[tokio::test]
+async fn the_yaml_view_of_an_action_hides_its_env_values() {
+    let app = app(true);
+    let path = "/api/namespaces/team-a/actions/setup-tool/manifest";
+    let (code, body) = get(&app, path, None).await;
+    assert_eq!(code, StatusCode::UNAUTHORIZED, "{body}");
+    let (code, body) = get(&app, path, Some("alice-token")).await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    assert!(
+        !body.to_string().contains(SECRET),
+        "an env value leaked: {body}"
+    );
+    assert_eq!(
+        body["object"]["spec"]["steps"][0]["env"]["TOKEN"],
+        crate::api::manifest::HIDDEN
+    );
+    assert_eq!(body["hidden"], json!(["spec.steps[0].env.TOKEN"]));
+    let (code, body) = get(
+        &app,
+        "/api/namespaces/team-a/persistentworkspaces/cache/manifest",
+        Some("alice-token"),
+    )
+    .await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    assert_eq!(body["object"]["status"]["boundPod"], "bash-0");
+}
