@@ -33,6 +33,8 @@ describe('workspace views', () => {
     expect(retention({}, undefined, now)).toContain('no TTL set');
     expect(ttlWords(90)).toBe('90 s');
     expect(ttlWords(3 * 86400)).toBe('3 d');
+    // Time left is never rounded up: 23 h 34 min, not 24 h.
+    expect(ttlWords(86400 - 26 * 60)).toBe('23 h 34 min');
   });
 });
 

@@ -102,7 +102,7 @@ export function Shell() {
           <NavItem to={`/namespaces/${ns}/runtimes`} icon={<RuntimesIcon />} label="Runtimes" />
           <NavItem to={`/namespaces/${ns}/workflowruns`} icon={<WorkflowIcon />} label="Workflow Runs" />
           <NavItem to={`/namespaces/${ns}/actions`} icon={<ActionIcon />} label="Actions" />
-          <NavItem to={`/namespaces/${ns}/persistentworkspaces`} icon={<WorkspaceIcon />} label="Persistent Workspaces" />
+          <NavItem to={`/namespaces/${ns}/persistentworkspaces`} icon={<WorkspaceIcon />} label="Workspaces" />
         </ul>
         <p className="nav-group" id="nav-dashboard">
           Dashboard

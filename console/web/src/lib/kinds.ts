@@ -82,10 +82,12 @@ export function retention(
   return `Deleted ${span} after its last use (DeleteAfterTTL): in ${ttlWords(Math.ceil(left / 1000))} unless used again.`;
 }
 
-/** Seconds as the largest whole unit that fits: 90 s, 2 h, 3 d. */
+/** Seconds in whole units, never more than there are: 90 s, 2 h, 3 d, 23 h 34 min. */
 export function ttlWords(seconds: number): string {
   if (seconds < 120) return `${seconds} s`;
-  if (seconds < 7200) return `${Math.round(seconds / 60)} min`;
-  if (seconds < 172800) return `${Math.round(seconds / 3600)} h`;
-  return `${Math.round(seconds / 86400)} d`;
+  const min = Math.floor(seconds / 60);
+  if (seconds < 7200) return `${min} min`;
+  const h = Math.floor(min / 60);
+  if (seconds < 172800) return min % 60 ? `${h} h ${min % 60} min` : `${h} h`;
+  return `${Math.floor(h / 24)} d`;
 }

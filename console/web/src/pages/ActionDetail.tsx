@@ -9,12 +9,13 @@ import { ErrorState, Loading } from '../components/States';
 import { age, dateTime } from '../lib/format';
 import { ConditionsTimeline } from './RunDetail';
 
-/** How a Workflow Run step calls this Action: `uses` and its inputs. */
+/** How a Workflow Run step calls this Action: `uses` and its inputs, the required ones first. */
 function callSnippet(a: ActionDetail): string {
-  const lines = ['steps:', `  - name: ${a.metadata.name}`, `    uses: ${a.metadata.name}`];
-  if (a.inputs.length) {
-    lines.push('    with:');
-    for (const i of a.inputs) lines.push(`      ${i.name}: ${i.required ? '…  # required' : `${JSON.stringify(i.default ?? '')}  # optional`}`);
+  const lines = [`- name: ${a.metadata.name}`, `  uses: ${a.metadata.name}`];
+  const inputs = [...a.inputs.filter((i) => i.required), ...a.inputs.filter((i) => !i.required)];
+  if (inputs.length) {
+    lines.push('  with:');
+    for (const i of inputs) lines.push(`    ${i.name}: ${i.required ? '…  # required' : JSON.stringify(i.default ?? '')}`);
   }
   return lines.join('\n');
 }
@@ -40,14 +41,14 @@ export function ActionDetailPage() {
               ['Steps', a.steps.length],
               ['Created', a.metadata.creationTimestamp ? `${dateTime(a.metadata.creationTimestamp)} (${age(a.metadata.creationTimestamp)} ago)` : undefined],
               ['Generation', a.metadata.generation],
-              [
-                'Call it with',
-                <pre key="c" className="cmd" aria-label="A Workflow Run step that calls this Action">
-                  <code>{callSnippet(a)}</code>
-                </pre>,
-              ],
             ]}
           />
+          <p className="muted small call-label" id="call-snippet">
+            A Workflow Run step calls it with:
+          </p>
+          <pre className="cmd" aria-labelledby="call-snippet">
+            <code>{callSnippet(a)}</code>
+          </pre>
         </Panel>
         <Panel title="Conditions">
           <ConditionsTimeline conditions={a.conditions} />

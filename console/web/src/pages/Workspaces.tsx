@@ -71,7 +71,15 @@ export function WorkspacesPage() {
                     <td>
                       <Link to={`/namespaces/${ns}/runtimes/${w.runtime}`}>{w.runtime}</Link>
                     </td>
-                    <td className="mono">{w.boundPod ?? <span className="muted">—</span>}</td>
+                    <td className="mono">
+                      {w.boundPod ? (
+                        <Link to={`/namespaces/${ns}/runtimes/${w.runtime}#pod-${w.boundPod}`} title={`Pod ${w.boundPod} of Runtime ${w.runtime}`}>
+                          {w.boundPod}
+                        </Link>
+                      ) : (
+                        <span className="muted">—</span>
+                      )}
+                    </td>
                     <td title={dateTime(w.lastUsedTime)}>{w.lastUsedTime ? `${age(w.lastUsedTime)} ago` : <span className="muted">never</span>}</td>
                     <td className="num" title={dateTime(w.metadata.creationTimestamp)}>
                       {age(w.metadata.creationTimestamp)}
