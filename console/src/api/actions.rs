@@ -200,12 +200,12 @@ mod tests {
     #[test]
     fn callers_are_the_jobs_with_a_step_using_the_action() {
         let wr = json!({"spec": {"jobs": {
-            "build": {"steps": [{"name": "a", "run": "x"}, {"name": "b", "uses": "setup-tool"}]},
+            "build": {"steps": [{"name": "a", "run": "x"}, {"name": "b", "uses": "setup-go"}]},
             "lint": {"steps": [{"name": "c", "uses": "other"}]},
-            "call": {"uses": "setup-tool"},
-            "test": {"steps": [{"name": "d", "uses": "setup-tool"}]},
+            "call": {"uses": "setup-go"},
+            "test": {"steps": [{"name": "d", "uses": "setup-go"}]},
         }}});
-        assert_eq!(calling_jobs(&wr, "setup-tool"), ["build", "test"]);
-        assert!(calling_jobs(&json!({}), "setup-tool").is_empty());
+        assert_eq!(calling_jobs(&wr, "setup-go"), ["build", "test"]);
+        assert!(calling_jobs(&json!({}), "setup-go").is_empty());
     }
 }

@@ -30,7 +30,7 @@ const BASE: &str = "/apis/kruntimes.io/v1alpha1/namespaces/team-a";
 
 fn action() -> Value {
     json!({"apiVersion": "kruntimes.io/v1alpha1", "kind": "Action",
-        "metadata": {"name": "setup-tool", "namespace": "team-a", "uid": "a1",
+        "metadata": {"name": "setup-go", "namespace": "team-a", "uid": "a1",
                      "creationTimestamp": "2026-01-01T00:00:00Z"},
         "spec": {
             "inputs": {"version": {"type": "string", "required": true},
@@ -47,7 +47,7 @@ fn workflow_run(name: &str, created: &str, uses: &str) -> Value {
     json!({"apiVersion": "kruntimes.io/v1alpha1", "kind": "WorkflowRun",
         "metadata": {"name": name, "namespace": "team-a", "creationTimestamp": created},
         "spec": {"jobs": {"build": {"runs-on": "bash", "steps": [
-            {"name": "checkout", "run": "git clone"}, {"name": "tool", "uses": uses}]}}},
+            {"name": "checkout", "run": "git clone"}, {"name": "setup", "uses": uses}]}}},
         "status": {"phase": "Succeeded"}})
 }
 
@@ -100,7 +100,7 @@ async fn kube(req: Request<kube::client::Body>) -> Result<Response<Full<Bytes>>,
         forbidden("alice", "pods")
     } else if path == format!("{BASE}/actions") {
         (200, list("Action", vec![action()]))
-    } else if path == format!("{BASE}/actions/setup-tool") {
+    } else if path == format!("{BASE}/actions/setup-go") {
         (200, action())
     } else if path == format!("{BASE}/workflowruns") {
         (
@@ -108,9 +108,9 @@ async fn kube(req: Request<kube::client::Body>) -> Result<Response<Full<Bytes>>,
             list(
                 "WorkflowRun",
                 vec![
-                    workflow_run("old", "2026-01-01T00:00:00Z", "setup-tool"),
+                    workflow_run("old", "2026-01-01T00:00:00Z", "setup-go"),
                     workflow_run("other", "2026-01-02T00:00:00Z", "another"),
-                    workflow_run("new", "2026-01-03T00:00:00Z", "setup-tool"),
+                    workflow_run("new", "2026-01-03T00:00:00Z", "setup-go"),
                 ],
             ),
         )
@@ -192,7 +192,7 @@ async fn get(app: &axum::Router, path: &str, token: Option<&str>) -> (StatusCode
 
 const PATHS: [&str; 4] = [
     "/api/namespaces/team-a/actions",
-    "/api/namespaces/team-a/actions/setup-tool",
+    "/api/namespaces/team-a/actions/setup-go",
     "/api/namespaces/team-a/persistentworkspaces",
     "/api/namespaces/team-a/persistentworkspaces/cache",
 ];
@@ -206,7 +206,7 @@ async fn without_a_credential_both_kinds_are_401_even_with_public_read() {
             assert_eq!(code, StatusCode::UNAUTHORIZED, "{path}: {body}");
             let message = body["error"]["message"].as_str().unwrap_or_default();
             assert!(message.contains("not part of public read"), "{message}");
-            assert!(!body.to_string().contains("setup-tool\""), "{body}");
+            assert!(!body.to_string().contains("setup-go\""), "{body}");
         }
     }
 }
@@ -234,7 +234,7 @@ async fn an_action_is_listed_and_its_definition_shown_without_env_values() {
     let (code, body) = get(&app, PATHS[0], Some("alice-token")).await;
     assert_eq!(code, StatusCode::OK, "{body}");
     let item = &body["items"][0];
-    assert_eq!(item["metadata"]["name"], "setup-tool");
+    assert_eq!(item["metadata"]["name"], "setup-go");
     assert_eq!(
         (&item["inputs"], &item["outputs"], &item["steps"]),
         (&json!(2), &json!(1), &json!(1))
@@ -339,7 +339,7 @@ async fn bad_names_and_queries_are_400() {
 #[tokio::test]
 async fn the_yaml_view_of_an_action_hides_its_env_values() {
     let app = app(true);
-    let path = "/api/namespaces/team-a/actions/setup-tool/manifest";
+    let path = "/api/namespaces/team-a/actions/setup-go/manifest";
     let (code, body) = get(&app, path, None).await;
     assert_eq!(code, StatusCode::UNAUTHORIZED, "{body}");
     let (code, body) = get(&app, path, Some("alice-token")).await;
