@@ -2,6 +2,8 @@
 //! token; only public-read summaries use the Console's ServiceAccount.
 
 pub mod access;
+pub mod actions;
+pub mod kinds;
 pub mod listing;
 pub mod logs;
 pub mod manifest;
@@ -13,6 +15,7 @@ pub mod session;
 pub mod types;
 pub mod watch;
 pub mod workflowruns;
+pub mod workspaces;
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Path};

@@ -12,7 +12,9 @@ use kruntimes_core::routes::{self, Route};
 
 use crate::api::namespaces::namespaces;
 use crate::api::session::{self, MAX_LOGIN_BODY};
-use crate::api::{access, logs, manifest, runs, runtimes, watch, workflowruns};
+use crate::api::{
+    access, actions, logs, manifest, runs, runtimes, watch, workflowruns, workspaces,
+};
 use crate::origin::credentials;
 use crate::state::ConsoleState;
 
@@ -92,6 +94,36 @@ pub static API_ROUTES: &[Route<Arc<ConsoleState>>] = &[
         name: "workflowrun-manifest",
         methods: || get(manifest::workflow_run),
     },
+    Route {
+        path: "/api/namespaces/{ns}/actions",
+        name: "actions",
+        methods: || get(actions::list),
+    },
+    Route {
+        path: "/api/namespaces/{ns}/actions/{name}",
+        name: "action",
+        methods: || get(actions::detail),
+    },
+    Route {
+        path: "/api/namespaces/{ns}/actions/{name}/manifest",
+        name: "action-manifest",
+        methods: || get(manifest::action),
+    },
+    Route {
+        path: "/api/namespaces/{ns}/persistentworkspaces",
+        name: "persistentworkspaces",
+        methods: || get(workspaces::list),
+    },
+    Route {
+        path: "/api/namespaces/{ns}/persistentworkspaces/{name}",
+        name: "persistentworkspace",
+        methods: || get(workspaces::detail),
+    },
+    Route {
+        path: "/api/namespaces/{ns}/persistentworkspaces/{name}/manifest",
+        name: "persistentworkspace-manifest",
+        methods: || get(manifest::workspace),
+    },
 ];
 
 /// The metrics name of a matched route template (never the path itself).
@@ -140,5 +172,7 @@ pub fn router_with(
         .layer(middleware::from_fn_with_state(observer, observe))
 }
 
+#[cfg(test)]
+mod kinds_tests;
 #[cfg(test)]
 mod tests;

@@ -2,11 +2,13 @@
 //! authorization (`auth`), TLS (`tls`), the accept loop (`serve`), the
 //! request observer (`observe`), metrics, the process lifecycle, limits,
 //! Kubernetes `Status` errors, strict request parsing (`query`, `names`) and
-//! the typed kruntimes `Run` both rooms read.
+//! the typed kruntimes `Run` both rooms read (and the `Action` and
+//! `PersistentWorkspace` kinds the Console reads).
 //! The Run-log API (`kruntimes-apiserver`) and the Console
 //! (`kruntimes-console`) are built on it and never on each other's insides.
 #![forbid(unsafe_code)]
 
+pub mod action;
 pub mod auth;
 pub mod guard;
 pub mod h1;
@@ -26,3 +28,4 @@ pub mod tls;
 pub mod tls_stream;
 pub mod ttlmap;
 pub mod workers;
+pub mod workspace;

@@ -141,7 +141,8 @@ YAML
 uid_of() { K -n "$CDEMO_TEAM" get run "$1" -o jsonpath='{.metadata.uid}'; }
 
 # cdemo_seed: the Runtime, its two stand-in Pods, Runs in several phases,
-# a Ready function and a Ready session Run behind the gateway, WorkflowRuns.
+# a Ready function and a Ready session Run behind the gateway, WorkflowRuns,
+# Actions and PersistentWorkspaces.
 cdemo_seed() {
 	local ns=$CDEMO_TEAM rt=$CDEMO_RUNTIME
 	demo_runtime "$ns" "$rt" 2
@@ -184,6 +185,7 @@ cdemo_seed() {
 	demo_run_status "$ns" slow-timeout Timeout "$rt-1" "\"completionTime\":\"$done_at\",\"message\":\"exceeded the 10m timeout\""
 	demo_run_status "$ns" deploy-cancelled Cancelled "$rt-1" "\"completionTime\":\"$done_at\",\"message\":\"cancelled by operator\""
 	demo_workflows "$ns"
+	demo_definitions "$ns" "$rt" "$rt-0"
 }
 
 # cdemo_forward PORT: kubectl port-forward to the Console Service in the

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Demo data for hack/dev: Runtimes with Pods, Runs in every phase, a
-# WorkflowRun with a multi-stage DAG and a child WorkflowRun, and a writer
-# that appends interleaved runtimed lines to the Pods' logs.
+# WorkflowRun with a multi-stage DAG and a child WorkflowRun, two Actions (one
+# called by a WorkflowRun step), two PersistentWorkspaces (one Bound), and a
+# writer that appends interleaved runtimed lines to the Pods' logs.
 
 demo_ts() { date -u +%Y-%m-%dT%H:%M:%S.%NZ; } # now, as the kubelet stamps a line
 
@@ -120,7 +121,85 @@ demo_seed() {
 	demo_run $ns slow-timeout python task Timeout python-pool-0 "\"completionTime\":\"@done@\",\"message\":\"exceeded the 10m timeout\""
 	demo_run $ns deploy-cancelled bash task Cancelled bash-pool-0 "\"completionTime\":\"@done@\",\"message\":\"cancelled by operator\""
 	demo_workflows $ns
+	demo_definitions $ns bash bash-pool-0
 	demo_seed_logs $ns
+}
+
+# demo_definitions ns runtime pod: two Actions, a WorkflowRun whose step
+# calls one of them, and two PersistentWorkspaces on the Runtime (one Bound
+# to the Pod, one Pending), with the status the engine's controllers write.
+demo_definitions() {
+	local ns=$1 rt=$2 pod=$3 now used
+	now=$(date -u +%FT%TZ)
+	used=$(date -u -d '-25 minutes' +%FT%TZ)
+	K apply -f - >/dev/null <<YAML
+apiVersion: kruntimes.io/v1alpha1
+kind: Action
+metadata: {name: setup-go, namespace: $ns}
+spec:
+  inputs:
+    go-version: {type: string, required: true}
+    cache: {type: string, default: "true"}
+  outputs:
+    goroot: {value: "\${{ steps.install.outputs.goroot }}"}
+  steps:
+  - name: install
+    run: |
+      curl -fsSL "https://go.dev/dl/go\${GO_VERSION}.linux-amd64.tar.gz" | tar -C "\$HOME" -xz
+      echo "goroot=\$HOME/go" >> "\$KRT_OUTPUTS"
+    env: {GO_VERSION: "\${{ inputs.go-version }}", GOPROXY_TOKEN: demo-proxy-token-value}
+  - name: verify
+    run: go version
+---
+apiVersion: kruntimes.io/v1alpha1
+kind: Action
+metadata: {name: publish-report, namespace: $ns}
+spec:
+  inputs:
+    path: {required: true}
+    bucket: {default: demo-artifacts}
+  steps:
+  - name: upload
+    run: krt artifacts put "\$REPORT" "s3://\$BUCKET/"
+    args: [--content-type, text/html]
+YAML
+	local ready="{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"Accepted\",\"message\":\"definition accepted; WorkflowRuns run its steps\",\"lastTransitionTime\":\"$now\",\"observedGeneration\":1}"
+	K -n "$ns" patch action setup-go --subresource status --type merge -p "{\"status\":{\"conditions\":[$ready]}}" >/dev/null
+	K -n "$ns" patch action publish-report --subresource status --type merge -p "{\"status\":{\"conditions\":[$ready]}}" >/dev/null
+	K apply -f - >/dev/null <<YAML
+apiVersion: kruntimes.io/v1alpha1
+kind: WorkflowRun
+metadata: {name: nightly-go, namespace: $ns}
+spec:
+  jobs:
+    test:
+      runs-on: $rt
+      steps:
+      - {name: setup, uses: setup-go, with: {go-version: "1.26.4"}}
+      - {name: test, run: go test ./...}
+YAML
+	K -n "$ns" patch workflowrun nightly-go --subresource status --type merge -p "{\"status\":{\"phase\":\"Succeeded\",\"jobs\":{
+		\"test\":{\"phase\":\"Succeeded\",\"steps\":[
+			{\"name\":\"setup\",\"phase\":\"Succeeded\"},
+			{\"name\":\"test\",\"phase\":\"Succeeded\",\"runName\":\"test-succeeded\"}]}}}}" >/dev/null
+	K apply -f - >/dev/null <<YAML
+apiVersion: kruntimes.io/v1alpha1
+kind: PersistentWorkspace
+metadata: {name: go-build-cache, namespace: $ns}
+spec: {runtime: $rt, mode: RuntimePodLocal, ttlSecondsAfterUnused: 86400, cleanupPolicy: DeleteAfterTTL}
+---
+apiVersion: kruntimes.io/v1alpha1
+kind: PersistentWorkspace
+metadata: {name: notebook-scratch, namespace: $ns}
+spec: {runtime: $rt, cleanupPolicy: Retain}
+YAML
+	local accepted="{\"type\":\"Accepted\",\"status\":\"True\",\"reason\":\"Accepted\",\"message\":\"spec accepted\",\"lastTransitionTime\":\"$now\"}"
+	local rtready="{\"type\":\"RuntimeReady\",\"status\":\"True\",\"reason\":\"RuntimeFound\",\"message\":\"Runtime $rt exists\",\"lastTransitionTime\":\"$now\"}"
+	K -n "$ns" patch persistentworkspace go-build-cache --subresource status --type merge -p "{\"status\":{\"phase\":\"Bound\",
+		\"runtime\":\"$rt\",\"boundPod\":\"$pod\",\"path\":\"/workspace/persistent/go-build-cache\",\"lastUsedTime\":\"$used\",
+		\"conditions\":[$accepted,$rtready]}}" >/dev/null
+	K -n "$ns" patch persistentworkspace notebook-scratch --subresource status --type merge -p "{\"status\":{\"phase\":\"Pending\",
+		\"runtime\":\"$rt\",\"conditions\":[$accepted,$rtready]}}" >/dev/null
 }
 
 demo_workflows() {

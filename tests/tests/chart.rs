@@ -13,7 +13,7 @@ use std::process::{Command, Output, Stdio};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use kruntimes_tests::env::{env, repo_root, unique};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 const NS: &str = "kruntimes-system";
 const APISERVICE: &str = "v1alpha1.logs.kruntimes.io";
@@ -1100,4 +1100,65 @@ fn upgrades_keep_every_cookie_key_added_for_a_rotation() {
         secret_data(&again, "kruntimes-console-cookie", "key-1"),
         new_key
     );
+}
+
+/// The verbs a list of RBAC rules grants on `resource` in `kruntimes.io`.
+fn kruntimes_verbs(rules: &Value, resource: &str) -> Vec<String> {
+    let mut verbs: Vec<String> = rules
+        .as_array()
+        .expect("rules")
+        .iter()
+        .filter(|r| {
+            r["apiGroups"]
+                .as_array()
+                .is_some_and(|g| g.contains(&json!("kruntimes.io")))
+        })
+        .filter(|r| {
+            r["resources"]
+                .as_array()
+                .is_some_and(|rs| rs.contains(&json!(resource)))
+        })
+        .flat_map(|r| r["verbs"].as_array().cloned().unwrap_or_default())
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect();
+    verbs.sort();
+    verbs
+}
+
+#[test]
+fn actions_and_workspaces_are_read_by_viewers_never_by_the_console_itself() {
+    let rendered = dry_run_chart(&render(&[
+        "examples.viewerRole.enabled=true",
+        "examples.viewerRole.namespace=team-a",
+    ]));
+    let console = cluster_role_rules(&rendered);
+    let viewer = find(&rendered, "Role", "kruntimes-viewer")["rules"].clone();
+    // The test environment's viewer and operator hold what the chart's example does.
+    let live = |role: &str| {
+        let out = env().kubectl(
+            Some(env().token("admin")),
+            &["get", "clusterrole", role, "-o", "json"],
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        serde_json::from_slice::<Value>(&out.stdout).expect("clusterrole JSON")["rules"].clone()
+    };
+    let (test_viewer, test_operator) = (live("kruntimes-viewer"), live("kruntimes-operator"));
+    for resource in ["actions", "persistentworkspaces"] {
+        // No public read of these kinds: the Console's identity cannot read them.
+        assert!(
+            kruntimes_verbs(&console, resource).is_empty(),
+            "the Console's ClusterRole grants {resource}: {console}"
+        );
+        for (who, rules) in [
+            ("the chart's viewer example", &viewer),
+            ("the test viewer", &test_viewer),
+            ("the test operator", &test_operator),
+        ] {
+            assert_eq!(
+                kruntimes_verbs(rules, resource),
+                ["get", "list", "watch"],
+                "{who} on {resource}: {rules}"
+            );
+        }
+    }
 }

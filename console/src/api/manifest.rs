@@ -1,4 +1,4 @@
-//! `GET /api/namespaces/{ns}/{runs,runtimes,workflowruns}/{name}/manifest`:
+//! `GET /api/namespaces/{ns}/{runs,runtimes,workflowruns,actions,persistentworkspaces}/{name}/manifest`:
 //! the whole object as the caller may read it, sanitized on the server so the
 //! UI can show it as YAML: no env value, no managed fields, no secret or
 //! ConfigMap reference, no annotation that embeds a copy of the object.
@@ -168,6 +168,29 @@ pub async fn workflow_run(
     ApiPath((ns, name)): ApiPath<(String, String)>,
 ) -> Result<Json<ObjectManifest>, ConsoleError> {
     manifest(&state, &caller, &ns, &name, ("WorkflowRun", "workflowruns")).await
+}
+
+pub async fn action(
+    State(state): State<Arc<ConsoleState>>,
+    Extension(caller): Extension<RequestCredentials>,
+    ApiPath((ns, name)): ApiPath<(String, String)>,
+) -> Result<Json<ObjectManifest>, ConsoleError> {
+    manifest(&state, &caller, &ns, &name, ("Action", "actions")).await
+}
+
+pub async fn workspace(
+    State(state): State<Arc<ConsoleState>>,
+    Extension(caller): Extension<RequestCredentials>,
+    ApiPath((ns, name)): ApiPath<(String, String)>,
+) -> Result<Json<ObjectManifest>, ConsoleError> {
+    manifest(
+        &state,
+        &caller,
+        &ns,
+        &name,
+        ("PersistentWorkspace", "persistentworkspaces"),
+    )
+    .await
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ import './watch.mjs';
 import './lists.mjs';
 import './namespaces.mjs';
 import './pages.mjs';
+import './kinds.mjs';
 
 const ok = await runAll();
 process.exit(ok ? 0 : 1);

@@ -1,6 +1,8 @@
 import { Navigate, Route, Routes } from 'react-router';
 import { Shell } from './components/Shell';
 import { AboutPage } from './pages/About';
+import { ActionDetailPage } from './pages/ActionDetail';
+import { ActionsPage } from './pages/Actions';
 import { HomePage } from './pages/Home';
 import { JobDetailPage } from './pages/JobDetail';
 import { LoginPage } from './pages/Login';
@@ -12,6 +14,8 @@ import { RuntimesPage } from './pages/Runtimes';
 import { SettingsPage } from './pages/Settings';
 import { WorkflowRunDetailPage } from './pages/WorkflowRunDetail';
 import { WorkflowRunsPage } from './pages/WorkflowRuns';
+import { WorkspaceDetailPage } from './pages/WorkspaceDetail';
+import { WorkspacesPage } from './pages/Workspaces';
 
 export function App() {
   return (
@@ -28,6 +32,10 @@ export function App() {
           <Route path="workflowruns" element={<WorkflowRunsPage />} />
           <Route path="workflowruns/:wr" element={<WorkflowRunDetailPage />} />
           <Route path="workflowruns/:wr/jobs/:job" element={<JobDetailPage />} />
+          <Route path="actions" element={<ActionsPage />} />
+          <Route path="actions/:name" element={<ActionDetailPage />} />
+          <Route path="persistentworkspaces" element={<WorkspacesPage />} />
+          <Route path="persistentworkspaces/:name" element={<WorkspaceDetailPage />} />
         </Route>
         <Route path="settings" element={<SettingsPage />} />
         <Route path="about" element={<AboutPage />} />

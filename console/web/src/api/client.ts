@@ -27,6 +27,7 @@ import type {
   WatchLine,
   WorkflowRunList,
 } from './types';
+import type { ActionDetail, ActionList, WorkspaceDetail, WorkspaceList } from './kinds';
 
 const GROUP = 'kruntimes.io';
 const LOG_GROUP = 'logs.kruntimes.io';
@@ -136,7 +137,7 @@ export function getRun(ns: string, name: string): Promise<RunDetail> {
 }
 
 /** The kinds with a YAML view, by their plural resource name. */
-export type ManifestResource = 'runs' | 'runtimes' | 'workflowruns';
+export type ManifestResource = 'runs' | 'runtimes' | 'workflowruns' | 'actions' | 'persistentworkspaces';
 
 /** The whole object, sanitized by the server, for the YAML view. */
 export function getManifest(resource: ManifestResource, ns: string, name: string): Promise<ObjectManifest> {
@@ -262,6 +263,32 @@ export function listWorkflowRuns(ns: string, q: ObjectListQuery = {}): Promise<W
 export function getWorkflowRun(ns: string, name: string): Promise<WorkflowRunDetail> {
   return request<WorkflowRunDetail>(`/api/namespaces/${seg(ns)}/workflowruns/${seg(name)}`, {
     access: { verb: 'get', group: GROUP, resource: 'workflowruns', namespace: ns, name },
+  });
+}
+
+// Actions and PersistentWorkspaces: no public read, a credential is always needed.
+
+export function listActions(ns: string, q: ObjectListQuery = {}): Promise<ActionList> {
+  return request<ActionList>(`/api/namespaces/${seg(ns)}/actions${objectQuery(q)}`, {
+    access: { verb: 'list', group: GROUP, resource: 'actions', namespace: ns },
+  });
+}
+
+export function getAction(ns: string, name: string): Promise<ActionDetail> {
+  return request<ActionDetail>(`/api/namespaces/${seg(ns)}/actions/${seg(name)}`, {
+    access: { verb: 'get', group: GROUP, resource: 'actions', namespace: ns, name },
+  });
+}
+
+export function listWorkspaces(ns: string, q: ObjectListQuery = {}): Promise<WorkspaceList> {
+  return request<WorkspaceList>(`/api/namespaces/${seg(ns)}/persistentworkspaces${objectQuery(q)}`, {
+    access: { verb: 'list', group: GROUP, resource: 'persistentworkspaces', namespace: ns },
+  });
+}
+
+export function getWorkspace(ns: string, name: string): Promise<WorkspaceDetail> {
+  return request<WorkspaceDetail>(`/api/namespaces/${seg(ns)}/persistentworkspaces/${seg(name)}`, {
+    access: { verb: 'get', group: GROUP, resource: 'persistentworkspaces', namespace: ns, name },
   });
 }
 

@@ -25,6 +25,10 @@ export const queryKeys = {
   workflowRuns: (ns: string, q: ObjectListQuery = {}) => ['workflowruns', ns, q] as const,
   workflowRun: (ns: string, name: string) => ['workflowrun', ns, name] as const,
   manifest: (resource: string, ns: string, name: string) => ['manifest', resource, ns, name] as const,
+  actions: (ns: string, q: ObjectListQuery = {}) => ['actions', ns, q] as const,
+  action: (ns: string, name: string) => ['action', ns, name] as const,
+  workspaces: (ns: string, q: ObjectListQuery = {}) => ['persistentworkspaces', ns, q] as const,
+  workspace: (ns: string, name: string) => ['persistentworkspace', ns, name] as const,
 };
 
 type Live = { live?: boolean };
@@ -109,4 +113,38 @@ export function useManifest(resource: api.ManifestResource, ns: string, name: st
     queryFn: () => api.getManifest(resource, ns, name),
     enabled,
   });
+}
+
+/**
+ * Actions and PersistentWorkspaces are not on the namespace watch: their
+ * views poll every 5 s while live.
+ */
+function pollOptions(live: boolean | undefined): { refetchInterval: number | false; meta: { paused: boolean } } {
+  return { refetchInterval: live === false ? false : LIVE_INTERVAL_MS, meta: { paused: live === false } };
+}
+
+export function useActions(ns: string, opts: Live = {}, q: ObjectListQuery = {}) {
+  return useQuery({
+    queryKey: queryKeys.actions(ns, q),
+    queryFn: () => api.listActions(ns, q),
+    placeholderData: keepPreviousData,
+    ...pollOptions(opts.live),
+  });
+}
+
+export function useAction(ns: string, name: string, opts: Live = {}) {
+  return useQuery({ queryKey: queryKeys.action(ns, name), queryFn: () => api.getAction(ns, name), ...pollOptions(opts.live) });
+}
+
+export function useWorkspaces(ns: string, opts: Live = {}, q: ObjectListQuery = {}) {
+  return useQuery({
+    queryKey: queryKeys.workspaces(ns, q),
+    queryFn: () => api.listWorkspaces(ns, q),
+    placeholderData: keepPreviousData,
+    ...pollOptions(opts.live),
+  });
+}
+
+export function useWorkspace(ns: string, name: string, opts: Live = {}) {
+  return useQuery({ queryKey: queryKeys.workspace(ns, name), queryFn: () => api.getWorkspace(ns, name), ...pollOptions(opts.live) });
 }

@@ -49,6 +49,21 @@ export const WorkflowIcon = () => (
   </Icon>
 );
 
+/** An Action: a reusable step — a puzzle piece that plugs into a workflow. */
+export const ActionIcon = () => (
+  <Icon>
+    <path d="M5 8h3.2a2 2 0 1 1 3.6 0H15v3.2a2 2 0 1 1 0 3.6V19H5z" />
+  </Icon>
+);
+
+/** A PersistentWorkspace: data kept between Runs — a storage cylinder. */
+export const WorkspaceIcon = () => (
+  <Icon>
+    <ellipse cx="12" cy="6" rx="7" ry="2.6" />
+    <path d="M5 6v12c0 1.4 3.1 2.6 7 2.6s7-1.2 7-2.6V6M5 12c0 1.4 3.1 2.6 7 2.6s7-1.2 7-2.6" />
+  </Icon>
+);
+
 /** Settings: sliders. */
 export const SettingsIcon = () => (
   <Icon>

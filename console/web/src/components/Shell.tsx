@@ -4,7 +4,7 @@ import { NavLink, Outlet, useLocation, useNavigate, useParams } from 'react-rout
 import { logout, onUnauthorized } from '../api/client';
 import { queryKeys, useLandingNamespace, useSession } from '../api/queries';
 import { rememberNamespace } from '../lib/namespace';
-import { AboutIcon, LogoutIcon, MenuIcon, RunsIcon, RuntimesIcon, SettingsIcon, WorkflowIcon } from './Icons';
+import { AboutIcon, ActionIcon, LogoutIcon, MenuIcon, RunsIcon, RuntimesIcon, SettingsIcon, WorkflowIcon, WorkspaceIcon } from './Icons';
 import { NamespaceSelect } from './NamespaceSelect';
 import { LiveProvider } from '../api/watch';
 
@@ -101,6 +101,8 @@ export function Shell() {
           <NavItem to={`/namespaces/${ns}/runs`} icon={<RunsIcon />} label="Runs" />
           <NavItem to={`/namespaces/${ns}/runtimes`} icon={<RuntimesIcon />} label="Runtimes" />
           <NavItem to={`/namespaces/${ns}/workflowruns`} icon={<WorkflowIcon />} label="Workflow Runs" />
+          <NavItem to={`/namespaces/${ns}/actions`} icon={<ActionIcon />} label="Actions" />
+          <NavItem to={`/namespaces/${ns}/persistentworkspaces`} icon={<WorkspaceIcon />} label="Workspaces" />
         </ul>
         <p className="nav-group" id="nav-dashboard">
           Dashboard
