@@ -877,6 +877,16 @@ fn live_output_network_policies_admit_only_the_console_to_the_status_port() {
         );
     }
     assert!(args(&objs).contains(&"--live-output-port=9193".to_owned()));
+    // A narrower selector for namespaces where other Pods carry `runtime`.
+    let narrow = dry_run_chart(&render(&[
+        "console.liveOutput.networkPolicy.namespaces={team-a}",
+        "console.liveOutput.networkPolicy.podSelector.matchLabels.runtime=bash",
+    ]));
+    let np = narrow
+        .iter()
+        .find(|o| o["kind"] == "NetworkPolicy")
+        .expect("a NetworkPolicy");
+    assert_eq!(np["spec"]["podSelector"]["matchLabels"]["runtime"], "bash");
     // Off: no flag reads it and no policy opens a port for it.
     let off = dry_run_chart(&render(&[
         "console.liveOutput.enabled=false",

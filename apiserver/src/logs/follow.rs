@@ -8,6 +8,7 @@
 //! record ends the polling, and written records already delivered as live
 //! lines are skipped (the hand-over).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::outbox;
@@ -17,9 +18,10 @@ use tokio::time::Instant;
 use super::cursor::Cursor;
 use super::fanout::{Next, Subscription};
 use super::filter::LogRecord;
-use super::live::{Handover, LiveLines, StatusConn};
+use super::live::{Handover, LiveCursor, LiveLines, LivePos, StatusConn, Take};
 use super::runwatch::Finished;
-use super::tail::TailWindow;
+use kruntimes_core::guard::OnDrop;
+use tokio::sync::{Notify, mpsc};
 
 /// How long a follow goes on after its Run finished, for the last lines
 /// still on their way.
@@ -193,7 +195,16 @@ pub async fn deliver(
         mut written,
         mut skip,
     } = following;
-    let mut polling = polling.filter(|_| !written);
+    // The polling runs in a task of its own, so a slow or unreachable
+    // runtimed never holds up the Pod's stream; its batches come through
+    // `batches`, and what was delivered of them decides the hand-over.
+    let (batch_tx, mut batches) = mpsc::channel::<Vec<LogRecord>>(1);
+    let wake = Arc::new(Notify::new());
+    let mut delivered: LivePos = polling.as_ref().map(|p| p.lines.pos()).unwrap_or_default();
+    let mut poller = polling.filter(|_| !written).map(|p| {
+        let task = tokio::spawn(poll_loop(*p, batch_tx, wake.clone()));
+        OnDrop::new(move || task.abort())
+    });
     let mut live = false;
     let queue = &sub.queue;
     let mut deadline: Option<Instant> = None;
@@ -201,8 +212,6 @@ pub async fn deliver(
     // One timer, armed once the Run finished (not one built per record).
     let drained = tokio::time::sleep_until(Instant::now());
     tokio::pin!(drained);
-    let poll = tokio::time::sleep_until(Instant::now());
-    tokio::pin!(poll);
     let done = |end, written, live| Delivered { end, written, live };
     loop {
         let step = tokio::select! {
@@ -212,28 +221,30 @@ pub async fn deliver(
                         Step::Skip
                     } else {
                         written = true;
-                        if let Some(p) = polling.take() {
+                        if poller.take().is_some() {
                             // runtimed writes the Run's records now: what
                             // was delivered live is not delivered again.
-                            skip = Some(Handover::new(p.lines.pos()));
+                            skip = Some(Handover::new(delivered));
                         }
                         handed_over(line, &mut skip)
                     }
                 }
                 Next::End(line) => Step::End(End::Final(line)),
             },
-            () = poll.as_mut(), if polling.is_some() => {
-                let Some(p) = polling.as_mut() else { continue };
-                poll.as_mut().reset(Instant::now() + p.interval);
-                let records = poll_once(p).await;
-                if !records.is_empty() {
-                    live = true;
-                }
+            batch = batches.recv(), if poller.is_some() => {
+                let Some(records) = batch else {
+                    poller = None;
+                    continue;
+                };
                 let mut ended = None;
                 for rec in records {
                     if let Err(end) = send_live(tx, &rec, final_timeout).await {
                         ended = Some(end);
                         break;
+                    }
+                    live = true;
+                    if let Ok(c) = LiveCursor::parse(&rec.cursor) {
+                        delivered = c.pos;
                     }
                 }
                 match ended {
@@ -245,8 +256,8 @@ pub async fn deliver(
                 phase = Some(p);
                 drained.as_mut().reset(Instant::now() + FINISH_DRAIN);
                 // The last output before runtimed forgets the execution.
-                if polling.is_some() {
-                    poll.as_mut().reset(Instant::now());
+                if poller.is_some() {
+                    wake.notify_one();
                 }
                 continue;
             }
@@ -306,40 +317,70 @@ fn handed_over(line: Bytes, skip: &mut Option<Handover>) -> Step {
     Step::Send(line)
 }
 
-/// One call to the status endpoint: the new live records.
-async fn poll_once(p: &mut Polling) -> Vec<LogRecord> {
-    let result = p.conn.status(&p.uid).await;
-    let label = match &result {
-        Ok(Some(_)) => "ok",
-        Ok(None) => "not_found",
-        Err(_) => "error",
-    };
-    p.metrics
-        .log_live_reads
-        .get_or_create(&ResultLabels { result: label })
-        .inc();
-    let resp = match result {
-        Ok(Some(resp)) => resp,
-        Ok(None) => return Vec::new(),
-        Err(error) => {
-            tracing::debug!(%error, run_uid = %p.uid, "reading live output");
-            return Vec::new();
-        }
-    };
-    match p.first.take() {
-        // The first answer of a follow that began with a tail: its last
-        // records only, and without a time (when they were printed is not
-        // known).
-        Some((records, bytes)) => {
-            let mut window = TailWindow::new(records, bytes);
-            for rec in p.lines.advance(&resp, None) {
-                window.push(rec);
+/// Live records a batch holds at most (a fast printer's lines between two
+/// polls go out in several).
+const LIVE_BATCH: usize = 256;
+/// Longest wait between polls of a status endpoint that fails.
+const MAX_POLL_BACKOFF: Duration = Duration::from_secs(10);
+
+/// Polls runtimed's status endpoint until the follow stops it (dropping
+/// `out`'s receiver or aborting the task), sending the new live records in
+/// batches. Failures back off, doubling up to [`MAX_POLL_BACKOFF`].
+async fn poll_loop(mut p: Polling, out: mpsc::Sender<Vec<LogRecord>>, wake: Arc<Notify>) {
+    let mut failures = 0u32;
+    loop {
+        let result = p.conn.status(&p.uid).await;
+        let label = match &result {
+            Ok(Some(_)) => "ok",
+            Ok(None) => "not_found",
+            Err(_) => "error",
+        };
+        p.metrics
+            .log_live_reads
+            .get_or_create(&ResultLabels { result: label })
+            .inc();
+        match result {
+            Ok(Some(resp)) => {
+                failures = 0;
+                if let Some((max, bytes)) = p.first.take() {
+                    // The first answer of a follow that began with a tail:
+                    // its last records only, and without a time (when they
+                    // were printed is not known).
+                    let (records, _) = p.lines.advance(&resp, None, Take::Last(max, bytes));
+                    if !records.is_empty() && out.send(records).await.is_err() {
+                        return;
+                    }
+                }
+                let now = jiff::Timestamp::now().to_string();
+                loop {
+                    let (records, _) =
+                        p.lines
+                            .advance(&resp, Some(&now), Take::First(LIVE_BATCH, usize::MAX));
+                    if records.is_empty() {
+                        break;
+                    }
+                    if out.send(records).await.is_err() {
+                        return;
+                    }
+                }
             }
-            window.into_parts().0
+            Ok(None) => failures = 0,
+            Err(error) => {
+                failures = failures.saturating_add(1);
+                tracing::debug!(%error, run_uid = %p.uid, "reading live output");
+            }
         }
-        None => {
-            let now = jiff::Timestamp::now().to_string();
-            p.lines.advance(&resp, Some(&now))
+        let wait = if failures == 0 {
+            p.interval
+        } else {
+            p.interval
+                .saturating_mul(1 << failures.min(5))
+                .min(MAX_POLL_BACKOFF)
+        };
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = wake.notified() => {}
+            () = out.closed() => return,
         }
     }
 }

@@ -19,13 +19,12 @@ use serde::Serialize;
 use super::fanout::{Fanout, PodKey, QueueLimits, reconnect};
 use super::filter::{LogRecord, RunFilter};
 use super::follow::{Delivered, End, History, Polling};
-use super::live::{self, Handover, LiveConfig, LiveCursor, LiveLines, LivePos, StatusConn};
+use super::live::{self, Handover, LiveConfig, LiveCursor, LiveLines, LivePos, StatusConn, Take};
 use super::notes::{self, LiveOutcome, LogNote, Met};
 use super::params::LogQuery;
 use super::reader::{LogSource, Tail, floor_of, until_of};
 use super::runwatch::RunWatch;
 use super::tail::Cut;
-use super::tail::TailWindow;
 use kruntimes_core::auth::access::Decision;
 use kruntimes_core::auth::{AccessReview, Caller, Recheck, ResourceAttributes};
 use kruntimes_core::lifecycle::Lifecycle;
@@ -60,6 +59,8 @@ pub struct LogApi {
     pub reads: Arc<tokio::sync::Semaphore>,
     /// How a running Run's live output is read from runtimed's status endpoint.
     pub live: LiveConfig,
+    /// Status endpoints that failed lately (plain reads answer at once).
+    pub live_failures: Arc<live::RecentFailures>,
 }
 
 impl LogApi {
@@ -407,9 +408,9 @@ async fn plain(
         let Some(resp) = resp else {
             return Ok((written, outcome));
         };
-        let mut lines = LiveLines::new(c.pos, &source.pod, query.stream);
+        let mut lines = LiveLines::new(resume_at(c, attempt), &source.pod, query.stream);
         let mut out = written;
-        let (records, cut) = first_within(lines.advance(&resp, None), max, bytes);
+        let (records, cut) = lines.advance(&resp, None, Take::First(max, bytes));
         out.records = records;
         out.cut = cut;
         return Ok((out, outcome));
@@ -421,8 +422,8 @@ async fn plain(
                 "the live record {c} is no longer live output (runtimed has written the Run's records or forgotten its execution); read the log again without beforeCursor"
             )));
         };
-        let all = live::snapshot(&resp, attempt, &source.pod, query.stream, Some(c));
-        let (records, cut) = last_within(all, max, bytes);
+        let (records, cut) =
+            live::snapshot(&resp, attempt, &source.pod, query.stream, Some(c), max, bytes);
         let tail = Tail {
             records,
             cut,
@@ -443,8 +444,7 @@ async fn plain(
     let Some(resp) = resp else {
         return Ok((tail, outcome));
     };
-    let all = live::snapshot(&resp, attempt, &source.pod, query.stream, None);
-    let (records, cut) = last_within(all, max, bytes);
+    let (records, cut) = live::snapshot(&resp, attempt, &source.pod, query.stream, None, max, bytes);
     Ok((
         Tail {
             records,
@@ -469,10 +469,14 @@ async fn read_live(
     }
     let addr = match live::target(facts.ip.as_deref().unwrap_or(""), &api.live) {
         Ok(a) => a,
-        Err(e) => return (None, LiveOutcome::Failed(e.to_string())),
+        Err(e) => return (None, LiveOutcome::Failed(e.public().to_owned())),
     };
+    if let Some(e) = api.live_failures.get(addr) {
+        return (None, LiveOutcome::Failed(e.public().to_owned()));
+    }
     let uid = run.metadata.uid.as_deref().unwrap_or_default();
     let result = StatusConn::new(addr, api.live.clone()).status(uid).await;
+    api.live_failures.record(addr, result.as_ref().err());
     let label = match &result {
         Ok(Some(_)) => "ok",
         Ok(None) => "not_found",
@@ -487,43 +491,24 @@ async fn read_live(
         Ok(None) => (None, LiveOutcome::NotFound),
         Err(e) => {
             tracing::debug!(error = %e, "reading live output");
-            (None, LiveOutcome::Failed(e.to_string()))
+            (None, LiveOutcome::Failed(e.public().to_owned()))
         }
     }
 }
 
-/// The last records within the bounds.
-fn last_within(
-    records: Vec<super::filter::LogRecord>,
-    max: usize,
-    bytes: usize,
-) -> (Vec<super::filter::LogRecord>, Option<Cut>) {
-    let mut window = TailWindow::new(max, bytes);
-    for r in records {
-        window.push(r);
-    }
-    window.into_parts()
-}
-
-/// The first records within the bounds.
-fn first_within(
-    records: Vec<super::filter::LogRecord>,
-    max: usize,
-    bytes: usize,
-) -> (Vec<super::filter::LogRecord>, Option<Cut>) {
-    let mut out = Vec::new();
-    let mut used = 0;
-    for r in records {
-        if out.len() == max {
-            return (out, Some(Cut::TailLines));
+/// Where a reader resumes after the live record `c` of a Run now in
+/// `attempt`: after it, or at the start of the current attempt when the
+/// Run was retried since (that attempt's lines are all new to the reader).
+fn resume_at(c: LiveCursor, attempt: u32) -> LivePos {
+    if c.pos.attempt < attempt {
+        LivePos {
+            attempt,
+            stdout: 0,
+            stderr: 0,
         }
-        if used + r.weight() > bytes {
-            return (out, Some(Cut::LimitBytes));
-        }
-        used += r.weight();
-        out.push(r);
+    } else {
+        c.pos
     }
-    (out, None)
 }
 
 /// `status.assignedPod` goes into URL paths: anything but a DNS-1123
@@ -754,7 +739,7 @@ fn polling_for(
             stdout: 0,
             stderr: 0,
         },
-        |c: LiveCursor| c.pos,
+        |c| resume_at(c, attempt),
     );
     Some(Box::new(Polling {
         conn: StatusConn::new(addr, api.live.clone()),

@@ -19,6 +19,7 @@
 //! `stdout lines` and `stderr lines` of them are the ones already delivered,
 //! and are skipped (the hand-over, without a gap or a duplicate).
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -30,6 +31,7 @@ use kruntimes_core::runtimed::{self, StatusRequest, StatusResponse};
 
 use super::MAX_LINE_BYTES;
 use super::filter::{LogRecord, StreamFilter};
+use super::tail::{Cut, TailWindow};
 
 /// Default of `--live-output-poll-interval`.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(500);
@@ -89,6 +91,67 @@ pub enum LiveError {
     Grpc(SocketAddr, u32, String),
 }
 
+impl LiveError {
+    /// What the error says to a caller of the Run-log API: what went
+    /// wrong, without the Pod's address or the transport's own words.
+    pub fn public(&self) -> &'static str {
+        match self {
+            LiveError::NoAddress => "the Runtime Pod has no address yet",
+            LiveError::RefusedAddress(_) => {
+                "the Runtime Pod's address is not one the Console dials (unspecified, loopback, link-local, multicast or broadcast)"
+            }
+            LiveError::Timeout(..) => {
+                "runtimed's status endpoint did not answer in time (a NetworkPolicy may isolate the Runtime Pod: see the Console's live output settings)"
+            }
+            LiveError::Unreachable(..) => {
+                "runtimed's status endpoint is unreachable (a NetworkPolicy may isolate the Runtime Pod: see the Console's live output settings)"
+            }
+            LiveError::Protocol(..) => "runtimed's status endpoint answered with something else than a status",
+            LiveError::Grpc(..) => "runtimed's status endpoint answered with an error",
+        }
+    }
+}
+
+/// How long a status endpoint that failed is not dialled again by plain
+/// reads (a follow's polling backs off on its own).
+pub const FAILURE_TTL: Duration = Duration::from_secs(10);
+/// Most addresses remembered as failed.
+const MAX_FAILURES: usize = 4096;
+
+/// Status endpoints that failed lately: plain reads of running Runs on a
+/// Pod the Console cannot reach answer at once instead of each waiting for
+/// `--live-output-timeout`.
+#[derive(Default)]
+pub struct RecentFailures(std::sync::Mutex<std::collections::HashMap<SocketAddr, (std::time::Instant, LiveError)>>);
+
+impl RecentFailures {
+    /// The failure remembered for `addr`, if it is recent.
+    pub fn get(&self, addr: SocketAddr) -> Option<LiveError> {
+        let map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(&addr)
+            .filter(|(at, _)| at.elapsed() < FAILURE_TTL)
+            .map(|(_, e)| e.clone())
+    }
+
+    /// Remembers a failure, or forgets one when `result` is not.
+    pub fn record(&self, addr: SocketAddr, result: Option<&LiveError>) {
+        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match result {
+            None => {
+                map.remove(&addr);
+            }
+            Some(e) => {
+                if map.len() >= MAX_FAILURES {
+                    map.retain(|_, (at, _)| at.elapsed() < FAILURE_TTL);
+                }
+                if map.len() < MAX_FAILURES {
+                    map.insert(addr, (std::time::Instant::now(), e.clone()));
+                }
+            }
+        }
+    }
+}
+
 /// The address the status endpoint of a Pod at `ip` is read from, if it
 /// is one: never an unspecified, multicast, link-local (cloud metadata) or
 /// broadcast address, and loopback only where allowed.
@@ -99,6 +162,11 @@ pub fn target(ip: &str, config: &LiveConfig) -> Result<SocketAddr, LiveError> {
     let parsed: IpAddr = ip
         .parse()
         .map_err(|_| LiveError::RefusedAddress(ip.to_owned()))?;
+    // An IPv4 address written as IPv6 (`::ffff:a.b.c.d`) is judged as IPv4.
+    let parsed = match parsed {
+        IpAddr::V6(a) => a.to_ipv4_mapped().map_or(parsed, IpAddr::V4),
+        v4 => v4,
+    };
     let refused = match parsed {
         IpAddr::V4(a) => {
             a.is_unspecified()
@@ -436,6 +504,16 @@ fn complete_lines(text: &str, from: usize) -> impl Iterator<Item = (&str, usize)
     })
 }
 
+/// Which of the new lines an answer keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Take {
+    /// The first records within a count and a byte bound; the rest stay
+    /// new for the next call.
+    First(usize, usize),
+    /// The last records within a count and a byte bound; all are read.
+    Last(usize, usize),
+}
+
 /// Turns successive status answers of one Run into new records.
 #[derive(Debug)]
 pub struct LiveLines {
@@ -470,18 +548,25 @@ impl LiveLines {
         self.pos
     }
 
-    /// The new complete lines of `resp`, as records stamped `time` (when
-    /// the line was observed, if that says when it was printed). Each
-    /// record's cursor is the position after it. A stream that became
-    /// shorter, or no longer starts with what was read, is a new attempt:
-    /// the counts start again.
-    pub fn advance(&mut self, resp: &StatusResponse, time: Option<&str>) -> Vec<LogRecord> {
+    /// The new complete lines of `resp` within `take`, as records stamped
+    /// `time` (when the line was observed, if that says when it was
+    /// printed), and which bound cut them. Each record's cursor is the
+    /// position after it. A stream that became shorter, or no longer
+    /// starts with what was read, is a new attempt: the counts start
+    /// again. Only the records kept are built: a stream of a million short
+    /// lines costs their scan, not a million records.
+    pub fn advance(
+        &mut self,
+        resp: &StatusResponse,
+        time: Option<&str>,
+        take: Take,
+    ) -> (Vec<LogRecord>, Option<Cut>) {
         let texts = [resp.stdout.as_str(), resp.stderr.as_str()];
         let offsets = match self.offsets {
             Some(o) if self.same_attempt(&texts, o) => o,
             Some(_) => {
                 self.pos = LivePos {
-                    attempt: self.pos.attempt + 1,
+                    attempt: self.pos.attempt.saturating_add(1),
                     stdout: 0,
                     stderr: 0,
                 };
@@ -489,23 +574,83 @@ impl LiveLines {
             }
             None => self.find(&texts),
         };
-        let mut records = Vec::new();
         let mut next = offsets;
+        let mut cut = None;
+        match take {
+            Take::First(max, max_bytes) => {
+                let mut records = Vec::new();
+                let mut bytes = 0usize;
+                'streams: for stream in Stream::BOTH {
+                    let i = stream.index();
+                    for (line, end) in complete_lines(texts[i], offsets[i]) {
+                        let wanted = self.streams.admits(stream.as_str());
+                        if wanted && records.len() == max {
+                            cut = Some(Cut::TailLines);
+                            break 'streams;
+                        }
+                        if wanted && bytes + line.len() > max_bytes && !records.is_empty() {
+                            cut = Some(Cut::LimitBytes);
+                            break 'streams;
+                        }
+                        next[i] = end;
+                        *self.pos.count_mut(stream) += 1;
+                        if wanted {
+                            let mut rec = self.record(stream, line, time);
+                            if rec.weight() > max_bytes {
+                                // A single line over the budget keeps its head.
+                                let mut keep = max_bytes;
+                                while !rec.message.is_char_boundary(keep) {
+                                    keep -= 1;
+                                }
+                                rec.message.truncate(keep);
+                                rec.truncated = true;
+                                cut = Some(Cut::LimitBytes);
+                            }
+                            bytes += rec.weight();
+                            records.push(rec);
+                        }
+                    }
+                }
+                self.remember(&texts, next);
+                (records, cut)
+            }
+            Take::Last(max, max_bytes) => {
+                // The last `max` wanted lines, by reference, then built.
+                let mut last: VecDeque<(Stream, &str, LivePos)> = VecDeque::new();
+                for stream in Stream::BOTH {
+                    let i = stream.index();
+                    for (line, end) in complete_lines(texts[i], offsets[i]) {
+                        next[i] = end;
+                        *self.pos.count_mut(stream) += 1;
+                        if self.streams.admits(stream.as_str()) {
+                            if last.len() == max {
+                                last.pop_front();
+                                cut = Some(Cut::TailLines);
+                            }
+                            last.push_back((stream, line, self.pos));
+                        }
+                    }
+                }
+                self.remember(&texts, next);
+                let mut window = TailWindow::new(max, max_bytes);
+                for (stream, line, pos) in last {
+                    window.push(record_at(&self.pod, stream, line, pos, time));
+                }
+                let (records, window_cut) = window.into_parts();
+                (records, window_cut.or(cut))
+            }
+        }
+    }
+
+    /// Keeps where the reader is and the bytes that recognise it.
+    fn remember(&mut self, texts: &[&str; 2], next: [usize; 2]) {
         for stream in Stream::BOTH {
             let i = stream.index();
-            for (line, end) in complete_lines(texts[i], offsets[i]) {
-                next[i] = end;
-                *self.pos.count_mut(stream) += 1;
-                if self.streams.admits(stream.as_str()) {
-                    records.push(self.record(stream, line, time));
-                }
-            }
             let t = texts[i].as_bytes();
             let from = next[i].saturating_sub(GUARD_BYTES);
             self.guards[i] = t[from..next[i]].to_vec();
         }
         self.offsets = Some(next);
-        records
     }
 
     fn same_attempt(&self, texts: &[&str; 2], offsets: [usize; 2]) -> bool {
@@ -534,7 +679,7 @@ impl LiveLines {
         }
         if fewer {
             self.pos = LivePos {
-                attempt: self.pos.attempt + 1,
+                attempt: self.pos.attempt.saturating_add(1),
                 stdout: 0,
                 stderr: 0,
             };
@@ -544,64 +689,79 @@ impl LiveLines {
     }
 
     fn record(&self, stream: Stream, line: &str, time: Option<&str>) -> LogRecord {
-        let (message, truncated) = if line.len() > MAX_LINE_BYTES {
-            // As a written line of that size is answered.
-            let note = format!(
-                "[record of {} bytes exceeds the {} KiB line bound and was omitted]",
-                line.len(),
-                MAX_LINE_BYTES >> 10
-            );
-            (note, true)
-        } else {
-            (line.to_owned(), false)
-        };
-        LogRecord {
-            stream: stream.as_str().to_owned(),
-            message,
-            pod: self.pod.clone(),
-            invocation_id: None,
-            time: time.map(str::to_owned),
-            cursor: LiveCursor {
-                pos: self.pos,
-                stream,
-            }
-            .to_string(),
-            truncated,
-            source: Some(SOURCE_STATUS.to_owned()),
-            written_at_end: false,
-        }
+        record_at(&self.pod, stream, line, self.pos, time)
     }
 }
 
-/// Every complete line of one answer (stdout lines first, then stderr) as
-/// records with their cursors; with `before`, only those a reader had been
-/// given before that record (whatever order it was given them in).
+/// The record of a live `line` of `stream` whose reader is at `pos` once it has it.
+fn record_at(pod: &str, stream: Stream, line: &str, pos: LivePos, time: Option<&str>) -> LogRecord {
+    let (message, truncated) = if line.len() > MAX_LINE_BYTES {
+        // As a written line of that size is answered.
+        let note = format!(
+            "[record of {} bytes exceeds the {} KiB line bound and was omitted]",
+            line.len(),
+            MAX_LINE_BYTES >> 10
+        );
+        (note, true)
+    } else {
+        (line.to_owned(), false)
+    };
+    LogRecord {
+        stream: stream.as_str().to_owned(),
+        message,
+        pod: pod.to_owned(),
+        invocation_id: None,
+        time: time.map(str::to_owned),
+        cursor: LiveCursor { pos, stream }.to_string(),
+        truncated,
+        source: Some(SOURCE_STATUS.to_owned()),
+        written_at_end: false,
+    }
+}
+
+/// The complete lines of one answer (stdout lines first, then stderr) as
+/// records with their cursors, the last `max` within `max_bytes`; with
+/// `before`, only those a reader had been given before that record
+/// (whatever order it was given them in).
 pub fn snapshot(
     resp: &StatusResponse,
     attempt: u32,
     pod: &str,
     streams: StreamFilter,
     before: Option<LiveCursor>,
-) -> Vec<LogRecord> {
+    max: usize,
+    max_bytes: usize,
+) -> (Vec<LogRecord>, Option<Cut>) {
     let start = LivePos {
         attempt,
         stdout: 0,
         stderr: 0,
     };
-    let all = LiveLines::new(start, pod, streams).advance(resp, None);
     let Some(before) = before else {
-        return all;
+        return LiveLines::new(start, pod, streams).advance(resp, None, Take::Last(max, max_bytes));
     };
     if before.pos.attempt != attempt {
-        return Vec::new();
+        return (Vec::new(), None);
     }
     let limit = before.before();
-    all.into_iter()
-        .filter(|r| {
-            LiveCursor::parse(&r.cursor)
-                .is_ok_and(|c| c.pos.count(c.stream) <= limit.count(c.stream))
-        })
-        .collect()
+    // Lines past the limit of either stream are left out: read each
+    // stream only up to its limit.
+    let mut window = TailWindow::new(max, max_bytes);
+    let mut pos = start;
+    for stream in Stream::BOTH {
+        let text = match stream {
+            Stream::Stdout => resp.stdout.as_str(),
+            Stream::Stderr => resp.stderr.as_str(),
+        };
+        let wanted = streams.admits(stream.as_str());
+        for (line, _) in complete_lines(text, 0).take(limit.count(stream) as usize) {
+            *pos.count_mut(stream) += 1;
+            if wanted {
+                window.push(record_at(pod, stream, line, pos, None));
+            }
+        }
+    }
+    window.into_parts()
 }
 
 /// Written records a reader at `pos` was already given as live lines:
@@ -654,6 +814,11 @@ mod tests {
         }
     }
 
+    /// Every new line, unbounded.
+    fn all(l: &mut LiveLines, r: &StatusResponse, time: Option<&str>) -> Vec<LogRecord> {
+        l.advance(r, time, Take::First(usize::MAX, usize::MAX)).0
+    }
+
     fn msgs(records: &[LogRecord]) -> Vec<(String, String, String)> {
         records
             .iter()
@@ -680,12 +845,12 @@ mod tests {
     #[test]
     fn new_lines_only_and_partial_lines_wait() {
         let mut l = LiveLines::new(at(1, 0, 0), "p", StreamFilter::Both);
-        let r = l.advance(&resp("one\ntw", ""), None);
+        let r = all(&mut l, &resp("one\ntw", ""), None);
         assert_eq!(
             msgs(&r),
             [("stdout".into(), "one".into(), "L1-1-0-o".into())]
         );
-        let r = l.advance(&resp("one\ntwo\n", "err\n"), Some("t"));
+        let r = all(&mut l, &resp("one\ntwo\n", "err\n"), Some("t"));
         assert_eq!(
             msgs(&r),
             [
@@ -695,14 +860,14 @@ mod tests {
         );
         assert_eq!(r[0].time.as_deref(), Some("t"));
         assert_eq!(r[0].source.as_deref(), Some(SOURCE_STATUS));
-        assert!(l.advance(&resp("one\ntwo\n", "err\n"), None).is_empty());
+        assert!(all(&mut l, &resp("one\ntwo\n", "err\n"), None).is_empty());
         assert_eq!(l.pos(), at(1, 2, 1));
     }
 
     #[test]
     fn a_reader_resumes_from_its_cursor() {
         let mut l = LiveLines::new(at(1, 2, 0), "p", StreamFilter::Both);
-        let r = l.advance(&resp("a\n\nb\nc\n", "x\n"), None);
+        let r = all(&mut l, &resp("a\n\nb\nc\n", "x\n"), None);
         assert_eq!(
             msgs(&r),
             [
@@ -715,9 +880,9 @@ mod tests {
     #[test]
     fn a_stream_that_starts_again_is_a_new_attempt() {
         let mut l = LiveLines::new(at(1, 0, 0), "p", StreamFilter::Both);
-        l.advance(&resp("a\nb\n", ""), None);
+        all(&mut l, &resp("a\nb\n", ""), None);
         // Retried: the output starts over, even when longer by the next look.
-        let r = l.advance(&resp("fresh\nlonger output\n", ""), None);
+        let r = all(&mut l, &resp("fresh\nlonger output\n", ""), None);
         assert_eq!(
             msgs(&r),
             [
@@ -727,14 +892,14 @@ mod tests {
         );
         // A reader resuming past what a new attempt has: also a new attempt.
         let mut l = LiveLines::new(at(1, 5, 0), "p", StreamFilter::Both);
-        let r = l.advance(&resp("a\n", ""), None);
+        let r = all(&mut l, &resp("a\n", ""), None);
         assert_eq!(msgs(&r), [("stdout".into(), "a".into(), "L2-1-0-o".into())]);
     }
 
     #[test]
     fn streams_not_asked_for_are_counted_but_not_returned() {
         let mut l = LiveLines::new(at(1, 0, 0), "p", StreamFilter::Stderr);
-        let r = l.advance(&resp("a\nb\n", "e\n"), None);
+        let r = all(&mut l, &resp("a\nb\n", "e\n"), None);
         assert_eq!(msgs(&r), [("stderr".into(), "e".into(), "L1-2-1-e".into())]);
     }
 
@@ -742,7 +907,7 @@ mod tests {
     fn the_truncation_marker_is_a_line_like_any_other() {
         let mut l = LiveLines::new(at(1, 0, 0), "p", StreamFilter::Both);
         let out = format!("abc\npartial{}", "\n[output truncated]\n");
-        let r = l.advance(&resp(&out, ""), None);
+        let r = all(&mut l, &resp(&out, ""), None);
         let m: Vec<_> = r.iter().map(|r| r.message.as_str()).collect();
         assert_eq!(m, ["abc", "partial", runtimed::TRUNCATED_MARKER]);
     }
@@ -750,11 +915,11 @@ mod tests {
     #[test]
     fn a_snapshot_before_a_cursor_holds_what_came_before_it() {
         let r = resp("a\nb\nc\n", "x\ny\n");
-        let all = snapshot(&r, 1, "p", StreamFilter::Both, None);
+        let all = snapshot(&r, 1, "p", StreamFilter::Both, None, 500, 1 << 20).0;
         assert_eq!(all.len(), 5);
         let before = |c: &str| {
             let c = LiveCursor::parse(c).unwrap();
-            snapshot(&r, 1, "p", StreamFilter::Both, Some(c))
+            snapshot(&r, 1, "p", StreamFilter::Both, Some(c), 500, 1 << 20).0
                 .into_iter()
                 .map(|r| r.message)
                 .collect::<Vec<_>>()
@@ -765,6 +930,38 @@ mod tests {
         assert_eq!(before("L1-2-1-o"), ["a", "x"]);
         assert_eq!(before("L1-1-1-e"), ["a"]);
         assert!(before("L2-3-0-o").is_empty());
+    }
+
+    #[test]
+    fn only_the_lines_kept_are_built_and_the_rest_stay_new() {
+        let text: String = (1..=1000).map(|i| format!("l{i}\n")).collect();
+        let r = resp(&text, "e\n");
+        // The first three, then the next three from where it stopped.
+        let mut l = LiveLines::new(at(1, 0, 0), "p", StreamFilter::Both);
+        let (first, cut) = l.advance(&r, None, Take::First(3, 1 << 20));
+        assert_eq!(cut, Some(Cut::TailLines));
+        assert_eq!(msgs(&first)[2], ("stdout".into(), "l3".into(), "L1-3-0-o".into()));
+        let (next, _) = l.advance(&r, None, Take::First(3, 1 << 20));
+        assert_eq!(next[0].message, "l4");
+        assert_eq!(l.pos(), at(1, 6, 0));
+        // A byte bound stops before a line that does not fit.
+        let (small, cut) = l.advance(&r, None, Take::First(100, 7));
+        assert_eq!(small.iter().map(|r| r.message.as_str()).collect::<Vec<_>>(), ["l7", "l8", "l9"]);
+        assert_eq!(cut, Some(Cut::LimitBytes));
+        // The last ones, all read.
+        let mut l = LiveLines::new(at(1, 0, 0), "p", StreamFilter::Both);
+        let (last, cut) = l.advance(&r, None, Take::Last(2, 1 << 20));
+        assert_eq!(cut, Some(Cut::TailLines));
+        assert_eq!(
+            msgs(&last),
+            [
+                ("stdout".into(), "l1000".into(), "L1-1000-0-o".into()),
+                ("stderr".into(), "e".into(), "L1-1000-1-e".into())
+            ]
+        );
+        assert_eq!(l.pos(), at(1, 1000, 1));
+        let (tail, _) = snapshot(&r, 1, "p", StreamFilter::Stdout, None, 2, 1 << 20);
+        assert_eq!(tail.iter().map(|r| r.message.as_str()).collect::<Vec<_>>(), ["l999", "l1000"]);
     }
 
     #[test]
@@ -821,6 +1018,8 @@ mod tests {
             "fe80::1",
             "example.com",
             "10.0.0.1:80",
+            "::ffff:169.254.169.254",
+            "::ffff:127.0.0.1",
         ] {
             assert!(target(bad, &c).is_err(), "{bad}");
         }

@@ -208,7 +208,8 @@ impl LogSource {
     /// oldest first.
     fn containers(&self, since: i64) -> &'static [Container] {
         match self.restarted_at {
-            Some(at) if since.max(self.floor) < at => &[Container::Previous, Container::Current],
+            // A second shared with the restart may hold lines of both.
+            Some(at) if since.max(self.floor) <= at => &[Container::Previous, Container::Current],
             _ => &[Container::Current],
         }
     }
@@ -300,7 +301,7 @@ impl LogSource {
         let mut tail = self.tail_current(max_records, max_bytes, before).await?;
         let reaches_back = self
             .restarted_at
-            .is_some_and(|at| self.floor < at && before.is_none_or(|b| b.stamp.secs <= at));
+            .is_some_and(|at| self.floor < at);
         if tail.cut.is_some() || !reaches_back {
             return Ok(self.marked(tail));
         }
