@@ -422,8 +422,15 @@ async fn plain(
                 "the live record {c} is no longer live output (runtimed has written the Run's records or forgotten its execution); read the log again without beforeCursor"
             )));
         };
-        let (records, cut) =
-            live::snapshot(&resp, attempt, &source.pod, query.stream, Some(c), max, bytes);
+        let (records, cut) = live::snapshot(
+            &resp,
+            attempt,
+            &source.pod,
+            query.stream,
+            Some(c),
+            max,
+            bytes,
+        );
         let tail = Tail {
             records,
             cut,
@@ -444,7 +451,8 @@ async fn plain(
     let Some(resp) = resp else {
         return Ok((tail, outcome));
     };
-    let (records, cut) = live::snapshot(&resp, attempt, &source.pod, query.stream, None, max, bytes);
+    let (records, cut) =
+        live::snapshot(&resp, attempt, &source.pod, query.stream, None, max, bytes);
     Ok((
         Tail {
             records,

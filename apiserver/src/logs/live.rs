@@ -106,7 +106,9 @@ impl LiveError {
             LiveError::Unreachable(..) => {
                 "runtimed's status endpoint is unreachable (a NetworkPolicy may isolate the Runtime Pod: see the Console's live output settings)"
             }
-            LiveError::Protocol(..) => "runtimed's status endpoint answered with something else than a status",
+            LiveError::Protocol(..) => {
+                "runtimed's status endpoint answered with something else than a status"
+            }
             LiveError::Grpc(..) => "runtimed's status endpoint answered with an error",
         }
     }
@@ -122,7 +124,9 @@ const MAX_FAILURES: usize = 4096;
 /// Pod the Console cannot reach answer at once instead of each waiting for
 /// `--live-output-timeout`.
 #[derive(Default)]
-pub struct RecentFailures(std::sync::Mutex<std::collections::HashMap<SocketAddr, (std::time::Instant, LiveError)>>);
+pub struct RecentFailures(
+    std::sync::Mutex<std::collections::HashMap<SocketAddr, (std::time::Instant, LiveError)>>,
+);
 
 impl RecentFailures {
     /// The failure remembered for `addr`, if it is recent.
@@ -919,7 +923,8 @@ mod tests {
         assert_eq!(all.len(), 5);
         let before = |c: &str| {
             let c = LiveCursor::parse(c).unwrap();
-            snapshot(&r, 1, "p", StreamFilter::Both, Some(c), 500, 1 << 20).0
+            snapshot(&r, 1, "p", StreamFilter::Both, Some(c), 500, 1 << 20)
+                .0
                 .into_iter()
                 .map(|r| r.message)
                 .collect::<Vec<_>>()
@@ -940,13 +945,19 @@ mod tests {
         let mut l = LiveLines::new(at(1, 0, 0), "p", StreamFilter::Both);
         let (first, cut) = l.advance(&r, None, Take::First(3, 1 << 20));
         assert_eq!(cut, Some(Cut::TailLines));
-        assert_eq!(msgs(&first)[2], ("stdout".into(), "l3".into(), "L1-3-0-o".into()));
+        assert_eq!(
+            msgs(&first)[2],
+            ("stdout".into(), "l3".into(), "L1-3-0-o".into())
+        );
         let (next, _) = l.advance(&r, None, Take::First(3, 1 << 20));
         assert_eq!(next[0].message, "l4");
         assert_eq!(l.pos(), at(1, 6, 0));
         // A byte bound stops before a line that does not fit.
         let (small, cut) = l.advance(&r, None, Take::First(100, 7));
-        assert_eq!(small.iter().map(|r| r.message.as_str()).collect::<Vec<_>>(), ["l7", "l8", "l9"]);
+        assert_eq!(
+            small.iter().map(|r| r.message.as_str()).collect::<Vec<_>>(),
+            ["l7", "l8", "l9"]
+        );
         assert_eq!(cut, Some(Cut::LimitBytes));
         // The last ones, all read.
         let mut l = LiveLines::new(at(1, 0, 0), "p", StreamFilter::Both);
@@ -961,7 +972,10 @@ mod tests {
         );
         assert_eq!(l.pos(), at(1, 1000, 1));
         let (tail, _) = snapshot(&r, 1, "p", StreamFilter::Stdout, None, 2, 1 << 20);
-        assert_eq!(tail.iter().map(|r| r.message.as_str()).collect::<Vec<_>>(), ["l999", "l1000"]);
+        assert_eq!(
+            tail.iter().map(|r| r.message.as_str()).collect::<Vec<_>>(),
+            ["l999", "l1000"]
+        );
     }
 
     #[test]

@@ -299,9 +299,7 @@ impl LogSource {
         before: Option<Cursor>,
     ) -> Result<Tail, ApiError> {
         let mut tail = self.tail_current(max_records, max_bytes, before).await?;
-        let reaches_back = self
-            .restarted_at
-            .is_some_and(|at| self.floor < at);
+        let reaches_back = self.restarted_at.is_some_and(|at| self.floor < at);
         if tail.cut.is_some() || !reaches_back {
             return Ok(self.marked(tail));
         }
