@@ -4,7 +4,8 @@
 //   npm run build && node tests/screenshots.mjs [outDir]
 //
 // Env: CHROMIUM (default /usr/bin/chromium), SHOT_STYLES, SHOT_THEMES, SHOT_PAGES
-// (comma-separated filters). Prints the output folder.
+// (comma-separated filters), SHOT_WIDTH (viewport width, default 1360).
+// Prints the output folder.
 import { createReadStream, existsSync, mkdirSync, statSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { extname, join, normalize } from 'node:path';
@@ -35,6 +36,52 @@ const json = (route, body, status = 200) =>
   route.fulfill({ status, contentType: 'application/json', body: JSON.stringify(body) });
 
 const BIG_LOG = fx.logRecords(100_100, 100_100);
+
+// The engine's runtimed writes a Run's records only when it ends: a running
+// Run's lines are live output (no time when first read, a time once
+// followed); a Timeout Run has none, and its answer says why.
+const liveLine = (i, stream, message, time) => ({
+  stream,
+  message,
+  pod: 'python-pool-7d9f4',
+  cursor: `L2-${stream === 'stdout' ? i : 3}-${stream === 'stderr' ? i : 0}-${stream === 'stdout' ? 'o' : 'e'}`,
+  source: 'status',
+  ...(time ? { time } : {}),
+});
+const ENGINE_LOGS = {
+  'train-live': {
+    records: [
+      liveLine(1, 'stdout', 'epoch 1/20: loss 0.912 acc 0.611'),
+      liveLine(2, 'stdout', 'epoch 2/20: loss 0.704 acc 0.702'),
+      liveLine(1, 'stderr', 'WARNING: gradient norm 41.2 clipped to 10.0', new Date().toISOString()),
+      liveLine(3, 'stdout', 'epoch 3/20: loss 0.655 acc 0.731', new Date().toISOString()),
+    ],
+    notes: [],
+  },
+  'etl-timeout': {
+    records: [],
+    notes: [
+      { reason: 'NoneWrittenForPhase', message: 'the Run ended as Timeout: runtimed writes no records for Timeout and Cancelled Runs, so what it printed was kept only while it ran (as live output)' },
+      { reason: 'EarlierAttemptsNotKept', message: "this is attempt 2: runtimed keeps only the last attempt's records; the earlier attempts' output is not kept" },
+    ],
+  },
+  'report-done': {
+    records: [
+      { stream: 'stdout', message: 'rendered 14 pages', pod: 'python-pool-7d9f4', time: new Date().toISOString(), cursor: '1764601040.100000000-0', writtenAtEnd: true },
+      { stream: 'stdout', message: '[output truncated]', pod: 'python-pool-7d9f4', time: new Date().toISOString(), cursor: '1764601040.100000000-1', writtenAtEnd: true },
+      { stream: 'stderr', message: 'warning: font cache rebuilt', pod: 'python-pool-7d9f4', time: new Date().toISOString(), cursor: '1764601040.100000000-2', writtenAtEnd: true },
+    ],
+    notes: [
+      { reason: 'OutputTruncated', message: 'a stream passed the runtime\'s size bound (1 MiB per stream) and was cut where the line "[output truncated]" is' },
+      { reason: 'WrittenAtEnd', message: 'runtimed wrote these records when the Run ended: their times are when they were written, not when each line was printed (stdout lines come before stderr lines)' },
+    ],
+  },
+};
+const ENGINE_RUNS = {
+  'train-live': { phase: 'Running', attempt: 2 },
+  'etl-timeout': { phase: 'Timeout', attempt: 2, completionTime: new Date().toISOString(), message: 'Run exceeded its timeout of 10m' },
+  'report-done': { phase: 'Succeeded', attempt: 1, completionTime: new Date().toISOString() },
+};
 const followed = new Set();
 
 async function mockApi(page) {
@@ -59,6 +106,21 @@ async function mockApi(page) {
       const phase = url.searchParams.get('phase');
       const items = phase ? fx.runList.items.filter((r) => r.phase === phase) : fx.runList.items;
       return json(route, { ...fx.runList, items });
+    }
+    if ((m = /^\/api\/namespaces\/([^/]+)\/runs\/([^/]+)\/logs$/.exec(p)) && m[2] in ENGINE_LOGS) {
+      // Runs on the engine's runtimed: live output while running, notes once ended.
+      const answer = ENGINE_LOGS[m[2]];
+      if (url.searchParams.get('follow') === 'true') {
+        // A reconnect after the last record gets nothing new.
+        const records = url.searchParams.get('sinceCursor') ? [] : answer.records;
+        const body = records.map((r) => JSON.stringify(r)).join('\n') + (records.length ? '\n' : '');
+        return route.fulfill({ status: 200, contentType: 'application/x-ndjson', body });
+      }
+      return json(route, { metadata: { name: m[2], namespace: m[1], uid: 'x' }, pod: 'python-pool-7d9f4', truncated: false, ...answer });
+    }
+    if ((m = /^\/api\/namespaces\/([^/]+)\/runs\/([^/]+)$/.exec(p)) && m[2] in ENGINE_RUNS) {
+      const d = fx.runDetail(m[2]);
+      return json(route, { ...d, status: { ...d.status, ...ENGINE_RUNS[m[2]] } });
     }
     if ((m = /^\/api\/namespaces\/([^/]+)\/runs\/([^/]+)\/logs$/.exec(p))) {
       const tail = Number(url.searchParams.get('tail') ?? 100);
@@ -98,6 +160,13 @@ async function mockApi(page) {
 }
 
 const NS = fx.NS;
+
+/** Timestamps on, the log in view. */
+async function showLog(page) {
+  await page.getByLabel('Timestamps').check();
+  await page.locator('#logs').scrollIntoViewIfNeeded();
+}
+
 const PAGES = [
   ['login', '/login'],
   ['runs', `/namespaces/${NS}/runs`],
@@ -143,6 +212,9 @@ const PAGES = [
       await page.locator('#logs').scrollIntoViewIfNeeded();
     },
   ],
+  ['run-logs-live', `/namespaces/${NS}/runs/train-live`, (page) => showLog(page)],
+  ['run-logs-none', `/namespaces/${NS}/runs/etl-timeout`, (page) => showLog(page)],
+  ['run-logs-at-end', `/namespaces/${NS}/runs/report-done`, (page) => showLog(page)],
   ['runtimes', `/namespaces/${NS}/runtimes`],
   ['runtime-detail', `/namespaces/${NS}/runtimes/python-pool`],
   ['workflowruns', `/namespaces/${NS}/workflowruns`],
@@ -184,7 +256,8 @@ let problems = 0;
 try {
   for (const style of styles) {
     for (const theme of themes) {
-      const context = await browser.newContext({ viewport: { width: 1360, height: 900 }, colorScheme: theme });
+      const width = Number(process.env.SHOT_WIDTH ?? 1360);
+      const context = await browser.newContext({ viewport: { width, height: 900 }, colorScheme: theme });
       await context.addInitScript(
         ([s, t]) => {
           localStorage.setItem('kruntimes.console.style', s);
@@ -210,7 +283,7 @@ try {
         await page.waitForTimeout(150);
         // Full-page shots with a sticky header look wrong when scrolled; shoot from the top.
         await page.evaluate(() => window.scrollTo(0, 0));
-        const file = join(outDir, `${name}--${style}-${theme}.png`);
+        const file = join(outDir, `${name}--${style}-${theme}${process.env.SHOT_WIDTH ? `-${process.env.SHOT_WIDTH}` : ''}.png`);
         await page.screenshot({ path: file, fullPage: true });
       }
       await context.close();
