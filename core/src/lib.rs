@@ -2,7 +2,7 @@
 //! authorization (`auth`), TLS (`tls`), the accept loop (`serve`), the
 //! request observer (`observe`), metrics, the process lifecycle, limits,
 //! Kubernetes `Status` errors, strict request parsing (`query`, `names`) and
-//! the typed kruntimes `Run` both rooms read.
+//! the typed kruntimes kinds (`Run`, `Runtime`, `WorkflowRun`) they read.
 //! The Run-log API (`kruntimes-apiserver`) and the Console
 //! (`kruntimes-console`) are built on it and never on each other's insides.
 #![forbid(unsafe_code)]
@@ -19,6 +19,7 @@ pub mod query;
 pub mod ready;
 pub mod routes;
 pub mod run;
+pub mod runtime;
 pub mod runtimed;
 pub mod serve;
 pub mod status;
@@ -26,3 +27,4 @@ pub mod tls;
 pub mod tls_stream;
 pub mod ttlmap;
 pub mod workers;
+pub mod workflowrun;
