@@ -145,10 +145,7 @@ pub fn whole_quantity(s: &str) -> Option<i64> {
 pub fn pod_capacity(
     annotations: Option<&BTreeMap<String, String>>,
 ) -> BTreeMap<String, (String, bool)> {
-    let mut out = BTreeMap::from([(
-        RUNS.to_owned(),
-        (DEFAULT_RUNS_CAPACITY.to_string(), true),
-    )]);
+    let mut out = BTreeMap::from([(RUNS.to_owned(), (DEFAULT_RUNS_CAPACITY.to_string(), true))]);
     for (k, v) in annotations.into_iter().flatten() {
         let Some(resource) = k.strip_prefix(CAPACITY_ANNOTATION_PREFIX) else {
             continue;

@@ -258,7 +258,11 @@ mod tests {
         assert_eq!(w.run_names().collect::<Vec<_>>(), ["r1", "r2", "r3"]);
         let s = w.step_of("r3").unwrap();
         assert_eq!(
-            (s.job.as_deref(), s.step.as_deref(), s.action_step.as_deref()),
+            (
+                s.job.as_deref(),
+                s.step.as_deref(),
+                s.action_step.as_deref()
+            ),
             (Some("build"), Some("setup"), Some("unpack"))
         );
         assert_eq!(w.step_of("r1").unwrap().action_step, None);
