@@ -123,7 +123,7 @@ demo_run_status() {
 	[[ -n $reason ]] && conds+=,$(cond Running False "$reason" "$msg" "$finished"),$(cond Completed False "$reason" "$msg" "$finished")
 	# The engine writes attempt only at the end or on a retry.
 	local attempt=""
-	[[ -n $reason || $phase == Succeeded ]] && attempt="\"attempt\":1,"
+	[[ (-n $reason || $phase == Succeeded) && $extra != *'"attempt"'* ]] && attempt="\"attempt\":1,"
 	status="{\"phase\":\"$phase\",$podfields$attempt\"startTime\":\"$start\",
 		${msg:+\"message\":\"$msg\",}\"conditions\":[$conds]${extra:+,$extra}}"
 	if [[ $phase == Pending ]]; then
@@ -172,14 +172,14 @@ demo_owned() {
 		\"ownerReferences\":[{\"apiVersion\":\"kruntimes.io/v1alpha1\",\"kind\":\"WorkflowRun\",\"name\":\"$wr\",\"uid\":\"$uid\",\"controller\":true,\"blockOwnerDeletion\":true}]}}" >/dev/null
 }
 
-# demo_event ns name kind object uid type reason message time: an Event as
-# the engine's recorder writes it.
+# demo_event ns name apiVersion/kind object uid type reason message time: an
+# Event as the engine's recorder writes it.
 demo_event() {
 	K apply -f - >/dev/null <<YAML
 apiVersion: v1
 kind: Event
 metadata: {name: $2, namespace: $1}
-involvedObject: {apiVersion: ${3/Pod/v1}, kind: ${3#*/}, name: $4, uid: "$5", namespace: $1}
+involvedObject: {apiVersion: ${3%/*}, kind: ${3##*/}, name: $4, uid: "$5", namespace: $1}
 type: $6
 reason: $7
 message: "$8"
@@ -206,11 +206,11 @@ demo_events() {
 		"Retry attempt 2/3 starting" "$start"
 	demo_event "$ns" lint-failed.exhausted kruntimes.io/v1alpha1/Run lint-failed "$uid" Warning RunRetriesExhausted \
 		"Run failed after 2 attempts: RuntimeExecute: exit status 2" "$done"
-	demo_event "$ns" bash-pool-1.pulled Pod bash-pool-1 "$puid" Normal Pulled \
+	demo_event "$ns" bash-pool-1.pulled v1/Pod bash-pool-1 "$puid" Normal Pulled \
 		"Container image ghcr.io/kruntimes/runtime-bash:demo already present on machine" "$before"
-	demo_event "$ns" bash-pool-1.unhealthy Pod bash-pool-1 "$puid" Warning Unhealthy \
+	demo_event "$ns" bash-pool-1.unhealthy v1/Pod bash-pool-1 "$puid" Warning Unhealthy \
 		"Readiness probe failed: runtimed heartbeat late" "$start"
-	demo_event "$ns" bash-pool-1.scaled Pod bash-pool-1 "$puid" Normal Killing \
+	demo_event "$ns" bash-pool-1.scaled v1/Pod bash-pool-1 "$puid" Normal Killing \
 		"Stopping container runtime" "$after"
 }
 

@@ -240,7 +240,13 @@ async fn step_runs(
         _ => wfr::UID_LABEL.to_owned(),
     };
     let mut out = HashMap::new();
-    read_runs(&api, ListParams::default().labels(&selector), &mut out, None).await;
+    read_runs(
+        &api,
+        ListParams::default().labels(&selector),
+        &mut out,
+        None,
+    )
+    .await;
     let missing: HashSet<&str> = wrs
         .iter()
         .flat_map(WorkflowRun::run_names)
