@@ -150,7 +150,7 @@ demo_seed() {
 	demo_run $ns test-succeeded bash task Succeeded bash-pool-0 \
 		"\"completionTime\":\"@done@\",\"outputs\":{\"result\":\"42 tests passed\",\"coverage\":\"87%\"},\"artifactRefs\":[{\"name\":\"junit\",\"driver\":\"s3\",\"type\":\"file\",\"location\":{\"s3\":{\"bucket\":\"demo-artifacts\",\"key\":\"team-a/test-succeeded/junit.xml\"}},\"sizeBytes\":18231,\"digest\":\"sha256:3f1d0c9a5b7e2d4f6a8c0e1b3d5f7a9c2e4b6d8f0a1c3e5b7d9f1a2c4e6b8d0f\",\"contentType\":\"application/xml\",\"createdAt\":\"@done@\"}]"
 	demo_run $ns lint-failed bash task Failed bash-pool-1 \
-		"\"completionTime\":\"@done@\",\"attempt\":2,\"outputs\":{\"result\":\"3 lint errors\"}"
+		"\"completionTime\":\"@done@\",\"attempt\":3,\"outputs\":{\"result\":\"3 lint errors\"}"
 	demo_run $ns slow-timeout python task Timeout python-pool-0 "\"completionTime\":\"@done@\""
 	demo_run $ns deploy-cancelled bash task Cancelled bash-pool-0 "\"completionTime\":\"@done@\""
 	# The two steps of the Action release-1-4's unit job calls.
@@ -200,12 +200,16 @@ demo_events() {
 	done=$(K -n "$ns" get run lint-failed -o jsonpath='{.status.completionTime}')
 	before=$(date -u -d "$start - 1 hour" +%FT%TZ)
 	after=$(date -u -d "$done + 1 hour" +%FT%TZ)
-	demo_event "$ns" lint-failed.attempt-1 kruntimes.io/v1alpha1/Run lint-failed "$uid" Warning RunFailedRetrying \
+	demo_event "$ns" lint-failed.failed-1 kruntimes.io/v1alpha1/Run lint-failed "$uid" Warning RunFailedRetrying \
 		"Run failed (attempt 1/3), retrying in 10s. Reason: RuntimeExecute: exit status 1" "$start"
-	demo_event "$ns" lint-failed.attempt-2 kruntimes.io/v1alpha1/Run lint-failed "$uid" Normal RunRetrying \
+	demo_event "$ns" lint-failed.retry-2 kruntimes.io/v1alpha1/Run lint-failed "$uid" Normal RunRetrying \
 		"Retry attempt 2/3 starting" "$start"
+	demo_event "$ns" lint-failed.failed-2 kruntimes.io/v1alpha1/Run lint-failed "$uid" Warning RunFailedRetrying \
+		"Run failed (attempt 2/3), retrying in 20s. Reason: RuntimeExecute: exit status 1" "$start"
+	demo_event "$ns" lint-failed.retry-3 kruntimes.io/v1alpha1/Run lint-failed "$uid" Normal RunRetrying \
+		"Retry attempt 3/3 starting" "$start"
 	demo_event "$ns" lint-failed.exhausted kruntimes.io/v1alpha1/Run lint-failed "$uid" Warning RunRetriesExhausted \
-		"Run failed after 2 attempts: RuntimeExecute: exit status 2" "$done"
+		"Run failed after 3 attempts: RuntimeExecute: exit status 2" "$done"
 	demo_event "$ns" bash-pool-1.pulled v1/Pod bash-pool-1 "$puid" Normal Pulled \
 		"Container image ghcr.io/kruntimes/runtime-bash:demo already present on machine" "$before"
 	demo_event "$ns" bash-pool-1.unhealthy v1/Pod bash-pool-1 "$puid" Warning Unhealthy \

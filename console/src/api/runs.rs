@@ -484,9 +484,16 @@ const ATTEMPT_REASONS: [&str; 4] = [
     "RunRetriesExhausted",
 ];
 
-/// The attempt events among the Run's own events, oldest first.
+/// The attempt events among the Run's own events, oldest first; events of
+/// the same second in the order the engine writes them (an attempt starts,
+/// then fails; the last one gives up).
 pub fn attempts(events: &[EventInfo]) -> Vec<AttemptEvent> {
-    events
+    let rank = |reason: &str| match reason {
+        "RunRetrying" => 0,
+        "RunRetriesExhausted" => 2,
+        _ => 1,
+    };
+    let mut out: Vec<AttemptEvent> = events
         .iter()
         .filter(|e| e.involved_object.starts_with("Run/"))
         .filter(|e| ATTEMPT_REASONS.contains(&e.reason.as_str()))
@@ -500,7 +507,11 @@ pub fn attempts(events: &[EventInfo]) -> Vec<AttemptEvent> {
                 time: e.last_time.clone().or_else(|| e.first_time.clone()),
             }
         })
-        .collect()
+        .collect();
+    out.sort_by(|a, b| {
+        (&a.time, a.attempt, rank(&a.reason)).cmp(&(&b.time, b.attempt, rank(&b.reason)))
+    });
+    out
 }
 
 /// "attempt 2/3" → (2, 3); "after 3 attempts" → (3, none).
@@ -890,6 +901,35 @@ mod tests {
                 ("RunFailedRetrying", Some(1), Some(3)),
                 ("RunRetrying", Some(2), Some(3)),
                 ("RunRetriesExhausted", Some(3), None),
+            ]
+        );
+        // All in one second, listed by name: put in the engine's order.
+        let a = attempts(&[
+            ev(
+                "Run/r",
+                "RunRetriesExhausted",
+                "Run failed after 2 attempts: x",
+            ),
+            ev(
+                "Run/r",
+                "RunFailedRetrying",
+                "Run failed (attempt 2/2), retrying in 1s",
+            ),
+            ev("Run/r", "RunRetrying", "Retry attempt 2/2 starting"),
+            ev(
+                "Run/r",
+                "RunFailedRetrying",
+                "Run failed (attempt 1/2), retrying in 1s",
+            ),
+        ]);
+        let got: Vec<_> = a.iter().map(|a| (a.reason.as_str(), a.attempt)).collect();
+        assert_eq!(
+            got,
+            [
+                ("RunFailedRetrying", Some(1)),
+                ("RunRetrying", Some(2)),
+                ("RunFailedRetrying", Some(2)),
+                ("RunRetriesExhausted", Some(2)),
             ]
         );
     }

@@ -88,8 +88,9 @@ test('engine data: Runs name their Workflow Run step, read the engine conditions
   assert((await state.getAttribute('data-stage')) === 'failed', 'lint-failed is not failed');
   assert((await state.innerText()).includes('RuntimeExecute'), 'no failure reason');
   const attempts = page.locator('.attempts .attempt');
-  await eventually('three attempt events', async () => (await attempts.count()) === 3);
+  await eventually('five attempt events', async () => (await attempts.count()) === 5);
   assert((await attempts.first().innerText()).includes('Attempt 1 of 3'), await attempts.first().innerText());
+  assert((await attempts.last().innerText()).includes('Gave up after 3 attempts'), await attempts.last().innerText());
   const events = page.locator('#events ul.events');
   await events.getByText('Readiness probe failed').waitFor();
   const all = await events.innerText();

@@ -128,13 +128,19 @@ function RunStateLine({ state }: { state: RunState }) {
   );
 }
 
+function attemptLabel(a: AttemptEvent): string {
+  if (a.reason === 'RunRetriesExhausted') return a.attempt !== undefined ? `Gave up after ${a.attempt} attempts` : 'Gave up';
+  if (a.attempt === undefined) return 'Attempt';
+  return `Attempt ${a.attempt}${a.maxAttempts ? ` of ${a.maxAttempts}` : ''}`;
+}
+
 /** The attempts of a Run, from its Events (the engine keeps no other history). */
 function Attempts({ attempts }: { attempts: AttemptEvent[] }) {
   return (
     <ol className="attempts" aria-label="Attempts">
       {attempts.map((a, i) => (
         <li key={i} className={`attempt ${a.reason === 'RunRetrying' ? '' : 'warning'}`}>
-          <span className="attempt-no">{a.attempt !== undefined ? `Attempt ${a.attempt}${a.maxAttempts ? ` of ${a.maxAttempts}` : ''}` : 'Attempt'}</span>
+          <span className="attempt-no">{attemptLabel(a)}</span>
           <span className="tag">{a.reason}</span>
           <span className="muted small" title={dateTime(a.time)}>
             {a.time ? `${age(a.time)} ago` : ''}

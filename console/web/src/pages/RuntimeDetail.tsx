@@ -209,6 +209,7 @@ export function RuntimeDetailPage() {
                                 <span className="muted small mono" title="spec.resources.requests">
                                   {' '}
                                   {Object.entries(r.requests)
+                                    .filter(([k, v]) => !(k === 'runs' && v === 1))
                                     .map(([k, v]) => `${k} ${v}`)
                                     .join(', ')}
                                 </span>
