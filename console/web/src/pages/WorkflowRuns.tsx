@@ -71,7 +71,11 @@ export function WorkflowRunsPage() {
                         · child of <Link to={`/namespaces/${ns}/workflowruns/${w.parentWorkflowRun}`}>{w.parentWorkflowRun}</Link>
                       </span>
                     )}
-                    {w.message && <p className="row-note text-danger small">{w.message}</p>}
+                    {w.message && (
+                      <p className="row-note clamp-2 text-danger small" title={w.message}>
+                        {w.message}
+                      </p>
+                    )}
                   </td>
                   <td>
                     <PhaseBadge phase={w.phase} />
