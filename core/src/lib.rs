@@ -2,8 +2,8 @@
 //! authorization (`auth`), TLS (`tls`), the accept loop (`serve`), the
 //! request observer (`observe`), metrics, the process lifecycle, limits,
 //! Kubernetes `Status` errors, strict request parsing (`query`, `names`) and
-//! the typed kruntimes `Run` both rooms read (and the `Action` and
-//! `PersistentWorkspace` kinds the Console reads).
+//! the typed kruntimes kinds (`Run`, `Runtime`, `WorkflowRun`, and the
+//! `Action` and `PersistentWorkspace` the Console reads).
 //! The Run-log API (`kruntimes-apiserver`) and the Console
 //! (`kruntimes-console`) are built on it and never on each other's insides.
 #![forbid(unsafe_code)]
@@ -21,6 +21,7 @@ pub mod query;
 pub mod ready;
 pub mod routes;
 pub mod run;
+pub mod runtime;
 pub mod runtimed;
 pub mod serve;
 pub mod status;
@@ -28,4 +29,5 @@ pub mod tls;
 pub mod tls_stream;
 pub mod ttlmap;
 pub mod workers;
+pub mod workflowrun;
 pub mod workspace;

@@ -1,8 +1,11 @@
 //! The parts of the `Run` custom resource this server reads.
 
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::CustomResource;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
+
+use crate::runtime::{RUNS, quantity_text, whole_quantity};
 
 /// `status.phase` of a Run. `Ready` is active and non-terminal (session and function Runs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, TS)]
@@ -98,6 +101,34 @@ pub struct RunSpec {
     pub timeout: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_policy: Option<serde_json::Value>,
+    /// What the Run takes from its Pod's capacity while active.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<RunResources>,
+}
+
+/// `spec.resources`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+pub struct RunResources {
+    #[serde(default)]
+    pub requests: std::collections::BTreeMap<String, IntOrString>,
+}
+
+impl RunSpec {
+    /// The capacity the Run takes, as the engine's scheduler counts it: each
+    /// request a whole quantity, and `runs: 1` unless it asks for more.
+    /// `None` when a request is not a whole non-negative quantity (the
+    /// engine then counts nothing for the Run).
+    pub fn requests(&self) -> Option<std::collections::BTreeMap<String, i64>> {
+        let mut out = std::collections::BTreeMap::new();
+        for (name, q) in self.resources.iter().flat_map(|r| &r.requests) {
+            let n = whole_quantity(&quantity_text(q))?;
+            if n > 0 {
+                out.insert(name.clone(), n);
+            }
+        }
+        out.entry(RUNS.to_owned()).or_insert(1);
+        Some(out)
+    }
 }
 
 /// `spec.mode`: exactly one of the modes is set.
@@ -207,6 +238,17 @@ impl Run {
             .as_deref()?
             .parse()
             .ok()
+    }
+
+    /// Whether the Run takes capacity on its Pod (Scheduled, Running, Ready).
+    pub fn is_active(&self) -> bool {
+        matches!(self.phase(), "Scheduled" | "Running" | "Ready")
+    }
+
+    /// The WorkflowRun step that created this Run: its controller owner of
+    /// kind WorkflowRun and the engine's job, step and action-step labels.
+    pub fn workflow_step(&self) -> Option<crate::workflowrun::StepRef> {
+        crate::workflowrun::StepRef::of(&self.metadata)
     }
 
     /// Start time, when set and valid.

@@ -1,55 +1,69 @@
 #!/usr/bin/env bash
-# Demo data for hack/dev: Runtimes with Pods, Runs in every phase, a
-# WorkflowRun with a multi-stage DAG and a child WorkflowRun, two Actions (one
-# called by a WorkflowRun step), two PersistentWorkspaces (one Bound), and a
-# writer that appends interleaved runtimed lines to the Pods' logs.
+# Demo data for hack/dev, shaped as the kruntimes engine writes it:
+# Runtimes with a Pod template (and no readyReplicas: the Console counts the
+# ready Pods), their Pods with capacity annotations only where the Runtime
+# declares spec.capacity, Runs in every phase with the engine's conditions
+# and retry Events, WorkflowRuns without start or completion times, with
+# Action steps, a snapshot and a message, a child WorkflowRun, two Actions
+# (one called by a WorkflowRun step), two PersistentWorkspaces (one Bound),
+# and a writer that appends interleaved runtimed lines to the Pods' logs.
 
 demo_ts() { date -u +%Y-%m-%dT%H:%M:%S.%NZ; } # now, as the kubelet stamps a line
 
-demo_pod() { # ns name runtime
+demo_pod() { # ns name runtime [capacity-annotations]
 	K apply -f - >/dev/null <<YAML
 apiVersion: v1
 kind: Pod
 metadata:
   name: $2
   namespace: $1
-  labels: {runtime: $3, app.kubernetes.io/part-of: kruntimes}
-  annotations: {kruntimes.io/capacity.runs: "8", kruntimes.io/capacity.cpu: "2"}
+  labels: {runtime: $3, app: kruntimes-$3, app.kubernetes.io/part-of: kruntimes}
+  annotations: {${4:-}}
 spec:
   nodeName: $TESTENV_NODE
-  containers: [{name: runtimed, image: "ghcr.io/kruntimes/runtimed:demo"}]
+  containers:
+  - {name: runtime, image: "ghcr.io/kruntimes/runtime-$3:demo"}
+  - {name: runtimed, image: "ghcr.io/kruntimes/runtimed:demo"}
 YAML
 	K -n "$1" patch pod "$2" --subresource status --type merge -p "{\"status\":{\"phase\":\"Running\",
-		\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"},{\"type\":\"kruntimes.io/RuntimedReady\",\"status\":\"True\",\"reason\":\"Serving\"}],
+		\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"},{\"type\":\"kruntimes.io/RuntimedReady\",\"status\":\"True\",\"reason\":\"Heartbeat\",\"message\":\"runtimed heartbeat\"}],
 		\"containerStatuses\":[{\"name\":\"runtimed\",\"ready\":true,\"restartCount\":0,\"image\":\"ghcr.io/kruntimes/runtimed:demo\",\"imageID\":\"\",\"started\":true,\"state\":{\"running\":{\"startedAt\":\"$(date -u +%FT%TZ)\"}}}]}}" >/dev/null
 }
 
-demo_runtime() { # ns name replicas
+# demo_runtime ns name replicas [capacity-yaml]: no status, as the engine
+# leaves it (the Console counts the ready Pods).
+demo_runtime() {
+	local capacity=""
+	[[ -n ${4:-} ]] && capacity="  capacity: {resources: {$4}}"
 	K apply -f - >/dev/null <<YAML
 apiVersion: kruntimes.io/v1alpha1
 kind: Runtime
 metadata: {name: $2, namespace: $1}
 spec:
   replicas: $3
-  image: ghcr.io/kruntimes/runtime-$2:demo
-  port: 8080
-  capacity: {resources: {runs: 8, cpu: 2}}
+  port: 9091
+  template:
+    spec:
+      containers:
+      - name: runtime
+        image: ghcr.io/kruntimes/runtime-$2:demo
+$capacity
 YAML
-	K -n "$1" patch runtime "$2" --subresource status --type merge \
-		-p "{\"status\":{\"replicas\":$3,\"readyReplicas\":$3,\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"PodsReady\",\"message\":\"all Runtime Pods are ready\",\"lastTransitionTime\":\"$(date -u +%FT%TZ)\"}]}}" >/dev/null
 }
 
-# demo_run ns name runtime mode phase pod [extra-status-json]
+# demo_run ns name runtime mode phase pod [extra-status-json] [requests-yaml]
 demo_run() {
-	demo_run_object "$1" "$2" "$3" "$4"
+	demo_run_object "$1" "$2" "$3" "$4" "${8:-}"
 	demo_run_status "$1" "$2" "$5" "${6:-}" "${7:-}"
 }
 
-# demo_run_object ns name runtime mode: the Run without its status.
+# demo_run_object ns name runtime mode [requests-yaml]: the Run without its status.
 demo_run_object() {
-	local ns=$1 name=$2 rt=$3 mode=$4
-	local modespec="{$mode: {}}"
+	local ns=$1 name=$2 rt=$3 mode=$4 requests=${5:-}
+	local modespec="{task: {entrypoint: main.sh, args: [--verbose]}}"
+	[[ $mode == function ]] && modespec="{function: {handler: main.handle}}"
 	[[ $mode == session ]] && modespec="{session: {leaseSeconds: 300}}"
+	[[ -n $requests ]] && requests="  resources: {requests: {$requests}}"
 	K apply -f - >/dev/null <<YAML
 apiVersion: kruntimes.io/v1alpha1
 kind: Run
@@ -62,6 +76,7 @@ spec:
   mode: $modespec
   timeout: 10m
   retryPolicy: {maxAttempts: 3}
+$requests
   env:
   - {name: DEMO_SECRET_LITERAL, value: "s3cr3t-literal-value"}
   - name: DEMO_SECRET_REF
@@ -91,37 +106,60 @@ demo_run_status() {
 		puid=$(K -n "$ns" get pod "$pod" -o jsonpath='{.metadata.uid}')
 		podfields="\"assignedPod\":\"$pod\",\"assignedPodUID\":\"$puid\","
 	fi
-	local second=""
-	[[ $phase != Scheduled ]] && second=",{\"type\":\"$phase\",\"status\":\"True\",\"reason\":\"$phase\",\"message\":\"Run is $phase\",\"lastTransitionTime\":\"$now\"}"
-	status="{\"phase\":\"$phase\",$podfields\"attempt\":1,\"startTime\":\"$start\",
-		\"conditions\":[{\"type\":\"Scheduled\",\"status\":\"True\",\"reason\":\"Assigned\",\"message\":\"assigned to a Runtime Pod\",\"lastTransitionTime\":\"$start\"}$second]${extra:+,$extra}}"
+	# The engine's conditions: Scheduled True/Assigned when a Pod is
+	# assigned; Running True/Claimed once runtimed claims the Run; at the end
+	# Running False and Completed True/RunCompleted, or both False with the
+	# failure reason. A waiting Run has none, only its message.
+	local conds reason="" msg=""
+	cond() { printf '{"type":"%s","status":"%s","reason":"%s","message":"%s","lastTransitionTime":"%s"}' "$@"; }
+	conds=$(cond Scheduled True Assigned "assigned to pod $pod" "$start")
+	case $phase in
+	Running) conds+=,$(cond Running True Claimed "claimed by runtimed" "$start") ;;
+	Ready) conds+=,$(cond Running True Claimed "claimed by runtimed" "$start"),$(cond Ready True Serving "serving requests" "$start") ;;
+	Succeeded) conds+=,$(cond Running False Completed "run completed" "$finished"),$(cond Completed True RunCompleted "run completed" "$finished") ;;
+	Failed) reason=RuntimeExecute msg="exit status 2" ;;
+	Timeout) reason=Timeout msg="run exceeded its 10m timeout" ;;
+	Cancelled) reason=Cancelled msg="cancelled by user" ;;
+	esac
+	[[ -n $reason ]] && conds+=,$(cond Running False "$reason" "$msg" "$finished"),$(cond Completed False "$reason" "$msg" "$finished")
+	# The engine writes attempt only at the end or on a retry.
+	local attempt=""
+	[[ (-n $reason || $phase == Succeeded) && $extra != *'"attempt"'* ]] && attempt="\"attempt\":1,"
+	status="{\"phase\":\"$phase\",$podfields$attempt\"startTime\":\"$start\",
+		${msg:+\"message\":\"$msg\",}\"conditions\":[$conds]${extra:+,$extra}}"
 	if [[ $phase == Pending ]]; then
-		status="{\"phase\":\"Pending\",\"message\":\"waiting for Runtime capacity\",\"conditions\":[{\"type\":\"Scheduled\",\"status\":\"False\",\"reason\":\"NoCapacity\",\"message\":\"no Runtime Pod has free capacity\",\"lastTransitionTime\":\"$now\"}]}"
+		status="{\"phase\":\"Pending\",\"message\":\"waiting for available runtime pods for runtime $(K -n "$ns" get run "$name" -o jsonpath='{.spec.runtime}')\"}"
 	fi
 	K -n "$ns" patch run "$name" --subresource status --type merge -p "{\"status\":$status}" >/dev/null
 }
 
 demo_seed() {
-	local ns=team-a
-	demo_runtime $ns bash 2
+	local ns=team-a bashcap='"kruntimes.io/capacity.runs": "8", "kruntimes.io/capacity.cpu": "2"'
+	# bash declares its capacity (its Pods carry it); python takes the
+	# engine's default of 2 Runs per Pod.
+	demo_runtime $ns bash 2 "runs: 8, cpu: 2"
 	demo_runtime $ns python 1
-	demo_pod $ns bash-pool-0 bash
-	demo_pod $ns bash-pool-1 bash
+	demo_pod $ns bash-pool-0 bash "$bashcap"
+	demo_pod $ns bash-pool-1 bash "$bashcap"
 	demo_pod $ns python-pool-0 python
 	demo_run $ns build-pending bash task Pending
 	demo_run $ns build-scheduled bash task Scheduled bash-pool-1
-	demo_run $ns build-running bash task Running bash-pool-0
+	demo_run $ns build-running bash task Running bash-pool-0 "" "cpu: 1"
 	demo_run $ns etl-running python task Running python-pool-0
 	demo_run $ns resize-function python function Ready python-pool-0
-	demo_run $ns shell-session bash session Ready bash-pool-1
+	demo_run $ns shell-session bash session Ready bash-pool-1 "" "cpu: 1"
 	demo_run $ns test-succeeded bash task Succeeded bash-pool-0 \
-		"\"completionTime\":\"@done@\",\"outputs\":{\"result\":\"42 tests passed\",\"coverage\":\"87%\"},\"artifactRefs\":[{\"name\":\"junit\",\"driver\":\"s3\",\"type\":\"report\",\"location\":\"s3://demo-artifacts/team-a/test-succeeded/junit.xml\",\"sizeBytes\":18231,\"digest\":\"sha256:3f1d0c9a5b7e2d4f6a8c0e1b3d5f7a9c2e4b6d8f0a1c3e5b7d9f1a2c4e6b8d0f\",\"contentType\":\"application/xml\",\"createdAt\":\"@done@\"}]"
+		"\"completionTime\":\"@done@\",\"outputs\":{\"result\":\"42 tests passed\",\"coverage\":\"87%\"},\"artifactRefs\":[{\"name\":\"junit\",\"driver\":\"s3\",\"type\":\"file\",\"location\":{\"s3\":{\"bucket\":\"demo-artifacts\",\"key\":\"team-a/test-succeeded/junit.xml\"}},\"sizeBytes\":18231,\"digest\":\"sha256:3f1d0c9a5b7e2d4f6a8c0e1b3d5f7a9c2e4b6d8f0a1c3e5b7d9f1a2c4e6b8d0f\",\"contentType\":\"application/xml\",\"createdAt\":\"@done@\"}]"
 	demo_run $ns lint-failed bash task Failed bash-pool-1 \
-		"\"completionTime\":\"@done@\",\"message\":\"exit code 2\",\"outputs\":{\"result\":\"3 lint errors\"}"
-	demo_run $ns slow-timeout python task Timeout python-pool-0 "\"completionTime\":\"@done@\",\"message\":\"exceeded the 10m timeout\""
-	demo_run $ns deploy-cancelled bash task Cancelled bash-pool-0 "\"completionTime\":\"@done@\",\"message\":\"cancelled by operator\""
+		"\"completionTime\":\"@done@\",\"attempt\":3,\"outputs\":{\"result\":\"3 lint errors\"}"
+	demo_run $ns slow-timeout python task Timeout python-pool-0 "\"completionTime\":\"@done@\""
+	demo_run $ns deploy-cancelled bash task Cancelled bash-pool-0 "\"completionTime\":\"@done@\""
+	# The two steps of the Action release-1-4's unit job calls.
+	demo_run $ns setup-fetch bash task Succeeded bash-pool-0 "\"completionTime\":\"@done@\""
+	demo_run $ns setup-install bash task Succeeded bash-pool-0 "\"completionTime\":\"@done@\""
 	demo_workflows $ns
 	demo_definitions $ns bash bash-pool-0
+	demo_events $ns
 	demo_seed_logs $ns
 }
 
@@ -202,9 +240,65 @@ YAML
 		\"runtime\":\"$rt\",\"conditions\":[$accepted,$rtready]}}" >/dev/null
 }
 
+# demo_owned ns run workflowrun job step [action-step]: the owner reference
+# and labels the engine puts on a Run it creates for a WorkflowRun step.
+demo_owned() {
+	local ns=$1 run=$2 wr=$3 job=$4 step=$5 action=${6:-} uid labels
+	uid=$(K -n "$ns" get workflowrun "$wr" -o jsonpath='{.metadata.uid}')
+	labels="\"kruntimes.io/workflowrun-uid\":\"$uid\",\"kruntimes.io/workflow-job\":\"$job\",\"kruntimes.io/workflow-step\":\"$step\""
+	[[ -n $action ]] && labels+=",\"kruntimes.io/workflow-action-step\":\"$action\""
+	K -n "$ns" patch run "$run" --type merge -p "{\"metadata\":{\"labels\":{$labels},
+		\"ownerReferences\":[{\"apiVersion\":\"kruntimes.io/v1alpha1\",\"kind\":\"WorkflowRun\",\"name\":\"$wr\",\"uid\":\"$uid\",\"controller\":true,\"blockOwnerDeletion\":true}]}}" >/dev/null
+}
+
+# demo_event ns name apiVersion/kind object uid type reason message time: an
+# Event as the engine's recorder writes it.
+demo_event() {
+	K apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Event
+metadata: {name: $2, namespace: $1}
+involvedObject: {apiVersion: ${3%/*}, kind: ${3##*/}, name: $4, uid: "$5", namespace: $1}
+type: $6
+reason: $7
+message: "$8"
+firstTimestamp: "$9"
+lastTimestamp: "$9"
+count: 1
+source: {component: kruntimes}
+YAML
+}
+
+# The retry history of lint-failed (the engine keeps it only as Events), and
+# events of its Pod before, during and after it.
+demo_events() {
+	local ns=$1 uid puid start done before after
+	uid=$(K -n "$ns" get run lint-failed -o jsonpath='{.metadata.uid}')
+	puid=$(K -n "$ns" get pod bash-pool-1 -o jsonpath='{.metadata.uid}')
+	start=$(K -n "$ns" get run lint-failed -o jsonpath='{.status.startTime}')
+	done=$(K -n "$ns" get run lint-failed -o jsonpath='{.status.completionTime}')
+	before=$(date -u -d "$start - 1 hour" +%FT%TZ)
+	after=$(date -u -d "$done + 1 hour" +%FT%TZ)
+	demo_event "$ns" lint-failed.failed-1 kruntimes.io/v1alpha1/Run lint-failed "$uid" Warning RunFailedRetrying \
+		"Run failed (attempt 1/3), retrying in 10s. Reason: RuntimeExecute: exit status 1" "$start"
+	demo_event "$ns" lint-failed.retry-2 kruntimes.io/v1alpha1/Run lint-failed "$uid" Normal RunRetrying \
+		"Retry attempt 2/3 starting" "$start"
+	demo_event "$ns" lint-failed.failed-2 kruntimes.io/v1alpha1/Run lint-failed "$uid" Warning RunFailedRetrying \
+		"Run failed (attempt 2/3), retrying in 20s. Reason: RuntimeExecute: exit status 1" "$start"
+	demo_event "$ns" lint-failed.retry-3 kruntimes.io/v1alpha1/Run lint-failed "$uid" Normal RunRetrying \
+		"Retry attempt 3/3 starting" "$start"
+	demo_event "$ns" lint-failed.exhausted kruntimes.io/v1alpha1/Run lint-failed "$uid" Warning RunRetriesExhausted \
+		"Run failed after 3 attempts: RuntimeExecute: exit status 2" "$done"
+	demo_event "$ns" bash-pool-1.pulled v1/Pod bash-pool-1 "$puid" Normal Pulled \
+		"Container image ghcr.io/kruntimes/runtime-bash:demo already present on machine" "$before"
+	demo_event "$ns" bash-pool-1.unhealthy v1/Pod bash-pool-1 "$puid" Warning Unhealthy \
+		"Readiness probe failed: runtimed heartbeat late" "$start"
+	demo_event "$ns" bash-pool-1.scaled v1/Pod bash-pool-1 "$puid" Normal Killing \
+		"Stopping container runtime" "$after"
+}
+
 demo_workflows() {
-	local ns=$1 now
-	now=$(date -u +%FT%TZ)
+	local ns=$1
 	K apply -f - >/dev/null <<YAML
 apiVersion: kruntimes.io/v1alpha1
 kind: WorkflowRun
@@ -213,36 +307,59 @@ spec:
   jobs:
     checkout: {runs-on: bash, steps: [{name: clone, run: git clone repo}]}
     lint: {runs-on: bash, needs: [checkout], steps: [{name: lint, run: make lint}]}
-    unit: {runs-on: bash, needs: [checkout], steps: [{name: unit, run: make test}]}
+    unit: {runs-on: bash, needs: [checkout], steps: [{name: setup, uses: setup-toolchain, with: {version: "1.22"}}, {name: unit, run: make test}]}
     typecheck: {runs-on: python, needs: [checkout], steps: [{name: mypy, run: mypy .}]}
     build: {runs-on: bash, needs: [lint, unit, typecheck], steps: [{name: compile, run: make build}, {name: package, run: make dist}]}
-    security: {uses: ./workflows/security-scan, needs: [checkout]}
+    security: {uses: security-scan, needs: [checkout]}
     publish: {runs-on: bash, needs: [build, security], steps: [{name: push, run: make publish}]}
 YAML
-	K -n "$ns" patch workflowrun release-1-4 --subresource status --type merge -p "{\"status\":{\"phase\":\"Running\",\"startTime\":\"$now\",\"jobs\":{
+	K -n "$ns" patch workflowrun release-1-4 --subresource status --type merge -p "{\"status\":{\"phase\":\"Running\",\"snapshotName\":\"release-1-4-snapshot\",\"jobs\":{
 		\"checkout\":{\"phase\":\"Succeeded\",\"steps\":[{\"name\":\"clone\",\"phase\":\"Succeeded\",\"runName\":\"test-succeeded\"}],\"outputs\":{\"result\":\"a1b2c3d\"}},
-		\"lint\":{\"phase\":\"Failed\",\"steps\":[{\"name\":\"lint\",\"phase\":\"Failed\",\"runName\":\"lint-failed\"}],\"outputs\":{\"result\":\"3 lint errors\"}},
-		\"unit\":{\"phase\":\"Running\",\"steps\":[{\"name\":\"unit\",\"phase\":\"Running\",\"runName\":\"build-running\"}]},
-		\"typecheck\":{\"phase\":\"Succeeded\",\"steps\":[{\"name\":\"mypy\",\"phase\":\"Succeeded\",\"runName\":\"etl-running\"}],\"outputs\":{\"result\":\"no issues found in 214 source files\"}},
-		\"security\":{\"phase\":\"Running\",\"workflowRunName\":\"release-1-4-security\"},
+		\"lint\":{\"phase\":\"Failed\",\"pre\":[\"checkout\"],\"steps\":[{\"name\":\"lint\",\"phase\":\"Failed\",\"runName\":\"lint-failed\"}],\"outputs\":{\"result\":\"3 lint errors\"}},
+		\"unit\":{\"phase\":\"Running\",\"pre\":[\"checkout\"],\"steps\":[{\"name\":\"setup\",\"phase\":\"Succeeded\",\"actionSteps\":[
+			{\"name\":\"fetch\",\"phase\":\"Succeeded\",\"runName\":\"setup-fetch\"},{\"name\":\"install\",\"phase\":\"Succeeded\",\"runName\":\"setup-install\",\"outputs\":{\"go\":\"1.22.5\"}}]},
+			{\"name\":\"unit\",\"phase\":\"Running\",\"runName\":\"build-running\"}]},
+		\"typecheck\":{\"phase\":\"Succeeded\",\"pre\":[\"checkout\"],\"steps\":[{\"name\":\"mypy\",\"phase\":\"Succeeded\",\"runName\":\"etl-running\"}],\"outputs\":{\"result\":\"no issues found in 214 source files\"}},
+		\"security\":{\"phase\":\"Running\",\"pre\":[\"checkout\"],\"workflowRunName\":\"release-1-4-security\"},
 		\"build\":{\"phase\":\"Waiting\"},\"publish\":{\"phase\":\"Waiting\"}}}}" >/dev/null
+	demo_owned "$ns" test-succeeded release-1-4 checkout clone
+	demo_owned "$ns" lint-failed release-1-4 lint lint
+	demo_owned "$ns" setup-fetch release-1-4 unit setup fetch
+	demo_owned "$ns" setup-install release-1-4 unit setup install
+	demo_owned "$ns" build-running release-1-4 unit unit
+	local puid
+	puid=$(K -n "$ns" get workflowrun release-1-4 -o jsonpath='{.metadata.uid}')
 	K apply -f - >/dev/null <<YAML
 apiVersion: kruntimes.io/v1alpha1
 kind: WorkflowRun
 metadata:
   name: release-1-4-security
   namespace: $ns
-  labels: {kruntimes.io/parent-workflowrun: release-1-4}
+  labels: {kruntimes.io/workflowrun-uid: "$puid"}
+  ownerReferences:
+  - {apiVersion: kruntimes.io/v1alpha1, kind: WorkflowRun, name: release-1-4, uid: "$puid", controller: true, blockOwnerDeletion: true}
 spec:
   jobs:
     sast: {runs-on: python, steps: [{name: scan, run: semgrep .}]}
     deps: {runs-on: python, steps: [{name: audit, run: pip-audit}]}
     report: {runs-on: bash, needs: [sast, deps], steps: [{name: merge, run: ./merge-reports}]}
 YAML
-	K -n "$ns" patch workflowrun release-1-4-security --subresource status --type merge -p "{\"status\":{\"phase\":\"Running\",\"startTime\":\"$now\",\"jobs\":{
+	K -n "$ns" patch workflowrun release-1-4-security --subresource status --type merge -p "{\"status\":{\"phase\":\"Running\",\"jobs\":{
 		\"sast\":{\"phase\":\"Succeeded\",\"steps\":[{\"name\":\"scan\",\"phase\":\"Succeeded\",\"runName\":\"etl-running\"}],\"outputs\":{\"result\":\"0 findings\"}},
 		\"deps\":{\"phase\":\"Running\",\"steps\":[{\"name\":\"audit\",\"phase\":\"Running\",\"runName\":\"build-running\"}]},
 		\"report\":{\"phase\":\"Waiting\"}}}}" >/dev/null
+	# A run triggered from a Workflow whose Action call failed before any Run.
+	K apply -f - >/dev/null <<YAML
+apiVersion: kruntimes.io/v1alpha1
+kind: WorkflowRun
+metadata: {name: nightly-docs-x7k2p, namespace: $ns}
+spec:
+  jobs:
+    docs: {runs-on: bash, steps: [{name: publish, uses: publish-docs}]}
+YAML
+	K -n "$ns" patch workflowrun nightly-docs-x7k2p --subresource status --type merge -p "{\"status\":{\"phase\":\"Failed\",
+		\"message\":\"resolve Action \\\"publish-docs\\\" for step \\\"publish\\\" in job \\\"docs\\\": Action not found in namespace $ns\",
+		\"jobs\":{\"docs\":{\"phase\":\"Failed\",\"steps\":[{\"name\":\"publish\",\"phase\":\"Failed\"}]}}}}" >/dev/null
 }
 
 # Writes a few historic lines for each assigned Run. A Pod's log is in time

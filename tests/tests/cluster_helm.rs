@@ -428,7 +428,8 @@ fn the_chart_installed_by_helm_runs_the_console_in_cluster() {
         &json!({
             "apiVersion": "kruntimes.io/v1alpha1", "kind": "Runtime",
             "metadata": {"name": rt, "namespace": TEAM, "labels": {"krt-test": rt}},
-            "spec": {"replicas": 1, "image": img.runtimed, "port": 8080},
+            "spec": {"replicas": 1, "port": 8080, "template": {"spec": {"containers": [
+                {"name": "runtime", "image": img.runtimed}]}}},
         })
         .to_string(),
     );

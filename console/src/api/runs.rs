@@ -6,7 +6,7 @@ use axum::Extension;
 use axum::extract::{RawQuery, State};
 use axum::response::Json;
 use k8s_openapi::api::core::v1::{Event, Pod};
-use kube::api::{DynamicObject, ListParams};
+use kube::api::ListParams;
 use kube::{Api, Client};
 use serde_json::Value;
 
@@ -15,18 +15,18 @@ use super::listing::{
 };
 use super::objects::{bounded_outputs, conditions, lenient, meta};
 use super::types::{
-    ArtifactRef, Condition, EventInfo, Items, LastTransition, ListResponse, PodInfo, PodSection,
-    RunDetail, RunList, RunListItem, RunListQuery, RunSpecView, RunStatusView, Section, StepOwner,
+    ArtifactRef, AttemptEvent, Condition, EventInfo, Items, LastTransition, ListResponse, PodInfo,
+    PodSection, RunDetail, RunList, RunListItem, RunListQuery, RunSpecView, RunStage, RunState,
+    RunStatusView, Section, StepOwner,
 };
-use super::{
-    ApiPath, Reader, check_name, check_namespace, kruntimes_api, list_reader, user_client,
-};
+use super::{ApiPath, Reader, check_name, check_namespace, list_reader, user_client};
 use crate::api::types::AccessRequest;
 use crate::error::{ConsoleError, KubeFailure};
 use crate::state::{ConsoleState, RequestCredentials};
 use kruntimes_core::names::is_dns1123_subdomain;
 use kruntimes_core::query;
 use kruntimes_core::run::{Phase, Run};
+use kruntimes_core::workflowrun::WorkflowRun;
 /// The default page size.
 pub const DEFAULT_LIMIT: u32 = 50;
 pub use super::listing::{MAX_LIMIT, PUBLIC_SCAN_PAGES, SCAN_PAGES};
@@ -253,6 +253,7 @@ pub fn run_item(o: &Run, summary: bool) -> RunListItem {
         assigned_pod: None,
         attempt: None,
         last_transition: None,
+        workflow_run: None,
         start_time: None,
         completion_time: None,
     };
@@ -263,6 +264,7 @@ pub fn run_item(o: &Run, summary: bool) -> RunListItem {
     item.start_time = status.start_time;
     item.completion_time = status.completion_time;
     item.attempt = status.attempt;
+    item.workflow_run = o.workflow_step().map(StepOwner::from);
     item.last_transition = conditions(status.conditions.as_ref())
         .as_deref()
         .and_then(last_transition);
@@ -342,6 +344,7 @@ pub async fn detail(
     // The name goes into a URL path and a field selector: checked first.
     let invalid_pod = pod_name.filter(|p| !is_dns1123_subdomain(p));
     let valid_pod = pod_name.filter(|p| is_dns1123_subdomain(p));
+    let window = EventWindow::of(&run);
     let (pod, events, workflow_run) = tokio::join!(
         async {
             match invalid_pod {
@@ -354,9 +357,14 @@ pub async fn detail(
                 None => pod_section(&client, &ns, valid_pod, pod_uid).await,
             }
         },
-        events_section(&client, &ns, &run_uid, valid_pod),
-        step_owner_section(&client, &ns, &name)
+        events_section(&client, &ns, &run_uid, valid_pod, window),
+        step_owner_section(&client, &ns, &run)
     );
+    let attempts = match &events {
+        Section::Ok(e) => attempts(&e.items),
+        _ => Vec::new(),
+    };
+    let state = run_state(&run);
     let status_out = RunStatusView {
         endpoint: status.endpoint.as_ref().map(lenient),
         outputs: bounded_outputs(status.outputs.as_ref()),
@@ -379,7 +387,9 @@ pub async fn detail(
         spec,
         status: status_out,
         pod,
+        state,
         events,
+        attempts,
         workflow_run,
     }))
 }
@@ -387,9 +397,15 @@ pub async fn detail(
 /// Most WorkflowRuns searched for the step that started a Run.
 const MAX_OWNER_SEARCH: u32 = 500;
 
-/// The WorkflowRun job whose step names `run` as its `runName`.
-async fn step_owner_section(client: &Client, ns: &str, run: &str) -> Section<StepOwner> {
-    let api = kruntimes_api(client.clone(), ns, "WorkflowRun", "workflowruns");
+/// The WorkflowRun step that started `run`: from its owner reference and
+/// labels when the engine set them, else the step or Action step whose
+/// `runName` names it.
+async fn step_owner_section(client: &Client, ns: &str, run: &Run) -> Section<StepOwner> {
+    if let Some(r) = run.workflow_step() {
+        return Section::Ok(r.into());
+    }
+    let name = run.metadata.name.as_deref().unwrap_or_default();
+    let api: Api<WorkflowRun> = Api::namespaced(client.clone(), ns);
     match api
         .list(&ListParams::default().limit(MAX_OWNER_SEARCH))
         .await
@@ -397,8 +413,8 @@ async fn step_owner_section(client: &Client, ns: &str, run: &str) -> Section<Ste
         Ok(list) => list
             .items
             .iter()
-            .find_map(|wr| step_owner(wr, run))
-            .map(Section::Ok)
+            .find_map(|wr| wr.step_of(name))
+            .map(|r| Section::Ok(r.into()))
             .unwrap_or_else(|| Section::Absent {
                 message: "no WorkflowRun step started this Run".into(),
             }),
@@ -410,20 +426,119 @@ async fn step_owner_section(client: &Client, ns: &str, run: &str) -> Section<Ste
     }
 }
 
-/// The job and step of `wr` whose `runName` is `run`.
-fn step_owner(wr: &DynamicObject, run: &str) -> Option<StepOwner> {
-    let jobs = wr.data.get("status")?.get("jobs")?.as_object()?;
-    jobs.iter().find_map(|(job, status)| {
-        let steps = status.get("steps")?.as_array()?;
-        let step = steps
-            .iter()
-            .find(|s| s.get("runName").and_then(Value::as_str) == Some(run))?;
-        Some(StepOwner {
-            name: wr.metadata.name.clone()?,
-            job: job.clone(),
-            step: step.get("name").and_then(Value::as_str).map(str::to_owned),
+/// The condition of `type_` among the Run's conditions.
+fn condition<'a>(conds: &'a [Condition], type_: &str) -> Option<&'a Condition> {
+    conds.iter().find(|c| c.type_.as_deref() == Some(type_))
+}
+
+/// The Run's stage, read by the engine's condition types and reasons.
+pub fn run_state(run: &Run) -> RunState {
+    let status = run.status.clone().unwrap_or_default();
+    let conds = conditions(status.conditions.as_ref()).unwrap_or_default();
+    let message = status.message.filter(|m| !m.is_empty());
+    let is = |c: &&Condition, s: &str| c.status.as_deref() == Some(s);
+    let said = |c: Option<&Condition>, stage: RunStage| RunState {
+        stage,
+        reason: c.and_then(|c| c.reason.clone()),
+        message: c
+            .and_then(|c| c.message.clone())
+            .filter(|m| !m.is_empty())
+            .or_else(|| message.clone()),
+    };
+    let running = condition(&conds, "Running");
+    let failed_attempt = running.filter(|c| is(c, "False"));
+    let retrying = running.filter(|c| is(c, "True") && c.reason.as_deref() == Some("Retrying"));
+    match Phase::parse(run.phase()) {
+        Some(Phase::Succeeded) => said(condition(&conds, "Completed"), RunStage::Succeeded),
+        Some(Phase::Failed | Phase::Timeout | Phase::Cancelled) => said(
+            condition(&conds, "Completed")
+                .filter(|c| is(c, "False"))
+                .or(failed_attempt),
+            RunStage::Failed,
+        ),
+        // A failed attempt's Run goes back to Pending (or stays Running)
+        // until the next attempt: the Running condition says why.
+        Some(Phase::Pending | Phase::Running) if failed_attempt.is_some() => {
+            said(failed_attempt, RunStage::Retrying)
+        }
+        Some(Phase::Running) if retrying.is_some() => said(retrying, RunStage::Retrying),
+        Some(Phase::Running) => said(running.filter(|c| is(c, "True")), RunStage::Running),
+        Some(Phase::Scheduled) => said(condition(&conds, "Scheduled"), RunStage::Scheduled),
+        Some(Phase::Ready) => said(condition(&conds, "Ready"), RunStage::Ready),
+        // Waiting: the engine sets no condition, only the message.
+        Some(Phase::Pending) | None => RunState {
+            stage: RunStage::Waiting,
+            reason: condition(&conds, "Scheduled")
+                .filter(|c| is(c, "False"))
+                .and_then(|c| c.reason.clone()),
+            message,
+        },
+    }
+}
+
+/// Event reasons that record the Run's attempts.
+const ATTEMPT_REASONS: [&str; 4] = [
+    "RunFailedRetrying",
+    "RunRetrying",
+    "StaleRunRetrying",
+    "RunRetriesExhausted",
+];
+
+/// The attempt events among the Run's own events, oldest first; events of
+/// the same second in the order the engine writes them (an attempt starts,
+/// then fails; the last one gives up).
+pub fn attempts(events: &[EventInfo]) -> Vec<AttemptEvent> {
+    let rank = |reason: &str| match reason {
+        "RunRetrying" => 0,
+        "RunRetriesExhausted" => 2,
+        _ => 1,
+    };
+    let mut out: Vec<AttemptEvent> = events
+        .iter()
+        .filter(|e| e.involved_object.starts_with("Run/"))
+        .filter(|e| ATTEMPT_REASONS.contains(&e.reason.as_str()))
+        .map(|e| {
+            let (attempt, max_attempts) = attempt_numbers(&e.message);
+            AttemptEvent {
+                reason: e.reason.clone(),
+                message: e.message.clone(),
+                attempt,
+                max_attempts,
+                time: e.last_time.clone().or_else(|| e.first_time.clone()),
+            }
         })
-    })
+        .collect();
+    out.sort_by(|a, b| {
+        (&a.time, a.attempt, rank(&a.reason)).cmp(&(&b.time, b.attempt, rank(&b.reason)))
+    });
+    out
+}
+
+/// "attempt 2/3" → (2, 3); "after 3 attempts" → (3, none).
+fn attempt_numbers(msg: &str) -> (Option<i64>, Option<i64>) {
+    let num = |s: &str| -> Option<i64> {
+        let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+        s[..end].parse().ok()
+    };
+    if let Some(i) = msg.find("attempt ") {
+        let rest = &msg[i + "attempt ".len()..];
+        if let Some(n) = num(rest) {
+            let max = rest
+                .split_once('/')
+                .filter(|(a, _)| a.len() == n.to_string().len())
+                .and_then(|(_, b)| num(b));
+            return (Some(n), max);
+        }
+    }
+    if let Some(i) = msg.find("after ") {
+        let rest = &msg[i + "after ".len()..];
+        if let Some(n) = num(rest)
+            && rest[n.to_string().len()..].starts_with(" attempt")
+        {
+            return (Some(n), None);
+        }
+    }
+    (None, None)
 }
 
 /// An entry of `status.artifactRefs`, its location (`{s3: {bucket, key}}`,
@@ -550,25 +665,62 @@ fn event_info(e: &Event) -> EventInfo {
     }
 }
 
-/// Events of the Run (by UID) and of its Pod, oldest first.
+/// The time a Run's Pod events are kept from: its start (its creation
+/// before runtimed claims it) to its completion (open while it is active).
+#[derive(Clone, Copy, Debug)]
+pub struct EventWindow {
+    pub from: Option<jiff::Timestamp>,
+    pub to: Option<jiff::Timestamp>,
+}
+
+impl EventWindow {
+    pub fn of(run: &Run) -> Self {
+        EventWindow {
+            from: run
+                .start_time()
+                .or_else(|| run.metadata.creation_timestamp.as_ref().map(|t| t.0)),
+            to: run.completion_time(),
+        }
+    }
+
+    /// Whether an event seen from `first` to `last` happened in the window.
+    pub fn holds(&self, first: Option<&str>, last: Option<&str>) -> bool {
+        let t = |s: Option<&str>| s.and_then(|s| s.parse::<jiff::Timestamp>().ok());
+        let (first, last) = (t(first).or(t(last)), t(last).or(t(first)));
+        let (Some(first), Some(last)) = (first, last) else {
+            // An event with no time cannot be placed in the window.
+            return false;
+        };
+        self.from.is_none_or(|f| last >= f) && self.to.is_none_or(|to| first <= to)
+    }
+}
+
+/// Events of the Run (by UID) and, of its Pod's (shared with every other
+/// Run on it), those in the Run's window; oldest first.
 async fn events_section(
     client: &Client,
     ns: &str,
     run_uid: &str,
     pod: Option<&str>,
+    window: EventWindow,
 ) -> Section<Items<EventInfo>> {
     let events: Api<Event> = Api::namespaced(client.clone(), ns);
-    let mut selectors = vec![format!("involvedObject.uid={run_uid}")];
+    let mut selectors = vec![(format!("involvedObject.uid={run_uid}"), false)];
     if let Some(p) = pod {
-        selectors.push(format!("involvedObject.kind=Pod,involvedObject.name={p}"));
+        selectors.push((
+            format!("involvedObject.kind=Pod,involvedObject.name={p}"),
+            true,
+        ));
     }
     let mut items = Vec::new();
-    for fs in selectors {
+    for (fs, windowed) in selectors {
         match events
             .list(&ListParams::default().fields(&fs).limit(200))
             .await
         {
-            Ok(list) => items.extend(list.items.iter().map(event_info)),
+            Ok(list) => items.extend(list.items.iter().map(event_info).filter(|e| {
+                !windowed || window.holds(e.first_time.as_deref(), e.last_time.as_deref())
+            })),
             Err(e) => {
                 return Section::failed(KubeFailure::new(
                     e,
@@ -610,23 +762,176 @@ mod tests {
     }
 
     #[test]
-    fn a_step_run_names_its_workflowrun_and_job() {
-        let wr: DynamicObject = serde_json::from_value(serde_json::json!({
-            "apiVersion": "kruntimes.io/v1alpha1", "kind": "WorkflowRun",
-            "metadata": {"name": "release-1-4", "namespace": "team-a"},
-            "status": {"jobs": {
-                "build": {"steps": [{"name": "compile", "runName": "build-1"}]},
-                "lint": {"steps": [{"name": "lint", "runName": "lint-failed"}]},
-            }},
-        }))
-        .unwrap();
-        let owner = step_owner(&wr, "lint-failed").unwrap();
+    fn conditions_read_by_the_engines_reasons() {
+        use serde_json::json;
+        let run = |status: serde_json::Value| -> Run {
+            serde_json::from_value(json!({
+                "apiVersion": "kruntimes.io/v1alpha1", "kind": "Run",
+                "metadata": {"name": "r"}, "spec": {"runtime": "bash", "mode": {"task": {}}},
+                "status": status,
+            }))
+            .unwrap()
+        };
+        let c = |t: &str, s: &str, r: &str, m: &str| {
+            json!({"type": t, "status": s, "reason": r, "message": m,
+                   "lastTransitionTime": "2026-01-01T00:00:00Z"})
+        };
+        let state = |st: serde_json::Value| {
+            let s = run_state(&run(st));
+            (s.stage, s.reason, s.message)
+        };
+        let waiting = "waiting for available runtime pods for runtime bash";
         assert_eq!(
-            (owner.name.as_str(), owner.job.as_str()),
-            ("release-1-4", "lint")
+            state(json!({"phase": "Pending", "message": waiting})),
+            (RunStage::Waiting, None, Some(waiting.to_owned()))
         );
-        assert_eq!(owner.step.as_deref(), Some("lint"));
-        assert!(step_owner(&wr, "other").is_none());
+        assert_eq!(
+            state(json!({"phase": "Scheduled", "assignedPod": "p",
+                         "conditions": [c("Scheduled", "True", "Assigned", "assigned to pod p")]})),
+            (
+                RunStage::Scheduled,
+                Some("Assigned".into()),
+                Some("assigned to pod p".into())
+            )
+        );
+        assert_eq!(
+            state(json!({"phase": "Running", "conditions": [
+                c("Scheduled", "True", "Assigned", "x"), c("Running", "True", "Claimed", "claimed")]})),
+            (
+                RunStage::Running,
+                Some("Claimed".into()),
+                Some("claimed".into())
+            )
+        );
+        assert_eq!(
+            state(json!({"phase": "Running", "conditions": [
+                c("Running", "True", "Retrying", "Retry after failure")]}))
+            .0,
+            RunStage::Retrying
+        );
+        // A stale-Pod retry: Pending again, Scheduled=True kept, Running=False says why.
+        assert_eq!(
+            state(
+                json!({"phase": "Pending", "message": "pod p is unhealthy", "conditions": [
+                c("Scheduled", "True", "Assigned", "x"), c("Running", "False", "PodUnhealthy", "pod p is unhealthy")]})
+            ),
+            (
+                RunStage::Retrying,
+                Some("PodUnhealthy".into()),
+                Some("pod p is unhealthy".into())
+            )
+        );
+        assert_eq!(
+            state(json!({"phase": "Succeeded", "conditions": [
+                c("Running", "False", "Completed", "done"), c("Completed", "True", "RunCompleted", "run completed")]})),
+            (
+                RunStage::Succeeded,
+                Some("RunCompleted".into()),
+                Some("run completed".into())
+            )
+        );
+        assert_eq!(
+            state(
+                json!({"phase": "Failed", "message": "exit status 2", "conditions": [
+                c("Running", "False", "RuntimeExecute", "exit status 2"),
+                c("Completed", "False", "RuntimeExecute", "exit status 2")]})
+            ),
+            (
+                RunStage::Failed,
+                Some("RuntimeExecute".into()),
+                Some("exit status 2".into())
+            )
+        );
+    }
+
+    #[test]
+    fn pod_events_are_kept_in_the_runs_window_only() {
+        let w = EventWindow {
+            from: Some("2026-01-01T10:00:00Z".parse().unwrap()),
+            to: Some("2026-01-01T10:10:00Z".parse().unwrap()),
+        };
+        fn at(s: &str) -> Option<&str> {
+            Some(s)
+        }
+        assert!(w.holds(at("2026-01-01T10:05:00Z"), at("2026-01-01T10:05:00Z")));
+        // Seen before the Run and again during it: kept.
+        assert!(w.holds(at("2026-01-01T09:00:00Z"), at("2026-01-01T10:01:00Z")));
+        assert!(!w.holds(at("2026-01-01T09:00:00Z"), at("2026-01-01T09:59:59Z")));
+        assert!(!w.holds(at("2026-01-01T10:10:01Z"), at("2026-01-01T10:20:00Z")));
+        assert!(!w.holds(None, None));
+        // Still active: open-ended.
+        let open = EventWindow { to: None, ..w };
+        assert!(open.holds(at("2026-01-02T00:00:00Z"), None));
+    }
+
+    #[test]
+    fn attempts_are_read_from_the_runs_events() {
+        let ev = |obj: &str, reason: &str, msg: &str| EventInfo {
+            type_: "Warning".into(),
+            reason: reason.into(),
+            message: msg.into(),
+            involved_object: obj.into(),
+            count: None,
+            first_time: None,
+            last_time: Some("2026-01-01T10:00:00Z".into()),
+            source: None,
+        };
+        let a = attempts(&[
+            ev(
+                "Run/r",
+                "RunFailedRetrying",
+                "Run failed (attempt 1/3), retrying in 10s. Reason: RuntimeExecute: exit 1",
+            ),
+            ev("Run/r", "RunRetrying", "Retry attempt 2/3 starting"),
+            ev("Pod/p", "RunRetrying", "Retry attempt 9/9 starting"),
+            ev("Run/r", "Scheduled", "assigned"),
+            ev(
+                "Run/r",
+                "RunRetriesExhausted",
+                "Run failed after 3 attempts: RuntimeExecute: exit 1",
+            ),
+        ]);
+        let got: Vec<_> = a
+            .iter()
+            .map(|a| (a.reason.as_str(), a.attempt, a.max_attempts))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("RunFailedRetrying", Some(1), Some(3)),
+                ("RunRetrying", Some(2), Some(3)),
+                ("RunRetriesExhausted", Some(3), None),
+            ]
+        );
+        // All in one second, listed by name: put in the engine's order.
+        let a = attempts(&[
+            ev(
+                "Run/r",
+                "RunRetriesExhausted",
+                "Run failed after 2 attempts: x",
+            ),
+            ev(
+                "Run/r",
+                "RunFailedRetrying",
+                "Run failed (attempt 2/2), retrying in 1s",
+            ),
+            ev("Run/r", "RunRetrying", "Retry attempt 2/2 starting"),
+            ev(
+                "Run/r",
+                "RunFailedRetrying",
+                "Run failed (attempt 1/2), retrying in 1s",
+            ),
+        ]);
+        let got: Vec<_> = a.iter().map(|a| (a.reason.as_str(), a.attempt)).collect();
+        assert_eq!(
+            got,
+            [
+                ("RunFailedRetrying", Some(1)),
+                ("RunRetrying", Some(2)),
+                ("RunFailedRetrying", Some(2)),
+                ("RunRetriesExhausted", Some(2)),
+            ]
+        );
     }
 
     #[test]

@@ -9,59 +9,79 @@ use axum::response::Json;
 use k8s_openapi::api::core::v1::Pod;
 use kruntimes_core::names::is_dns1123_subdomain;
 use kruntimes_core::run::Run;
+use kruntimes_core::runtime::{
+    POD_LABEL, RUNS, Runtime, pod_capacity, quantity_text, whole_quantity,
+};
 use kube::Api;
-use kube::api::{DynamicObject, ListParams};
-use serde::Deserialize;
-use serde_json::Value;
+use kube::api::ListParams;
 
 use super::listing::{PUBLIC_SCAN_PAGES, SCAN_PAGES, check_public_list, parse_list_query};
-use super::objects::{conditions, lenient, meta};
+use super::objects::{conditions, meta};
 use super::runs::{RunQuery, list_runs, pod_facts};
 use super::types::{
     AssignedRun, CapacityUse, Condition, Items, ListResponse, QueuedRun, RuntimeCapacity,
     RuntimeDetail, RuntimeList, RuntimeListItem, RuntimePod, RuntimeSpecView, RuntimeStatusView,
     Section,
 };
-use super::{
-    ApiPath, Reader, check_name, check_namespace, kruntimes_api, list_reader, user_client,
-};
+use super::{ApiPath, Reader, check_name, check_namespace, list_reader, user_client};
 use crate::api::types::AccessRequest;
 use crate::error::{ConsoleError, KubeFailure};
 use crate::state::{ConsoleState, RequestCredentials};
 
-/// The parts of a Runtime the Console reads.
-#[derive(Default, Deserialize)]
-#[serde(default)]
-struct RuntimeObject {
-    spec: RuntimeSpec,
-    status: RuntimeStatus,
+/// Ready Pods of each Runtime among the namespace's Runtime Pods (one list
+/// of Pods with the `runtime` label), or `None` when they cannot be read.
+async fn ready_pods(client: &kube::Client, ns: &str) -> Option<BTreeMap<String, i64>> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let mut out = BTreeMap::new();
+    let mut lp = ListParams::default().labels(POD_LABEL).limit(500);
+    for _ in 0..MAX_POD_PAGES {
+        let list = pods.list(&lp).await.ok()?;
+        for p in &list.items {
+            let Some(rt) = p.metadata.labels.as_ref().and_then(|l| l.get(POD_LABEL)) else {
+                continue;
+            };
+            let n = out.entry(rt.clone()).or_insert(0);
+            if pod_facts(p).ready {
+                *n += 1;
+            }
+        }
+        match list.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(c) => lp = lp.continue_token(&c),
+            None => return Some(out),
+        }
+    }
+    // Too many Pods to count them all: no count rather than a wrong one.
+    None
 }
 
-#[derive(Default, Deserialize)]
-#[serde(default)]
-struct RuntimeSpec {
-    replicas: Value,
-    port: Option<Value>,
-    image: Option<Value>,
-    capacity: Option<Value>,
+/// Pages of Pods read to count the ready ones of a Runtime list.
+const MAX_POD_PAGES: usize = 4;
+
+/// The ready count shown: the ready Pods when they could be counted (the
+/// Pods are the truth; the engine does not keep `status.readyReplicas`),
+/// else `status.readyReplicas` when a platform sets it.
+fn ready_count(rt: &Runtime, counted: Option<&BTreeMap<String, i64>>) -> Option<i64> {
+    match counted {
+        Some(c) => Some(
+            c.get(rt.metadata.name.as_deref().unwrap_or_default())
+                .copied()
+                .unwrap_or(0),
+        ),
+        None => rt
+            .status
+            .as_ref()
+            .and_then(|s| s.ready_replicas)
+            .map(i64::from),
+    }
 }
 
-#[derive(Default, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-struct RuntimeStatus {
-    ready_replicas: Value,
-    conditions: Option<Value>,
-}
-
-/// A count as written, 0 when absent or not an integer.
-fn count(v: &Value) -> i64 {
-    v.as_i64().unwrap_or(0)
-}
-
-fn runtime_item(o: &DynamicObject, summary: bool) -> RuntimeListItem {
-    let rt: RuntimeObject = lenient(&o.data);
+fn runtime_item(
+    rt: &Runtime,
+    counted: Option<&BTreeMap<String, i64>>,
+    summary: bool,
+) -> RuntimeListItem {
     let ready = (!summary)
-        .then(|| conditions(rt.status.conditions.as_ref()))
+        .then(|| conditions(rt.status.as_ref().and_then(|s| s.conditions.as_ref())))
         .flatten()
         .and_then(|cs| cs.into_iter().find(|c| c.type_.as_deref() == Some("Ready")))
         .map(|c| Condition {
@@ -69,9 +89,10 @@ fn runtime_item(o: &DynamicObject, summary: bool) -> RuntimeListItem {
             ..c
         });
     RuntimeListItem {
-        metadata: meta(&o.metadata, summary),
-        replicas: count(&rt.spec.replicas),
-        ready_replicas: count(&rt.status.ready_replicas),
+        metadata: meta(&rt.metadata, summary),
+        replicas: i64::from(rt.replicas()),
+        ready_replicas: ready_count(rt, counted),
+        image: (!summary).then(|| rt.image().map(str::to_owned)).flatten(),
         ready,
     }
 }
@@ -89,7 +110,7 @@ pub async fn list(
     if summary {
         check_public_list(&q)?;
     }
-    let api = kruntimes_api(reader.client().clone(), &ns, "Runtime", "runtimes");
+    let api: Api<Runtime> = Api::namespaced(reader.client().clone(), &ns);
     let max_pages = if summary {
         PUBLIC_SCAN_PAGES
     } else {
@@ -102,10 +123,16 @@ pub async fn list(
             AccessRequest::new("list", "kruntimes.io", "runtimes", &ns, None),
         )
     })?;
+    // The ServiceAccount behind public summaries may not list Pods.
+    let counted = if summary || page.items.is_empty() {
+        None
+    } else {
+        ready_pods(reader.client(), &ns).await
+    };
     let items = page
         .items
         .iter()
-        .map(|o| runtime_item(o, summary))
+        .map(|o| runtime_item(o, counted.as_ref(), summary))
         .collect();
     Ok(Json(ListResponse {
         cont: page.cont,
@@ -122,7 +149,7 @@ pub async fn detail(
     check_namespace(&ns)?;
     check_name("runtime", &name)?;
     let client = user_client(&state, &caller)?;
-    let o = kruntimes_api(client.clone(), &ns, "Runtime", "runtimes")
+    let rt = Api::<Runtime>::namespaced(client.clone(), &ns)
         .get(&name)
         .await
         .map_err(|e| {
@@ -132,24 +159,35 @@ pub async fn detail(
                 AccessRequest::new("get", "kruntimes.io", "runtimes", &ns, Some(&name)),
             )
         })?;
-    let rt: RuntimeObject = lenient(&o.data);
     let mut runs = runtime_runs(&client, &ns, &name).await;
     let pods = pods_section(&client, &ns, &name, &mut runs).await;
     let queue = match runs {
         Ok(r) => Section::Ok(Items { items: r.queue }),
         Err(e) => Section::failed(e),
     };
+    let status = rt.status.clone().unwrap_or_default();
+    // The Pods are the truth: counted whenever they could be read.
+    let ready_replicas = match &pods {
+        Section::Ok(p) => Some(p.items.iter().filter(|p| p.ready).count() as i64),
+        _ => status.ready_replicas.map(i64::from),
+    };
     Ok(Json(RuntimeDetail {
-        metadata: meta(&o.metadata, false),
+        metadata: meta(&rt.metadata, false),
         spec: RuntimeSpecView {
-            replicas: count(&rt.spec.replicas),
-            port: rt.spec.port.filter(|v| !v.is_null()),
-            capacity: rt.spec.capacity.as_ref().map(lenient::<RuntimeCapacity>),
-            image: rt.spec.image.filter(|v| !v.is_null()),
+            replicas: i64::from(rt.replicas()),
+            port: rt.spec.port.map(i64::from),
+            capacity: rt.spec.capacity.as_ref().map(|c| RuntimeCapacity {
+                resources: c
+                    .resources
+                    .iter()
+                    .map(|(k, v)| (k.clone(), quantity_text(v)))
+                    .collect(),
+            }),
+            image: rt.image().map(str::to_owned),
         },
         status: RuntimeStatusView {
-            ready_replicas: count(&rt.status.ready_replicas),
-            conditions: conditions(rt.status.conditions.as_ref()),
+            ready_replicas,
+            conditions: conditions(status.conditions.as_ref()),
         },
         pods,
         queue,
@@ -160,24 +198,30 @@ pub async fn detail(
 /// Pending Runs (the queue, oldest first).
 #[derive(Default)]
 struct RuntimeRuns {
-    by_pod: BTreeMap<String, Vec<AssignedRun>>,
+    by_pod: BTreeMap<String, Vec<Run>>,
     queue: Vec<QueuedRun>,
 }
 
-/// A Pending Run as it waits: its `Scheduled` condition says why.
+/// A Pending Run as it waits. The engine sets no condition on a waiting
+/// Run, only `status.message` ("waiting for available runtime pods for
+/// runtime …"); a `Scheduled=False` condition, where a platform writes one,
+/// gives the reason.
 fn queued(o: &Run) -> QueuedRun {
     let scheduled = o
         .status
         .as_ref()
         .and_then(|s| conditions(s.conditions.as_ref()))
         .and_then(|cs| {
-            cs.into_iter()
-                .find(|c| c.type_.as_deref() == Some("Scheduled"))
+            cs.into_iter().find(|c| {
+                c.type_.as_deref() == Some("Scheduled") && c.status.as_deref() == Some("False")
+            })
         });
-    let message = scheduled
+    let message = o
+        .status
         .as_ref()
-        .and_then(|c| c.message.clone())
-        .or_else(|| o.status.as_ref().and_then(|s| s.message.clone()));
+        .and_then(|s| s.message.clone())
+        .filter(|m| !m.is_empty())
+        .or_else(|| scheduled.as_ref().and_then(|c| c.message.clone()));
     QueuedRun {
         name: o.metadata.name.clone().unwrap_or_default(),
         creation_timestamp: o
@@ -190,25 +234,44 @@ fn queued(o: &Run) -> QueuedRun {
     }
 }
 
-/// Resources whose use is one per active Run.
-const PER_RUN: &[&str] = &["runs", "slots"];
+fn assigned(o: &Run) -> AssignedRun {
+    AssignedRun {
+        name: o.metadata.name.clone().unwrap_or_default(),
+        uid: o.metadata.uid.clone(),
+        phase: o.phase().to_owned(),
+        mode: o.spec.mode.as_ref().and_then(|m| m.name()),
+        creation_timestamp: o
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map(|t| t.0.to_string()),
+        requests: o
+            .spec
+            .requests()
+            .filter(|r| r.len() > 1 || r.get(RUNS) != Some(&1)),
+    }
+}
 
-/// Capacity used and free on a Pod with `capacity` and `active` Runs.
-pub fn usage(capacity: &BTreeMap<String, String>, active: usize) -> Vec<CapacityUse> {
+/// Capacity used and free on a Pod: per resource of its capacity, the sum
+/// of the requests of the active Runs assigned to it (as the engine's
+/// scheduler counts; a Run takes `runs: 1` unless it requests more).
+pub fn usage(capacity: &BTreeMap<String, (String, bool)>, runs: &[&Run]) -> Vec<CapacityUse> {
+    let mut used: BTreeMap<String, i64> = BTreeMap::new();
+    for r in runs.iter().filter(|r| r.is_active()) {
+        for (k, n) in r.spec.requests().unwrap_or_default() {
+            *used.entry(k).or_default() += n;
+        }
+    }
     capacity
         .iter()
-        .map(|(resource, cap)| {
-            let used = PER_RUN
-                .contains(&resource.as_str())
-                .then_some(i64::try_from(active).unwrap_or(i64::MAX));
-            let free = used
-                .zip(cap.trim().parse::<i64>().ok())
-                .map(|(u, c)| (c - u).max(0));
+        .map(|(resource, (cap, default))| {
+            let u = used.get(resource).copied().unwrap_or(0);
             CapacityUse {
                 resource: resource.clone(),
                 capacity: cap.clone(),
-                used,
-                free,
+                default: default.then_some(true),
+                used: Some(u),
+                free: whole_quantity(cap).map(|c| (c - u).max(0)),
             }
         })
         .collect()
@@ -253,17 +316,7 @@ async fn runtime_runs(
             if o.is_terminal() {
                 continue;
             }
-            by_pod.entry(pod.to_owned()).or_default().push(AssignedRun {
-                name: o.metadata.name.clone().unwrap_or_default(),
-                uid: o.metadata.uid.clone(),
-                phase: o.phase().to_owned(),
-                mode: o.spec.mode.as_ref().and_then(|m| m.name()),
-                creation_timestamp: o
-                    .metadata
-                    .creation_timestamp
-                    .as_ref()
-                    .map(|t| t.0.to_string()),
-            });
+            by_pod.entry(pod.to_owned()).or_default().push(o.clone());
         }
         match page.cont {
             Some(c) => q.cont = Some(c),
@@ -285,7 +338,7 @@ async fn pods_section(
     let list = match pods
         .list(
             &ListParams::default()
-                .labels(&format!("runtime={runtime}"))
+                .labels(&format!("{POD_LABEL}={runtime}"))
                 .limit(500),
         )
         .await
@@ -311,20 +364,12 @@ async fn pods_section(
         .iter()
         .map(|p| {
             let facts = pod_facts(p);
-            let capacity = p
-                .metadata
-                .annotations
-                .iter()
-                .flatten()
-                .filter_map(|(k, v)| {
-                    k.strip_prefix("kruntimes.io/capacity.")
-                        .map(|r| (r.to_owned(), v.clone()))
-                })
-                .collect();
+            let capacity = pod_capacity(p.metadata.annotations.as_ref());
             let runs = by_pod.remove(&facts.name).unwrap_or_default();
+            let refs: Vec<&Run> = runs.iter().collect();
             RuntimePod {
-                usage: usage(&capacity, runs.len()),
-                runs,
+                usage: usage(&capacity, &refs),
+                runs: runs.iter().map(assigned).collect(),
                 name: facts.name,
                 uid: facts.uid,
                 phase: facts.phase,
@@ -334,7 +379,7 @@ async fn pods_section(
                 node: facts.node,
                 pod_ip: facts.pod_ip,
                 start_time: facts.start_time,
-                capacity,
+                capacity: capacity.into_iter().map(|(k, (v, _))| (k, v)).collect(),
             }
         })
         .collect();
@@ -345,20 +390,49 @@ async fn pods_section(
 mod tests {
     use super::*;
 
+    fn run(phase: &str, requests: serde_json::Value) -> Run {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "kruntimes.io/v1alpha1", "kind": "Run", "metadata": {"name": "r"},
+            "spec": {"runtime": "bash", "mode": {"task": {}}, "resources": {"requests": requests}},
+            "status": {"phase": phase, "assignedPod": "bash-0"},
+        }))
+        .unwrap()
+    }
+
     #[test]
-    fn runs_capacity_counts_the_active_runs_and_other_resources_only_their_capacity() {
-        let cap: BTreeMap<String, String> = [("runs", "8"), ("cpu", "2"), ("slots", "x")]
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect();
-        let u = usage(&cap, 3);
+    fn used_capacity_is_the_sum_of_the_active_runs_requests() {
+        let ann: BTreeMap<String, String> = [
+            ("kruntimes.io/capacity.runs", "8"),
+            ("kruntimes.io/capacity.gpu", "2"),
+            ("kruntimes.io/capacity.mem", "4Gi"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let runs = [
+            run("Running", serde_json::json!({"gpu": 1})),
+            run("Scheduled", serde_json::json!({"runs": "3", "gpu": "1"})),
+            run("Ready", serde_json::json!({})),
+            // Finished and waiting Runs take nothing.
+            run("Succeeded", serde_json::json!({"gpu": 5})),
+            run("Pending", serde_json::json!({"gpu": 5})),
+        ];
+        let refs: Vec<&Run> = runs.iter().collect();
+        let u = usage(&pod_capacity(Some(&ann)), &refs);
         let by: BTreeMap<&str, &CapacityUse> = u.iter().map(|c| (c.resource.as_str(), c)).collect();
-        assert_eq!((by["runs"].used, by["runs"].free), (Some(3), Some(5)));
-        assert_eq!((by["cpu"].used, by["cpu"].free), (None, None));
-        assert_eq!(by["cpu"].capacity, "2");
-        // Not a number: used is known, free is not.
-        assert_eq!((by["slots"].used, by["slots"].free), (Some(3), None));
+        assert_eq!((by["runs"].used, by["runs"].free), (Some(5), Some(3)));
+        assert_eq!((by["gpu"].used, by["gpu"].free), (Some(2), Some(0)));
+        assert_eq!((by["mem"].used, by["mem"].free), (Some(0), Some(4 << 30)));
+        assert_eq!(by["runs"].default, None);
+        // No annotations: the engine's 2 Runs per Pod.
+        let u = usage(&pod_capacity(None), &refs[..1]);
+        assert_eq!(u.len(), 1);
+        assert_eq!(
+            (u[0].capacity.as_str(), u[0].default, u[0].used, u[0].free),
+            ("2", Some(true), Some(1), Some(1))
+        );
         // Over-assigned: never below zero.
-        assert_eq!(usage(&cap, 11)[1].free, Some(0));
+        let u = usage(&pod_capacity(None), &refs);
+        assert_eq!((u[0].used, u[0].free), (Some(5), Some(0)));
     }
 }

@@ -356,6 +356,10 @@ pub struct RunListItem {
     pub attempt: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_transition: Option<LastTransition>,
+    /// The WorkflowRun step that created this Run (its controller owner
+    /// reference and the engine's `kruntimes.io/workflow-*` labels).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workflow_run: Option<StepOwner>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_time: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -524,10 +528,18 @@ pub struct RunDetail {
     pub status: RunStatusView,
     /// Needs `get pods` in the namespace. `absent` when no Pod is assigned or it is gone.
     pub pod: Section<PodSection>,
-    /// Needs `list events` in the namespace. Items oldest first.
+    /// What the phase and conditions say, and why a Pending Run waits.
+    pub state: RunState,
+    /// Needs `list events` in the namespace. The Run's Events and, of its
+    /// Pod's, those from the Run's window (its start, or creation, to its
+    /// completion). Items oldest first.
     pub events: Section<Items<EventInfo>>,
-    /// The WorkflowRun job whose step started this Run (found by the step's
-    /// `runName` among the namespace's WorkflowRuns; needs `list
+    /// The Run's retry history from its Events, oldest first (empty when it
+    /// has none or the Events cannot be read).
+    pub attempts: Vec<AttemptEvent>,
+    /// The WorkflowRun step that started this Run: its controller owner
+    /// reference and labels, else the step (or Action step) whose `runName`
+    /// names it among the namespace's WorkflowRuns (needs `list
     /// workflowruns`). `absent` when no WorkflowRun names it.
     pub workflow_run: Section<StepOwner>,
 }
@@ -616,16 +628,91 @@ impl WatchLine {
     }
 }
 
-/// Where a Run sits in a WorkflowRun: the WorkflowRun, the job and the step.
+/// Where a Run sits in a WorkflowRun: the WorkflowRun, and the job, step
+/// and Action step when known.
 #[derive(Debug, Serialize, TS)]
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct StepOwner {
+    /// The WorkflowRun's name.
     pub name: String,
-    pub job: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
     /// The step's name, when it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub step: Option<String>,
+    /// For a step that calls an Action: the Action's step this Run executed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action_step: Option<String>,
+}
+
+impl From<kruntimes_core::workflowrun::StepRef> for StepOwner {
+    fn from(r: kruntimes_core::workflowrun::StepRef) -> Self {
+        StepOwner {
+            name: r.name,
+            job: r.job,
+            step: r.step,
+            action_step: r.action_step,
+        }
+    }
+}
+
+/// Where a Run is in its life, read from its phase and the engine's
+/// conditions (`Scheduled` True/Assigned; `Running` True/Claimed or
+/// Retrying, False/Completed or a failure reason; `Completed`
+/// True/RunCompleted or False/a failure reason).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub enum RunStage {
+    /// Pending without a Pod: `message` says why it waits (the engine sets
+    /// no condition, only `status.message`).
+    Waiting,
+    /// Assigned to a Pod, not yet claimed by runtimed.
+    Scheduled,
+    /// Claimed and executing.
+    Running,
+    /// An attempt failed and another follows (`reason` is the failure).
+    Retrying,
+    /// Active and serving (function and session Runs).
+    Ready,
+    Succeeded,
+    /// Failed, Timeout or Cancelled: `reason` is the engine's failure reason.
+    Failed,
+}
+
+/// The Run's stage with the reason and message that explain it.
+#[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
+pub struct RunState {
+    pub stage: RunStage,
+    /// The condition reason, e.g. `Assigned`, `Claimed`, `RunCompleted`,
+    /// `RuntimeExecute`, `PodUnhealthy`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// One attempt event of a Run: the engine keeps its retry history only as
+/// Events (`RunFailedRetrying`, `RunRetrying`, `StaleRunRetrying`,
+/// `RunRetriesExhausted`).
+#[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
+pub struct AttemptEvent {
+    pub reason: String,
+    pub message: String,
+    /// The attempt the event is about (1-based), when its message says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(as = "Option<i32>")]
+    pub attempt: Option<i64>,
+    /// The retry policy's `maxAttempts`, when the message says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(as = "Option<i32>")]
+    pub max_attempts: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
 }
 
 /// One row of the Runtime list. In a public-read summary only `metadata.name`,
@@ -636,10 +723,18 @@ pub struct StepOwner {
 #[ts(optional_fields)]
 pub struct RuntimeListItem {
     pub metadata: Meta,
+    /// `spec.replicas`; unset and 0 mean 1, as the engine reads them.
     #[ts(as = "i32")]
     pub replicas: i64,
-    #[ts(as = "i32")]
-    pub ready_replicas: i64,
+    /// Runtime Pods whose `Ready` condition is True, counted by the Console
+    /// (the engine does not keep `status.readyReplicas`); `status.readyReplicas`
+    /// only when the Pods cannot be read; absent when neither is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(as = "Option<i32>")]
+    pub ready_replicas: Option<i64>,
+    /// The Runtime server's image: `spec.template.spec.containers[0].image`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
     /// Condition `Ready` of the Runtime, when it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ready: Option<Condition>,
@@ -659,6 +754,11 @@ pub struct AssignedRun {
     pub mode: Option<ModeName>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub creation_timestamp: Option<String>,
+    /// `spec.resources.requests` as the scheduler counts them (`runs: 1`
+    /// unless more is asked); absent when the Run takes just one of `runs`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "Record<string, number>")]
+    pub requests: Option<BTreeMap<String, i64>>,
 }
 
 /// A Pod of a Runtime (`runtime=<name>` label).
@@ -679,15 +779,16 @@ pub struct RuntimePod {
     pub pod_ip: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_time: Option<String>,
-    /// From the annotations `kruntimes.io/capacity.<res>`: resource name (the
-    /// `<res>` part) → value as written, e.g. `{"slots": "4", "gpu": "1"}`.
+    /// The Pod's capacity as the engine's scheduler reads it: `runs: 2`
+    /// unless the Pod says otherwise, plus every annotation
+    /// `kruntimes.io/capacity.<res>` (resource name → value as written).
     #[ts(type = "Record<string, string>")]
     pub capacity: BTreeMap<String, String>,
     /// Runs whose `status.assignedPod` is this Pod. `forbidden`/`error` are per Runtime, not per Pod.
     pub runs: Vec<AssignedRun>,
-    /// Capacity used and free per resource: for `runs` (and `slots`) the
-    /// active Runs assigned here count one each; other resources have no
-    /// per-Run figure, so only their capacity is known.
+    /// Capacity used and free per resource: the sum of
+    /// `spec.resources.requests` of the Scheduled, Running and Ready Runs
+    /// assigned here (each takes `runs: 1` unless it requests more).
     pub usage: Vec<CapacityUse>,
 }
 
@@ -697,8 +798,11 @@ pub struct RuntimePod {
 #[ts(optional_fields)]
 pub struct CapacityUse {
     pub resource: String,
-    /// As annotated (`kruntimes.io/capacity.<resource>`).
+    /// As annotated (`kruntimes.io/capacity.<resource>`), or the engine's default.
     pub capacity: String,
+    /// The capacity is the engine's default (2 Runs per Pod), not annotated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(as = "Option<i32>")]
     pub used: Option<i64>,
@@ -716,21 +820,21 @@ pub struct QueuedRun {
     pub name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub creation_timestamp: Option<String>,
-    /// Reason of the `Scheduled=False` condition, e.g. `NoCapacity`.
+    /// Reason of a `Scheduled=False` condition, where a platform writes one
+    /// (the engine writes none for a waiting Run).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Why it waits: the Run's `status.message` (e.g. "waiting for
+    /// available runtime pods for runtime bash").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }
 
-/// `spec.capacity` of a Runtime.
-#[derive(Debug, Default, Deserialize, Serialize, TS)]
-#[ts(optional_fields)]
+/// `spec.capacity` of a Runtime. Unset means 2 Runs per Pod.
+#[derive(Debug, Default, Serialize, TS)]
 pub struct RuntimeCapacity {
-    /// Resource name → declared capacity per Pod.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[ts(optional, type = "Record<string, string | number>")]
-    pub resources: Option<Value>,
+    /// Resource name → declared capacity per Pod, as a quantity string.
+    pub resources: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Serialize, TS)]
@@ -739,22 +843,24 @@ pub struct RuntimeSpecView {
     #[ts(as = "i32")]
     pub replicas: i64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[ts(optional, type = "number")]
-    pub port: Option<Value>,
+    #[ts(as = "Option<i32>")]
+    pub port: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capacity: Option<RuntimeCapacity>,
-    /// Container image of the Runtime, when declared.
+    /// The Runtime server's image: `spec.template.spec.containers[0].image`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[ts(optional, type = "string")]
-    pub image: Option<Value>,
+    pub image: Option<String>,
 }
 
 #[derive(Debug, Serialize, TS)]
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct RuntimeStatusView {
-    #[ts(as = "i32")]
-    pub ready_replicas: i64,
+    /// The Runtime's Pods whose `Ready` condition is True, counted by the
+    /// Console; `status.readyReplicas` only when the Pods cannot be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(as = "Option<i32>")]
+    pub ready_replicas: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
 }
@@ -794,20 +900,24 @@ pub struct WorkflowRunListItem {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(optional, type = "WorkflowPhase")]
     pub phase: Option<String>,
-    /// Name of the Workflow template, when the run was made from one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub workflow: Option<String>,
     pub jobs: JobCounts,
+    /// `status.message`: why it failed to start or to call a Workflow or Action.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The earliest start of its steps' Runs (the engine writes none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_time: Option<String>,
+    /// Once Succeeded, Failed or Cancelled: the latest completion of its steps' Runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub completion_time: Option<String>,
-    /// Set when this run was started by a reusable-workflow job of another run.
+    /// Set when this run was started by a reusable-workflow job of another
+    /// run (its controller owner reference).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent_workflow_run: Option<String>,
 }
 
-/// One declared step (display only: `run` scripts are shown, `with` values are not secrets).
+/// One declared step (display only: `run` scripts are shown, `with` values
+/// are not secrets): a script, or a call to an Action (`uses`).
 #[derive(Debug, Default, Deserialize, Serialize, TS)]
 #[ts(optional_fields)]
 pub struct StepSpec {
@@ -818,6 +928,7 @@ pub struct StepSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional, type = "string")]
     pub run: Option<Value>,
+    /// The Action this step calls; its steps' Runs are in `actionSteps` of the step's status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional, type = "string")]
     pub uses: Option<Value>,
@@ -830,64 +941,82 @@ pub struct StepSpec {
 #[derive(Debug, Serialize, TS)]
 #[ts(optional_fields)]
 pub struct JobSpec {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[ts(optional, type = "string")]
-    pub name: Option<Value>,
     #[serde(rename = "runs-on", default, skip_serializing_if = "Option::is_none")]
-    #[ts(optional, type = "string")]
-    pub runs_on: Option<Value>,
+    pub runs_on: Option<String>,
     /// Job ids this job depends on. Unknown ids are shown, not dropped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[ts(optional, type = "string[]")]
-    pub needs: Option<Value>,
+    pub needs: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<Vec<StepSpec>>,
     /// Reusable workflow this job calls; its run appears as `status.jobs.<id>.workflowRunName`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[ts(optional, type = "string")]
-    pub uses: Option<Value>,
+    pub uses: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional, type = "Record<string, unknown>")]
     pub with: Option<Value>,
 }
 
-/// `status.jobs.<id>.steps[i]`.
+/// `status.jobs.<id>.steps[i].actionSteps[j]`: one step of the Action a step calls.
+#[derive(Debug, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+#[ts(optional_fields)]
+pub struct ActionStepStatus {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "WorkflowPhase")]
+    pub phase: Option<String>,
+    /// The Run that executed this step of the Action, in the same namespace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "Record<string, string>")]
+    pub outputs: Option<Outputs>,
+    /// Its Run's start time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<String>,
+    /// Its Run's completion time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completion_time: Option<String>,
+}
+
+/// `status.jobs.<id>.steps[i]`. Times are its Run's (or, for a step that
+/// calls an Action, the span of the Action steps' Runs).
 #[derive(Debug, Serialize, TS)]
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct StepStatus {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[ts(optional = false, type = "string")]
-    pub name: Option<Value>,
+    pub name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(optional, type = "WorkflowPhase")]
-    pub phase: Option<Value>,
-    /// The Run that executed this step, in the same namespace.
+    pub phase: Option<String>,
+    /// The Run that executed this step, in the same namespace. A step that
+    /// calls an Action has none: see `actionSteps`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[ts(optional, type = "string")]
-    pub run_name: Option<Value>,
+    pub run_name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(optional, type = "Record<string, string>")]
     pub outputs: Option<Outputs>,
+    /// The steps of the Action this step calls, each with its Run.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[ts(optional, type = "string")]
-    pub start_time: Option<Value>,
+    pub action_steps: Option<Vec<ActionStepStatus>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[ts(optional, type = "string")]
-    pub completion_time: Option<Value>,
+    pub start_time: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[ts(optional, type = "string")]
-    pub message: Option<Value>,
+    pub completion_time: Option<String>,
 }
 
-/// `status.jobs.<id>`.
+/// `status.jobs.<id>`. Times span its steps' Runs.
 #[derive(Debug, Serialize, TS)]
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct JobStatus {
+    /// Pending, Waiting, Running, Succeeded, Failed or Skipped.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(optional, type = "WorkflowPhase")]
-    pub phase: Option<Value>,
+    pub phase: Option<String>,
+    /// Jobs that finished before this one started (its resolved `needs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pre: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub steps: Option<Vec<StepStatus>>,
     /// Job outputs; `result` is shown in the DAG (the server bounds each value to 4 KiB).
@@ -896,26 +1025,17 @@ pub struct JobStatus {
     pub outputs: Option<Outputs>,
     /// Child WorkflowRun started by a reusable-workflow job (`uses`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[ts(optional, type = "string")]
-    pub workflow_run_name: Option<Value>,
+    pub workflow_run_name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[ts(optional, type = "string")]
-    pub start_time: Option<Value>,
+    pub start_time: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[ts(optional, type = "string")]
-    pub completion_time: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[ts(optional, type = "string")]
-    pub message: Option<Value>,
+    pub completion_time: Option<String>,
 }
 
 #[derive(Debug, Serialize, TS)]
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct WorkflowRunSpecView {
-    /// Name of the Workflow template, when referenced.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub workflow_ref: Option<String>,
     #[ts(type = "Record<string, JobSpec>")]
     pub jobs: BTreeMap<String, JobSpec>,
 }
@@ -926,13 +1046,19 @@ pub struct WorkflowRunSpecView {
 pub struct WorkflowRunStatusView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(optional, type = "WorkflowPhase")]
-    pub phase: Option<Value>,
+    pub phase: Option<String>,
+    /// Why it failed to start, or to call a Workflow or Action.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[ts(optional, type = "string")]
-    pub start_time: Option<Value>,
+    pub message: Option<String>,
+    /// The execution snapshot of the Workflow and Actions this run uses.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[ts(optional, type = "string")]
-    pub completion_time: Option<Value>,
+    pub snapshot_name: Option<String>,
+    /// The earliest start of its steps' Runs (the engine writes none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<String>,
+    /// Once Succeeded, Failed or Cancelled: the latest completion of its steps' Runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completion_time: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -1109,6 +1235,9 @@ pub fn typescript() -> String {
     decl::<EventInfo>(&mut out);
     decl::<PodSection>(&mut out);
     decl::<StepOwner>(&mut out);
+    decl::<RunStage>(&mut out);
+    decl::<RunState>(&mut out);
+    decl::<AttemptEvent>(&mut out);
     decl::<ObjectManifest>(&mut out);
     decl::<WatchLine>(&mut out);
     decl::<RunDetail>(&mut out);
@@ -1139,7 +1268,7 @@ pub fn typescript() -> String {
     decl::<RuntimeDetail>(&mut out);
     out.push_str(
         "\n/** Phase of a WorkflowRun, a job, or a step. Free string; the known values get colours. */\n\
-         export type WorkflowPhase = RunPhase | 'Skipped' | (string & {});\n",
+         export type WorkflowPhase = RunPhase | 'Waiting' | 'Skipped' | (string & {});\n",
     );
     decl::<JobCounts>(&mut out);
     decl::<WorkflowRunListItem>(&mut out);
@@ -1150,6 +1279,7 @@ pub fn typescript() -> String {
     );
     decl::<StepSpec>(&mut out);
     decl::<JobSpec>(&mut out);
+    decl::<ActionStepStatus>(&mut out);
     decl::<StepStatus>(&mut out);
     decl::<JobStatus>(&mut out);
     decl::<WorkflowRunSpecView>(&mut out);

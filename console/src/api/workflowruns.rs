@@ -1,5 +1,7 @@
-//! WorkflowRuns: list and detail (jobs, needs, steps with Run links,
-//! bounded outputs, child WorkflowRun links).
+//! WorkflowRuns: list and detail (jobs, needs, steps and Action steps with
+//! Run links, bounded outputs, child WorkflowRun links). The engine writes
+//! no start or completion time on a WorkflowRun, its jobs or its steps:
+//! they are read from the Runs of the steps.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -8,74 +10,48 @@ use axum::Extension;
 use axum::extract::{RawQuery, State};
 use axum::response::Json;
 use kruntimes_core::run::{Phase, Run};
-use kube::api::{DynamicObject, ListParams};
-use serde_json::Value;
+use kruntimes_core::workflowrun::{self as wfr, WorkflowRun};
+use kube::Api;
+use kube::api::ListParams;
 
 use super::listing::{PUBLIC_SCAN_PAGES, SCAN_PAGES, check_public_list, parse_list_query};
-use super::objects::{bounded_outputs, conditions, lenient, meta, present};
+use super::objects::{bounded_outputs, conditions, lenient, meta};
 use super::types::{
-    JobCounts, JobSpec, JobStatus, ListResponse, StepStatus, WorkflowRunDetail, WorkflowRunList,
-    WorkflowRunListItem, WorkflowRunSpecView, WorkflowRunStatusView,
+    ActionStepStatus, JobCounts, JobSpec, JobStatus, ListResponse, StepStatus, WorkflowRunDetail,
+    WorkflowRunList, WorkflowRunListItem, WorkflowRunSpecView, WorkflowRunStatusView,
 };
-use super::{
-    ApiPath, Reader, check_name, check_namespace, kruntimes_api, list_reader, user_client,
-};
+use super::{ApiPath, Reader, check_name, check_namespace, list_reader, user_client};
 use crate::api::types::AccessRequest;
 use crate::error::{ConsoleError, KubeFailure};
 use crate::state::{ConsoleState, RequestCredentials};
 
-/// The WorkflowRun that started this one through a reusable-workflow job.
-fn parent(o: &DynamicObject) -> Option<String> {
-    o.metadata
-        .owner_references
+/// Phases after which a WorkflowRun changes no more.
+const DONE: [&str; 3] = ["Succeeded", "Failed", "Cancelled"];
+
+fn item(o: &WorkflowRun, summary: bool) -> WorkflowRunListItem {
+    let status = o.status.clone().unwrap_or_default();
+    let statuses: Vec<String> = status
+        .jobs
         .iter()
         .flatten()
-        .find(|r| r.kind == "WorkflowRun")
-        .map(|r| r.name.clone())
-        .or_else(|| {
-            o.metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get("kruntimes.io/parent-workflowrun").cloned())
-        })
-}
-
-/// A string field as written.
-fn text(v: &Value, k: &str) -> Option<String> {
-    v.get(k).and_then(Value::as_str).map(str::to_owned)
-}
-
-/// `spec.workflowRef`: `{name}` or the name itself.
-fn workflow_ref(o: &DynamicObject) -> Option<String> {
-    let r = &o.data["spec"]["workflowRef"];
-    text(r, "name").or_else(|| r.as_str().map(str::to_owned))
-}
-
-fn item(o: &DynamicObject, summary: bool) -> WorkflowRunListItem {
-    let jobs = o.data["spec"]["jobs"]
-        .as_object()
-        .map(serde_json::Map::len)
-        .unwrap_or(0);
-    let statuses: Vec<&str> = o.data["status"]["jobs"]
-        .as_object()
-        .map(|m| m.values().filter_map(|j| j["phase"].as_str()).collect())
-        .unwrap_or_default();
+        .filter_map(|(_, j)| j.phase.clone())
+        .collect();
     let count = |p: &[Phase]| {
         statuses
             .iter()
-            .filter(|s| p.iter().any(|p| p.as_str() == **s))
+            .filter(|s| p.iter().any(|p| p.as_str() == s.as_str()))
             .count()
     };
     let mut out = WorkflowRunListItem {
         metadata: meta(&o.metadata, summary),
-        phase: text(&o.data["status"], "phase"),
-        workflow: None,
+        phase: status.phase.clone(),
         jobs: JobCounts {
-            total: jobs,
+            total: o.spec.jobs.len(),
             succeeded: count(&[Phase::Succeeded]),
             failed: count(&Phase::FAILED),
             running: count(&[Phase::Running]),
         },
+        message: None,
         start_time: None,
         completion_time: None,
         parent_workflow_run: None,
@@ -83,10 +59,8 @@ fn item(o: &DynamicObject, summary: bool) -> WorkflowRunListItem {
     if summary {
         return out;
     }
-    out.workflow = workflow_ref(o);
-    out.start_time = text(&o.data["status"], "startTime");
-    out.completion_time = text(&o.data["status"], "completionTime");
-    out.parent_workflow_run = parent(o);
+    out.message = status.message.filter(|m| !m.is_empty());
+    out.parent_workflow_run = o.parent().map(str::to_owned);
     out
 }
 
@@ -103,7 +77,7 @@ pub async fn list(
     if summary {
         check_public_list(&q)?;
     }
-    let api = kruntimes_api(reader.client().clone(), &ns, "WorkflowRun", "workflowruns");
+    let api: Api<WorkflowRun> = Api::namespaced(reader.client().clone(), &ns);
     let max_pages = if summary {
         PUBLIC_SCAN_PAGES
     } else {
@@ -116,7 +90,15 @@ pub async fn list(
             AccessRequest::new("list", "kruntimes.io", "workflowruns", &ns, None),
         )
     })?;
-    let items = page.items.iter().map(|o| item(o, summary)).collect();
+    let mut items: Vec<WorkflowRunListItem> = page.items.iter().map(|o| item(o, summary)).collect();
+    if !summary && !page.items.is_empty() {
+        let runs = step_runs(reader.client(), &ns, &page.items, false).await;
+        for (o, it) in page.items.iter().zip(items.iter_mut()) {
+            let (start, end) = span(o, &runs);
+            it.start_time = start;
+            it.completion_time = end;
+        }
+    }
     Ok(Json(ListResponse {
         cont: page.cont,
         remaining_item_count: page.remaining,
@@ -124,44 +106,59 @@ pub async fn list(
     }))
 }
 
-fn job_spec(j: &Value) -> JobSpec {
+fn job_spec(j: &wfr::JobSpec) -> JobSpec {
     JobSpec {
-        name: present(j.get("name")),
-        runs_on: present(j.get("runs-on")),
-        needs: present(j.get("needs")),
-        steps: j
-            .get("steps")
-            .and_then(Value::as_array)
-            .map(|steps| steps.iter().map(lenient).collect()),
-        uses: present(j.get("uses")),
-        with: present(j.get("with")),
+        runs_on: j.runs_on.clone(),
+        needs: j.needs.clone(),
+        steps: j.steps.as_ref().map(|steps| {
+            steps
+                .iter()
+                .map(|s| lenient(&serde_json::json!(s)))
+                .collect()
+        }),
+        uses: j.uses.clone(),
+        with: j.with.clone().filter(|v| !v.is_null()),
     }
 }
 
-fn step_status(s: &Value) -> StepStatus {
+fn action_step_status(a: &wfr::ActionStepStatus) -> ActionStepStatus {
+    ActionStepStatus {
+        name: a.name.clone().unwrap_or_default(),
+        phase: a.phase.clone(),
+        run_name: a.run_name.clone().filter(|n| !n.is_empty()),
+        outputs: bounded_outputs(a.outputs.as_ref()),
+        start_time: None,
+        completion_time: None,
+    }
+}
+
+fn step_status(s: &wfr::StepStatus) -> StepStatus {
     StepStatus {
-        name: present(s.get("name")),
-        phase: present(s.get("phase")),
-        run_name: present(s.get("runName")),
-        outputs: bounded_outputs(s.get("outputs")),
-        start_time: present(s.get("startTime")),
-        completion_time: present(s.get("completionTime")),
-        message: present(s.get("message")),
+        name: s.name.clone().unwrap_or_default(),
+        phase: s.phase.clone(),
+        run_name: s.run_name.clone().filter(|n| !n.is_empty()),
+        outputs: bounded_outputs(s.outputs.as_ref()),
+        action_steps: s
+            .action_steps
+            .as_ref()
+            .map(|a| a.iter().map(action_step_status).collect()),
+        start_time: None,
+        completion_time: None,
     }
 }
 
-fn job_status(j: &Value) -> JobStatus {
+fn job_status(j: &wfr::JobStatus) -> JobStatus {
     JobStatus {
-        phase: present(j.get("phase")),
+        phase: j.phase.clone(),
+        pre: j.pre.clone(),
         steps: j
-            .get("steps")
-            .and_then(Value::as_array)
+            .steps
+            .as_ref()
             .map(|steps| steps.iter().map(step_status).collect()),
-        outputs: bounded_outputs(j.get("outputs")),
-        workflow_run_name: present(j.get("workflowRunName")),
-        start_time: present(j.get("startTime")),
-        completion_time: present(j.get("completionTime")),
-        message: present(j.get("message")),
+        outputs: bounded_outputs(j.outputs.as_ref()),
+        workflow_run_name: j.workflow_run_name.clone().filter(|n| !n.is_empty()),
+        start_time: None,
+        completion_time: None,
     }
 }
 
@@ -173,7 +170,7 @@ pub async fn detail(
     check_namespace(&ns)?;
     check_name("workflowrun", &name)?;
     let client = user_client(&state, &caller)?;
-    let o = kruntimes_api(client.clone(), &ns, "WorkflowRun", "workflowruns")
+    let o = Api::<WorkflowRun>::namespaced(client.clone(), &ns)
         .get(&name)
         .await
         .map_err(|e| {
@@ -183,126 +180,190 @@ pub async fn detail(
                 AccessRequest::new("get", "kruntimes.io", "workflowruns", &ns, Some(&name)),
             )
         })?;
-    let jobs = o.data["spec"]["jobs"]
-        .as_object()
-        .map(|m| m.iter().map(|(k, v)| (k.clone(), job_spec(v))).collect())
-        .unwrap_or_default();
-    let status = &o.data["status"];
-    let mut job_statuses: Option<BTreeMap<String, JobStatus>> = status["jobs"]
-        .as_object()
+    let jobs = o
+        .spec
+        .jobs
+        .iter()
+        .map(|(k, v)| (k.clone(), job_spec(v)))
+        .collect();
+    let status = o.status.clone().unwrap_or_default();
+    let runs = step_runs(&client, &ns, std::slice::from_ref(&o), true).await;
+    let mut job_statuses: Option<BTreeMap<String, JobStatus>> = status
+        .jobs
+        .as_ref()
         .map(|js| js.iter().map(|(k, v)| (k.clone(), job_status(v))).collect());
     if let Some(js) = job_statuses.as_mut() {
-        let times = step_run_times(&client, &ns, js).await;
-        fill_times(js, &times);
+        fill_times(js, &runs);
     }
+    let (start_time, completion_time) = span(&o, &runs);
     Ok(Json(WorkflowRunDetail {
         metadata: meta(&o.metadata, false),
-        spec: WorkflowRunSpecView {
-            workflow_ref: workflow_ref(&o),
-            jobs,
-        },
+        spec: WorkflowRunSpecView { jobs },
         status: WorkflowRunStatusView {
-            phase: present(status.get("phase")),
-            start_time: present(status.get("startTime")),
-            completion_time: present(status.get("completionTime")),
-            conditions: conditions(status.get("conditions")),
+            phase: status.phase,
+            message: status.message.filter(|m| !m.is_empty()),
+            snapshot_name: status.snapshot_name.filter(|m| !m.is_empty()),
+            start_time,
+            completion_time,
+            conditions: conditions(status.conditions.as_ref()),
             jobs: job_statuses,
         },
-        parent_workflow_run: parent(&o),
+        parent_workflow_run: o.parent().map(str::to_owned),
     }))
 }
 
-/// Most Runs read to time the steps of one WorkflowRun.
-const MAX_TIMED_RUNS: u32 = 500;
+/// Most Runs read to time WorkflowRuns (500 a page).
+const MAX_TIMED_PAGES: usize = 4;
 
 /// Start and completion of a step's Run.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunTimes {
     pub start: Option<String>,
     pub completion: Option<String>,
+    /// The WorkflowRun that created the Run (its controller owner), if any.
+    pub owner: Option<String>,
 }
 
-/// The times of the Runs the steps name, read with the caller's token (one
-/// list of the namespace's Runs); none when the caller may not list Runs.
-async fn step_run_times(
+/// The times of the step Runs of `wrs` by name, read with the caller's
+/// token: the Runs the engine labelled with a WorkflowRun UID (the one's
+/// UID when `one`), then, for step Runs without that label, one bounded
+/// list of the namespace's Runs. Empty when the caller may not list Runs.
+async fn step_runs(
     client: &kube::Client,
     ns: &str,
-    jobs: &BTreeMap<String, JobStatus>,
+    wrs: &[WorkflowRun],
+    one: bool,
 ) -> HashMap<String, RunTimes> {
-    let wanted: HashSet<&str> = jobs
-        .values()
-        .flat_map(|j| j.steps.iter().flatten())
-        .filter_map(|s| s.run_name.as_ref().and_then(Value::as_str))
-        .collect();
-    if wanted.is_empty() {
-        return HashMap::new();
-    }
-    let api: kube::Api<Run> = kube::Api::namespaced(client.clone(), ns);
-    let Ok(list) = api.list(&ListParams::default().limit(MAX_TIMED_RUNS)).await else {
-        return HashMap::new();
+    let api: Api<Run> = Api::namespaced(client.clone(), ns);
+    let selector = match wrs.first().and_then(|w| w.metadata.uid.as_deref()) {
+        Some(uid) if one => format!("{}={uid}", wfr::UID_LABEL),
+        _ => wfr::UID_LABEL.to_owned(),
     };
-    list.items
-        .into_iter()
-        .filter_map(|r| {
-            let name = r.metadata.name.clone()?;
-            if !wanted.contains(name.as_str()) {
-                return None;
+    let mut out = HashMap::new();
+    read_runs(
+        &api,
+        ListParams::default().labels(&selector),
+        &mut out,
+        None,
+    )
+    .await;
+    let missing: HashSet<&str> = wrs
+        .iter()
+        .flat_map(WorkflowRun::run_names)
+        .filter(|n| !out.contains_key(*n))
+        .collect();
+    if !missing.is_empty() {
+        read_runs(&api, ListParams::default(), &mut out, Some(&missing)).await;
+    }
+    out
+}
+
+async fn read_runs(
+    api: &Api<Run>,
+    lp: ListParams,
+    out: &mut HashMap<String, RunTimes>,
+    only: Option<&HashSet<&str>>,
+) {
+    let mut lp = lp.limit(500);
+    for _ in 0..MAX_TIMED_PAGES {
+        let Ok(list) = api.list(&lp).await else {
+            return;
+        };
+        for r in list.items {
+            let Some(name) = r.metadata.name.clone() else {
+                continue;
+            };
+            if only.is_some_and(|o| !o.contains(name.as_str())) {
+                continue;
             }
+            let owner = wfr::controller_workflow_run(&r.metadata).map(str::to_owned);
             let st = r.status.unwrap_or_default();
-            Some((
+            out.insert(
                 name,
                 RunTimes {
                     start: st.start_time,
                     completion: st.completion_time,
+                    owner,
                 },
-            ))
-        })
-        .collect()
+            );
+        }
+        match list.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(c) => lp = lp.continue_token(&c),
+            None => return,
+        }
+    }
 }
 
-/// Steps without times take their Run's; a job without times spans its steps
-/// (its completion only once every step with a Run completed).
+/// A WorkflowRun's start and completion, from the Runs of its steps: it
+/// starts with the first of them and, once it is Succeeded, Failed or
+/// Cancelled, completes with the last to complete.
+pub fn span(o: &WorkflowRun, runs: &HashMap<String, RunTimes>) -> (Option<String>, Option<String>) {
+    let name = o.metadata.name.as_deref();
+    let mine: Vec<&RunTimes> = o
+        .run_names()
+        .filter_map(|n| runs.get(n))
+        .chain(
+            // Runs it created whose step the status does not list (yet).
+            runs.values()
+                .filter(|t| t.owner.is_some() && t.owner.as_deref() == name),
+        )
+        .collect();
+    let start = mine.iter().filter_map(|t| t.start.clone()).min();
+    let done = o
+        .status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .is_some_and(|p| DONE.contains(&p));
+    let end = done
+        .then(|| mine.iter().filter_map(|t| t.completion.clone()).max())
+        .flatten();
+    (start, end)
+}
+
+/// Steps and Action steps take their Run's times; a step that calls an
+/// Action spans its Action steps; a job spans its steps (its completion only
+/// once every step with a Run completed).
 pub fn fill_times(jobs: &mut BTreeMap<String, JobStatus>, runs: &HashMap<String, RunTimes>) {
+    let times = |name: Option<&String>| name.and_then(|n| runs.get(n));
     for job in jobs.values_mut() {
         let Some(steps) = job.steps.as_mut() else {
             continue;
         };
+        // (start, completion) of each step that has Runs.
+        let mut spans: Vec<(Option<String>, Option<String>)> = Vec::new();
         for step in steps.iter_mut() {
-            let Some(t) = step
-                .run_name
-                .as_ref()
-                .and_then(Value::as_str)
-                .and_then(|n| runs.get(n))
-            else {
+            if let Some(t) = times(step.run_name.as_ref()) {
+                step.start_time = t.start.clone();
+                step.completion_time = t.completion.clone();
+                spans.push((step.start_time.clone(), step.completion_time.clone()));
+                continue;
+            }
+            let Some(actions) = step.action_steps.as_mut() else {
                 continue;
             };
-            if step.start_time.is_none() {
-                step.start_time = t.start.clone().map(Value::String);
+            let mut with_run = 0;
+            let mut ends = Vec::new();
+            for a in actions.iter_mut() {
+                let Some(t) = times(a.run_name.as_ref()) else {
+                    continue;
+                };
+                with_run += 1;
+                a.start_time = t.start.clone();
+                a.completion_time = t.completion.clone();
+                ends.extend(a.completion_time.clone());
             }
-            if step.completion_time.is_none() {
-                step.completion_time = t.completion.clone().map(Value::String);
+            if with_run == 0 {
+                continue;
             }
+            step.start_time = actions.iter().filter_map(|a| a.start_time.clone()).min();
+            step.completion_time = (ends.len() == with_run)
+                .then(|| ends.into_iter().max())
+                .flatten();
+            spans.push((step.start_time.clone(), step.completion_time.clone()));
         }
-        let starts: Vec<&str> = steps
-            .iter()
-            .filter_map(|s| s.start_time.as_ref().and_then(Value::as_str))
-            .collect();
-        if job.start_time.is_none()
-            && let Some(first) = starts.iter().min()
-        {
-            job.start_time = Some(Value::String((*first).to_owned()));
-        }
-        let run_steps: Vec<&StepStatus> = steps.iter().filter(|s| s.run_name.is_some()).collect();
-        let ends: Vec<&str> = run_steps
-            .iter()
-            .filter_map(|s| s.completion_time.as_ref().and_then(Value::as_str))
-            .collect();
-        if job.completion_time.is_none()
-            && !run_steps.is_empty()
-            && ends.len() == run_steps.len()
-            && let Some(last) = ends.iter().max()
-        {
-            job.completion_time = Some(Value::String((*last).to_owned()));
+        job.start_time = spans.iter().filter_map(|s| s.0.clone()).min();
+        if !spans.is_empty() && spans.iter().all(|s| s.1.is_some()) {
+            job.completion_time = spans.iter().filter_map(|s| s.1.clone()).max();
         }
     }
 }
@@ -313,59 +374,110 @@ mod tests {
 
     use super::*;
 
-    #[test]
-    fn steps_and_jobs_take_their_times_from_the_step_runs() {
-        let mut jobs: BTreeMap<String, JobStatus> = [
-            (
-                "lint",
-                json!({"phase": "Failed", "steps": [{"name": "lint", "runName": "r1"}]}),
-            ),
-            (
-                "build",
-                json!({"phase": "Running", "steps": [
-                {"name": "a", "runName": "r2"}, {"name": "b", "runName": "r3"}]}),
-            ),
-            (
-                "given",
-                json!({"phase": "Succeeded", "startTime": "2026-01-01T00:00:00Z",
-                "steps": [{"name": "x", "runName": "r1", "startTime": "2026-01-01T00:00:01Z"}]}),
-            ),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), job_status(&v)))
-        .collect();
-        let t = |s: &str, e: Option<&str>| RunTimes {
+    fn wr(v: serde_json::Value) -> WorkflowRun {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn t(s: &str, e: Option<&str>) -> RunTimes {
+        RunTimes {
             start: Some(s.to_owned()),
             completion: e.map(str::to_owned),
-        };
+            owner: None,
+        }
+    }
+
+    #[test]
+    fn steps_action_steps_and_jobs_take_their_times_from_the_runs() {
+        let o = wr(json!({
+            "apiVersion": "kruntimes.io/v1alpha1", "kind": "WorkflowRun",
+            "metadata": {"name": "w"},
+            "spec": {"jobs": {}},
+            "status": {"phase": "Running", "jobs": {
+                "lint": {"phase": "Failed", "steps": [{"name": "lint", "phase": "Failed", "runName": "r1"}]},
+                "build": {"phase": "Running", "steps": [
+                    {"name": "a", "phase": "Succeeded", "runName": "r2"},
+                    {"name": "setup", "phase": "Running", "actionSteps": [
+                        {"name": "fetch", "phase": "Succeeded", "runName": "r3"},
+                        {"name": "unpack", "phase": "Running", "runName": "r4"}]}]},
+                "later": {"phase": "Waiting"}}},
+        }));
+        let mut jobs: BTreeMap<String, JobStatus> = o
+            .status
+            .as_ref()
+            .unwrap()
+            .jobs
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), job_status(v)))
+            .collect();
         let runs: HashMap<String, RunTimes> = [
             (
-                "r1".to_owned(),
+                "r1",
                 t("2026-01-01T10:00:00Z", Some("2026-01-01T10:01:00Z")),
             ),
             (
-                "r2".to_owned(),
+                "r2",
                 t("2026-01-01T10:02:00Z", Some("2026-01-01T10:03:00Z")),
             ),
-            ("r3".to_owned(), t("2026-01-01T10:03:00Z", None)),
+            (
+                "r3",
+                t("2026-01-01T10:03:00Z", Some("2026-01-01T10:04:00Z")),
+            ),
+            ("r4", t("2026-01-01T10:04:00Z", None)),
         ]
         .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
         .collect();
         fill_times(&mut jobs, &runs);
         let lint = &jobs["lint"];
-        assert_eq!(lint.start_time, Some(json!("2026-01-01T10:00:00Z")));
-        assert_eq!(lint.completion_time, Some(json!("2026-01-01T10:01:00Z")));
-        let build = &jobs["build"];
-        assert_eq!(build.start_time, Some(json!("2026-01-01T10:02:00Z")));
-        // One step still runs: the job has no end yet.
-        assert_eq!(build.completion_time, None);
-        assert_eq!(build.steps.as_ref().unwrap()[1].completion_time, None);
-        // Times the WorkflowRun states itself win.
-        let given = &jobs["given"];
-        assert_eq!(given.start_time, Some(json!("2026-01-01T00:00:00Z")));
+        assert_eq!(lint.start_time.as_deref(), Some("2026-01-01T10:00:00Z"));
         assert_eq!(
-            given.steps.as_ref().unwrap()[0].start_time,
-            Some(json!("2026-01-01T00:00:01Z"))
+            lint.completion_time.as_deref(),
+            Some("2026-01-01T10:01:00Z")
         );
+        let build = &jobs["build"];
+        assert_eq!(build.start_time.as_deref(), Some("2026-01-01T10:02:00Z"));
+        // An Action step still runs: neither the step nor the job has ended.
+        assert_eq!(build.completion_time, None);
+        let setup = &build.steps.as_ref().unwrap()[1];
+        assert_eq!(setup.start_time.as_deref(), Some("2026-01-01T10:03:00Z"));
+        assert_eq!(setup.completion_time, None);
+        let fetch = &setup.action_steps.as_ref().unwrap()[0];
+        assert_eq!(
+            fetch.completion_time.as_deref(),
+            Some("2026-01-01T10:04:00Z")
+        );
+        assert_eq!(jobs["later"].start_time, None);
+
+        // Running: started with its first Run, not completed.
+        assert_eq!(
+            span(&o, &runs),
+            (Some("2026-01-01T10:00:00Z".to_owned()), None)
+        );
+        // Finished: completed with its last Run.
+        let mut done = o.clone();
+        done.status.as_mut().unwrap().phase = Some("Failed".into());
+        let mut all = runs.clone();
+        all.insert(
+            "r4".into(),
+            t("2026-01-01T10:04:00Z", Some("2026-01-01T10:09:00Z")),
+        );
+        assert_eq!(
+            span(&done, &all),
+            (
+                Some("2026-01-01T10:00:00Z".to_owned()),
+                Some("2026-01-01T10:09:00Z".to_owned())
+            )
+        );
+        // Runs of another WorkflowRun do not count.
+        all.insert(
+            "x".into(),
+            RunTimes {
+                owner: Some("other".into()),
+                ..t("2026-01-01T09:00:00Z", Some("2026-01-01T11:00:00Z"))
+            },
+        );
+        assert_eq!(span(&done, &all).0.as_deref(), Some("2026-01-01T10:00:00Z"));
     }
 }

@@ -25,6 +25,9 @@ use crate::clients::UserClients;
 use crate::session::SessionSealer;
 use crate::state::ConsoleState;
 
+/// Engine-shaped objects served to `eve-token`, and the handler tests on them.
+mod engine;
+
 const HOST: &str = "console.test";
 const ORIGIN: &str = "https://console.test";
 const MAX_HEADER_BYTES: usize = 16 << 10;
@@ -36,6 +39,7 @@ const MAX_HEADER_BYTES: usize = 16 << 10;
 /// alice in team-a, dana in team-a and team-b, bob nowhere.
 async fn kube(req: Request<kube::client::Body>) -> Result<Response<Full<Bytes>>, Infallible> {
     let path = req.uri().path().to_owned();
+    let query = req.uri().query().unwrap_or_default().to_owned();
     let user_token = req
         .headers()
         .get(header::AUTHORIZATION)
@@ -51,6 +55,7 @@ async fn kube(req: Request<kube::client::Body>) -> Result<Response<Full<Bytes>>,
             Some("alice-token") => Some("alice"),
             Some("bob-token") => Some("bob"),
             Some("dana-token") => Some("system:serviceaccount:team-b:ci"),
+            Some("eve-token") => Some("eve"),
             _ => None,
         };
         let status = match user {
@@ -97,6 +102,8 @@ async fn kube(req: Request<kube::client::Body>) -> Result<Response<Full<Bytes>>,
             json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
                    "spec": review["spec"], "status": {"allowed": allowed, "reason": reason}}),
         )
+    } else if user_token.as_deref() == Some("eve-token") {
+        engine::answer(&path, &query)
     } else if let Some(user) = user_token {
         let who = if user == "alice-token" {
             "alice"

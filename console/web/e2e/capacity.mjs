@@ -1,6 +1,7 @@
 // "Why is my Run waiting?": capacity used and free per Runtime Pod (from the
-// capacity annotations and the Runs assigned to it), the queue of Pending
-// Runs per Runtime, and a Pending Run's page that explains and links there.
+// capacity annotations and the requests of the Runs assigned to it), the
+// queue of Pending Runs per Runtime, and a Pending Run's page that explains
+// (with the engine's status.message) and links there.
 import { execFileSync } from 'node:child_process';
 import { assert, close, env, eventually, login, newPage, test } from './harness.mjs';
 
@@ -30,15 +31,19 @@ test('capacity: used and free per Runtime Pod, the queue of Pending Runs, and a 
       assert(cap === 8, `${pod} capacity ${cap}, annotated 8`);
       assert(used === assigned, `${pod} uses ${used} but ${assigned} Runs are assigned`);
       assert(free === Math.max(0, cap - used), `${pod} free ${free} for ${used}/${cap}`);
-      // cpu has a capacity and no per-Run use.
-      assert((await row.locator('.chip', { hasText: /^cpu: 2$/ }).count()) === 1, `${pod} does not show cpu: 2`);
+      // cpu: the sum of the assigned Runs' cpu requests (one Run on each Pod asks for 1).
+      const cpu = await row.locator('.chip.capacity[data-resource="cpu"]').innerText();
+      assert(/^cpu: 1\/2 used · 1 free/.test(cpu), `${pod} cpu: ${cpu}`);
     }
     // The queue: build-pending before the Run created just now.
     const queue = page.locator('#queue');
     await queue.locator(`tr#queued-build-pending`).waitFor();
     const order = await queue.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => tr.id.replace(/^queued-/, '')));
     assert(order.indexOf('build-pending') >= 0 && order.indexOf(queued) > order.indexOf('build-pending'), `queue order ${order.join(', ')}`);
-    assert((await queue.locator('tr#queued-build-pending').innerText()).includes('NoCapacity'), 'the queue does not give the reason');
+    assert(
+      (await queue.locator('tr#queued-build-pending').innerText()).includes('waiting for available runtime pods for runtime bash'),
+      'the queue does not say why the Run waits',
+    );
 
     // The Pending Run's page explains and links to the Runtime's queue.
     await page.goto(`${env.url}/namespaces/${NS}/runs/${queued}`);
@@ -47,7 +52,7 @@ test('capacity: used and free per Runtime Pod, the queue of Pending Runs, and a 
     await eventually('the place in the queue', async () => (await place.innerText()) === `${order.indexOf(queued) + 1} of ${order.length}`);
     await why.getByText(/Runtime bash has \d+ free Run place|Every ready Pod of Runtime bash is full/).waitFor();
     await page.goto(`${env.url}/namespaces/${NS}/runs/build-pending`);
-    await page.locator('#waiting').getByText('NoCapacity').waitFor();
+    await page.locator('#waiting').getByText('waiting for available runtime pods for runtime bash').waitFor();
     await page.locator('#waiting').getByRole('link', { name: 'Capacity and queue of Runtime bash' }).click();
     await eventually('the Runtime queue', () => page.url().endsWith(`/namespaces/${NS}/runtimes/bash#queue`));
     await page.locator('#queue tr#queued-build-pending').waitFor();

@@ -111,13 +111,17 @@ test('defect 6: a Pending Run waiting for capacity is not shown as failed', asyn
   const page = await newPage(browser);
   await login(page, env.viewer, 'viewer');
   await page.goto(`${env.url}/namespaces/${NS}/runs/build-pending`);
-  const item = page.locator('#conditions .tl-item', { hasText: 'NoCapacity' });
-  await item.waitFor();
-  assert((await item.locator('.glyph.tone-danger').count()) === 0, 'Scheduled=False/NoCapacity has a red glyph');
-  assert((await item.locator('.glyph.tone-pending').count()) > 0, 'Scheduled=False/NoCapacity is not shown as waiting');
+  // The engine sets no condition on a waiting Run, only its message.
+  const state = page.locator('#run-state');
+  await state.waitFor();
+  assert((await state.getAttribute('data-stage')) === 'waiting', `the stage is ${await state.getAttribute('data-stage')}`);
+  assert(!(await state.getAttribute('class')).includes('danger'), 'a waiting Run is shown as failed');
+  await page.locator('#conditions').getByText('No conditions reported yet.').waitFor();
   // A real failure stays red.
   await page.goto(`${env.url}/namespaces/${NS}/runs/lint-failed`);
-  await page.locator('#conditions .tl-item').first().waitFor();
+  const failed = page.locator('#conditions .tl-item', { hasText: 'RuntimeExecute' }).first();
+  await failed.waitFor();
+  assert((await failed.locator('.glyph.tone-danger').count()) > 0, 'Completed=False/RuntimeExecute is not red');
   await close(page);
 });
 

@@ -11,7 +11,7 @@ test('lists: sort by column, name search and page in the URL, kept across a relo
   await page.goto(`${env.url}/namespaces/${NS}/runs?labelSelector=app%3Ddemo`);
   const rows = page.locator('table.table tbody tr');
   await rows.first().waitFor();
-  const names = () => rows.locator('td:first-child a').allInnerTexts();
+  const names = () => rows.locator('td:first-child > a').allInnerTexts();
 
   // Sort by name descending (two clicks), read back from the URL after a reload.
   const nameHeader = page.locator('th', { has: page.getByRole('button', { name: /^Name/ }) });

@@ -110,6 +110,10 @@ const PAGES = [
     },
   ],
   ['runtime-queue', `/namespaces/${NS}/runtimes/bash#queue`, 'operator', (p) => p.locator('#queue').waitFor()],
+  ['runtime-default-capacity', `/namespaces/${NS}/runtimes/python`, 'operator', (p) => p.getByText('python-pool-0').first().waitFor()],
+  ['run-failed-attempts', `/namespaces/${NS}/runs/lint-failed`, 'operator', (p) => p.locator('.attempts').waitFor()],
+  ['job-action-steps', `/namespaces/${NS}/workflowruns/release-1-4/jobs/unit?step=1`, 'operator', (p) => p.locator('.action-steps').waitFor()],
+  ['workflowrun-failed', `/namespaces/${NS}/workflowruns/nightly-docs-x7k2p`, 'operator', (p) => p.locator('#wr-message').waitFor()],
   ['runs-sorted-searched', `/namespaces/${NS}/runs?labelSelector=app%3Ddemo&sort=-age&name=build`, 'operator', (p) => p.locator('table.table tbody tr').first().waitFor()],
   ['settings', '/settings', 'operator'],
   ['about', '/about', 'operator'],
@@ -177,7 +181,23 @@ for (const style of STYLES.filter((s) => !process.env.SHOT_STYLES || process.env
 }
 
 /** The pages this round added or changed, at a phone's width (390 px), in every Style x Theme. */
-const NARROW = ['runs-sorted-searched', 'runtimes', 'workflowruns', 'run-pending', 'workflowrun-dag', 'workflowrun-timeline', 'runtime-queue', 'run-yaml', 'job-detail'];
+const NARROW = [
+  'runs-sorted-searched',
+  'runtimes',
+  'runtime-detail',
+  'runtime-default-capacity',
+  'workflowruns',
+  'run-detail',
+  'run-pending',
+  'run-failed-attempts',
+  'workflowrun-dag',
+  'workflowrun-timeline',
+  'workflowrun-failed',
+  'runtime-queue',
+  'run-yaml',
+  'job-detail',
+  'job-action-steps',
+];
 
 test('pages at 390 px in every Style x Theme: axe finds no serious or critical violation; screenshots', async (browser) => {
   const problems = [];

@@ -11,6 +11,7 @@ import './dag.mjs';
 import './yaml.mjs';
 import './timeline.mjs';
 import './capacity.mjs';
+import './engine.mjs';
 import './watch.mjs';
 import './lists.mjs';
 import './namespaces.mjs';

@@ -22,14 +22,14 @@ function runItem(i) {
   const runtime = runtimes[i % runtimes.length] ?? 'python-pool';
   const assigned = phase === 'Pending' ? undefined : `${runtime}-${['7d9f4', 'k2x8q', 'm5n1z'][i % 3]}`;
   const reasons = {
-    Running: ['Running', 'Started', 'Invocation started on the assigned Pod'],
-    Succeeded: ['Succeeded', 'Completed', 'Process exited with code 0'],
-    Failed: ['Failed', 'NonZeroExit', 'Process exited with code 1'],
-    Pending: ['Scheduled', 'NoCapacity', 'All Pods of python-pool are at capacity (slots 4/4)'],
-    Ready: ['Ready', 'SessionReady', 'Session is accepting operations'],
-    Scheduled: ['Scheduled', 'Assigned', 'Assigned to a Runtime Pod'],
-    Timeout: ['Failed', 'DeadlineExceeded', 'Run exceeded spec.timeout of 10m'],
-    Cancelled: ['Cancelled', 'CancelRequested', 'Cancelled by user'],
+    Running: ['Running', 'Claimed', 'claimed by runtimed'],
+    Succeeded: ['Completed', 'RunCompleted', 'run completed'],
+    Failed: ['Completed', 'RuntimeExecute', 'exit status 1'],
+    Pending: undefined,
+    Ready: ['Ready', 'Serving', 'Session is accepting operations'],
+    Scheduled: ['Scheduled', 'Assigned', 'assigned to pod'],
+    Timeout: ['Completed', 'Timeout', 'run exceeded its 10m timeout'],
+    Cancelled: ['Completed', 'Cancelled', 'cancelled by user'],
   }[phase];
   return {
     metadata: {
@@ -44,7 +44,8 @@ function runItem(i) {
     mode: i === 4 ? 'session' : 'task',
     ...(assigned ? { assignedPod: assigned } : {}),
     attempt: phase === 'Failed' ? 2 : 1,
-    lastTransition: { type: reasons[0] ?? phase, status: 'True', reason: reasons[1], message: reasons[2], time: ago(60 * i + 30) },
+    ...(reasons ? { lastTransition: { type: reasons[0] ?? phase, status: phase === 'Failed' || phase === 'Timeout' || phase === 'Cancelled' ? 'False' : 'True', reason: reasons[1], message: reasons[2], time: ago(60 * i + 30) } } : {}),
+    ...(i % 3 === 1 ? { workflowRun: { name: 'release-2025-06', job: 'unit-tests', step: 'run' } } : {}),
     startTime: ago(60 * (i * 7 + 1)),
   };
 }
@@ -72,7 +73,7 @@ export function runDetail(name) {
       assignedPod: item.assignedPod ?? 'python-pool-7d9f4',
       assignedPodUID: '5f1e2d3c-aaaa-bbbb-cccc-1234567890ab',
       ...(session ? { endpoint: { protocol: 'wss', url: `https://console.example.internal/v1/namespaces/${NS}/runs/${name}/${item.metadata.uid}` } } : {}),
-      message: item.phase === 'Failed' ? 'Process exited with code 1 after 2 attempts' : undefined,
+      ...(item.phase === 'Failed' ? { message: 'exit status 1' } : {}),
       startTime: item.startTime,
       ...(item.phase === 'Succeeded' || item.phase === 'Failed' ? { completionTime: ago(60) } : {}),
       outputs: {
@@ -86,12 +87,28 @@ export function runDetail(name) {
       ],
       attempt: item.attempt,
       conditions: [
-        { type: 'Scheduled', status: 'True', reason: 'Assigned', message: `Assigned to Pod ${item.assignedPod ?? 'python-pool-7d9f4'}`, lastTransitionTime: ago(60 * 40) },
-        { type: 'Started', status: 'True', reason: 'InvocationStarted', message: 'runtimed accepted the Run', lastTransitionTime: ago(60 * 39) },
-        { type: 'Ready', status: session ? 'True' : 'False', reason: session ? 'SessionReady' : 'NotSession', lastTransitionTime: ago(60 * 38) },
-        { type: 'Completed', status: item.phase === 'Succeeded' ? 'True' : 'Unknown', reason: item.phase === 'Succeeded' ? 'ExitZero' : 'InProgress', message: item.phase === 'Succeeded' ? 'Process exited with code 0' : undefined, lastTransitionTime: ago(60) },
+        { type: 'Scheduled', status: 'True', reason: 'Assigned', message: `assigned to pod ${item.assignedPod ?? 'python-pool-7d9f4'}`, lastTransitionTime: ago(60 * 40) },
+        { type: 'Running', status: item.phase === 'Failed' ? 'False' : 'True', reason: item.phase === 'Failed' ? 'RuntimeExecute' : 'Claimed', message: item.phase === 'Failed' ? 'exit status 1' : 'claimed by runtimed', lastTransitionTime: ago(60 * 39) },
+        ...(item.phase === 'Succeeded' || item.phase === 'Failed'
+          ? [{ type: 'Completed', status: /** @type {'True' | 'False'} */ (item.phase === 'Succeeded' ? 'True' : 'False'), reason: item.phase === 'Succeeded' ? 'RunCompleted' : 'RuntimeExecute', message: item.phase === 'Succeeded' ? 'run completed' : 'exit status 1', lastTransitionTime: ago(60) }]
+          : []),
       ],
     },
+    state:
+      item.phase === 'Failed'
+        ? { stage: 'failed', reason: 'RuntimeExecute', message: 'exit status 1' }
+        : item.phase === 'Succeeded'
+          ? { stage: 'succeeded', reason: 'RunCompleted', message: 'run completed' }
+          : session
+            ? { stage: 'ready', reason: 'Serving' }
+            : { stage: 'running', reason: 'Claimed', message: 'claimed by runtimed' },
+    attempts:
+      item.phase === 'Failed'
+        ? [
+            { reason: 'RunFailedRetrying', message: 'Run failed (attempt 1/3), retrying in 10s. Reason: RuntimeExecute: exit status 1', attempt: 1, maxAttempts: 3, time: ago(60 * 20) },
+            { reason: 'RunRetrying', message: 'Retry attempt 2/3 starting', attempt: 2, maxAttempts: 3, time: ago(60 * 19) },
+          ]
+        : [],
     pod: {
       state: 'ok',
       pod: {
@@ -113,7 +130,7 @@ export function runDetail(name) {
           state: 'ok',
           items: [
             { type: 'Normal', reason: 'Assigned', message: `Run assigned to ${item.assignedPod ?? 'python-pool-7d9f4'}`, involvedObject: `Run/${name}`, lastTime: ago(60 * 40), count: 1 },
-            { type: 'Warning', reason: 'BackOff', message: 'Attempt 1 failed; retrying in 10s', involvedObject: `Run/${name}`, lastTime: ago(60 * 20), count: 2 },
+            { type: 'Warning', reason: 'RunFailedRetrying', message: 'Run failed (attempt 1/3), retrying in 10s. Reason: RuntimeExecute: exit status 1', involvedObject: `Run/${name}`, lastTime: ago(60 * 20), count: 1 },
             { type: 'Normal', reason: 'Started', message: 'runtimed started the invocation', involvedObject: `Pod/${item.assignedPod ?? 'python-pool-7d9f4'}`, lastTime: ago(60 * 19) },
           ],
         },
@@ -148,9 +165,9 @@ export function logRecords(n, startSeconds = 600) {
 /** @type {RuntimeList} */
 export const runtimeList = {
   items: [
-    { metadata: { name: 'python-pool', namespace: NS, creationTimestamp: ago(86400 * 12) }, replicas: 3, readyReplicas: 3, ready: { type: 'Ready', status: 'True', reason: 'AllPodsReady' } },
-    { metadata: { name: 'node-pool', namespace: NS, creationTimestamp: ago(86400 * 3) }, replicas: 2, readyReplicas: 1, ready: { type: 'Ready', status: 'False', reason: 'PodsNotReady', message: '1 of 2 Pods not ready' } },
-    { metadata: { name: 'gpu-pool', namespace: NS, creationTimestamp: ago(3600 * 5) }, replicas: 1, readyReplicas: 1 },
+    { metadata: { name: 'python-pool', namespace: NS, creationTimestamp: ago(86400 * 12) }, replicas: 3, readyReplicas: 3, image: 'ghcr.io/example/python-runtime:3.12' },
+    { metadata: { name: 'node-pool', namespace: NS, creationTimestamp: ago(86400 * 3) }, replicas: 2, readyReplicas: 1, image: 'ghcr.io/example/node-runtime:22' },
+    { metadata: { name: 'gpu-pool', namespace: NS, creationTimestamp: ago(3600 * 5) }, replicas: 1, readyReplicas: 1, image: 'ghcr.io/example/cuda-runtime:12.4' },
   ],
 };
 
@@ -161,14 +178,8 @@ export const runtimeList = {
 export function runtimeDetail(name) {
   return {
     metadata: { name, namespace: NS, creationTimestamp: ago(86400 * 12), uid: 'rt-1' },
-    spec: { replicas: 3, port: 8080, capacity: { resources: { slots: 4, memory: '8Gi' } }, image: 'ghcr.io/example/python-runtime:3.12' },
-    status: {
-      readyReplicas: 2,
-      conditions: [
-        { type: 'Available', status: 'True', reason: 'MinimumReplicas', lastTransitionTime: ago(86400) },
-        { type: 'Ready', status: 'False', reason: 'PodsNotReady', message: '1 of 3 Pods is not ready: runtimed is still warming up', lastTransitionTime: ago(300) },
-      ],
-    },
+    spec: { replicas: 3, port: 9091, capacity: { resources: { runs: '4', memory: '8Gi' } }, image: 'ghcr.io/example/python-runtime:3.12' },
+    status: { readyReplicas: 2 },
     pods: {
       state: 'ok',
       items: ['7d9f4', 'k2x8q', 'm5n1z'].map((s, i) => ({
@@ -176,27 +187,27 @@ export function runtimeDetail(name) {
         uid: `pod-${s}`,
         phase: i === 2 ? 'Pending' : 'Running',
         ready: i !== 2,
-        runtimedReady: { type: 'kruntimes.io/RuntimedReady', status: i === 2 ? 'False' : 'True', reason: i === 2 ? 'WarmingUp' : 'Serving' },
+        runtimedReady: { type: 'kruntimes.io/RuntimedReady', status: i === 2 ? 'False' : 'True', reason: i === 2 ? 'WarmingUp' : 'Heartbeat' },
         restarts: i,
         node: `worker-${i + 1}`,
-        capacity: { slots: '4', memory: '8Gi' },
+        capacity: { runs: '4', memory: '8Gi' },
         runs: i === 2 ? [] : runList.items.slice(i * 2, i * 2 + 2).map((r) => ({ name: r.metadata.name, phase: r.phase ?? 'Pending' })),
         usage: [
-          { resource: 'memory', capacity: '8Gi' },
-          { resource: 'slots', capacity: '4', used: i === 2 ? 0 : 2, free: i === 2 ? 4 : 2 },
+          { resource: 'memory', capacity: '8Gi', used: 0, free: 8 * 1024 ** 3 },
+          { resource: 'runs', capacity: '4', used: i === 2 ? 0 : 2, free: i === 2 ? 4 : 2 },
         ],
       })),
     },
-    queue: { state: 'ok', items: [{ name: 'batch-4211', creationTimestamp: ago(120), reason: 'NoCapacity', message: 'no Runtime Pod has free capacity' }] },
+    queue: { state: 'ok', items: [{ name: 'batch-4211', creationTimestamp: ago(120), message: `waiting for available runtime pods for runtime ${name}` }] },
   };
 }
 
 /** @type {WorkflowRunList} */
 export const workflowRunList = {
   items: [
-    { metadata: { name: 'release-2025-06', namespace: NS, creationTimestamp: ago(3600) }, phase: 'Running', workflow: 'release', jobs: { total: 9, succeeded: 5, failed: 0, running: 2 }, startTime: ago(3500) },
-    { metadata: { name: 'release-2025-06-deploy', namespace: NS, creationTimestamp: ago(1200) }, phase: 'Pending', workflow: 'deploy', jobs: { total: 2, succeeded: 0, failed: 0, running: 0 }, parentWorkflowRun: 'release-2025-06' },
-    { metadata: { name: 'nightly-1142', namespace: NS, creationTimestamp: ago(86400) }, phase: 'Failed', workflow: 'nightly', jobs: { total: 4, succeeded: 2, failed: 1, running: 0 }, startTime: ago(86400), completionTime: ago(84000) },
+    { metadata: { name: 'release-2025-06', namespace: NS, creationTimestamp: ago(3600) }, phase: 'Running', jobs: { total: 9, succeeded: 5, failed: 0, running: 2 }, startTime: ago(3500) },
+    { metadata: { name: 'release-2025-06-deploy', namespace: NS, creationTimestamp: ago(1200) }, phase: 'Pending', jobs: { total: 2, succeeded: 0, failed: 0, running: 0 }, parentWorkflowRun: 'release-2025-06' },
+    { metadata: { name: 'nightly-1142', namespace: NS, creationTimestamp: ago(86400) }, phase: 'Failed', message: 'resolve Action "publish-docs" for step "publish" in job "docs": Action not found', jobs: { total: 4, succeeded: 2, failed: 1, running: 0 }, startTime: ago(86400), completionTime: ago(84000) },
   ],
 };
 
@@ -209,7 +220,6 @@ export function workflowRunDetail(name) {
   return {
     metadata: { name, namespace: NS, creationTimestamp: ago(3600), uid: 'wr-1' },
     spec: {
-      workflowRef: 'release',
       jobs: {
         checkout: job([]),
         lint: job([]),
@@ -219,18 +229,19 @@ export function workflowRunDetail(name) {
         'security-scan': job(['build-image']),
         package: job(['unit-tests', 'integration-tests', 'build-image']),
         publish: job(['package', 'security-scan', 'lint']),
-        deploy: { uses: './.kruntimes/workflows/deploy.yaml', needs: ['publish', 'docs-missing'] },
+        deploy: { uses: 'deploy', needs: ['publish', 'docs-missing'] },
       },
     },
     status: {
       phase: 'Running',
-      startTime: ago(3500),
-      conditions: [{ type: 'Running', status: 'True', reason: 'JobsRunning', message: '2 jobs running', lastTransitionTime: ago(600) }],
+      snapshotName: `${name}-snapshot`,
+      startTime: ago(3400),
+      conditions: [{ type: 'Accepted', status: 'True', reason: 'SnapshotCreated', message: 'execution snapshot created', lastTransitionTime: ago(3500) }],
       jobs: {
         checkout: { phase: 'Succeeded', outputs: { result: 'sha=4f2a91c' }, steps: [{ name: 'checkout', phase: 'Succeeded', runName: 'build-4211', startTime: ago(3400), completionTime: ago(3380) }, { name: 'run', phase: 'Succeeded', runName: 'build-4210', startTime: ago(3380), completionTime: ago(3300) }] },
         lint: { phase: 'Succeeded', outputs: { result: '0 problems' }, steps: [{ name: 'checkout', phase: 'Succeeded', runName: 'build-4209' }, { name: 'run', phase: 'Succeeded', runName: 'build-4208' }] },
         'unit-tests': { phase: 'Succeeded', outputs: { result: '1,284 passed, 3 skipped in 4m12s — slowest: test_join_large (41s)' }, steps: [{ name: 'checkout', phase: 'Succeeded', runName: 'build-4207' }, { name: 'run', phase: 'Succeeded', runName: 'build-4206' }] },
-        'integration-tests': { phase: 'Failed', outputs: { result: '2 failed: test_gateway_tls, test_retry' }, steps: [{ name: 'checkout', phase: 'Succeeded', runName: 'build-4205' }, { name: 'run', phase: 'Failed', runName: 'build-4204', message: 'exit code 1' }] },
+        'integration-tests': { phase: 'Failed', outputs: { result: '2 failed: test_gateway_tls, test_retry' }, steps: [{ name: 'checkout', phase: 'Succeeded', runName: 'build-4205' }, { name: 'run', phase: 'Failed', runName: 'build-4204' }] },
         'build-image': { phase: 'Succeeded', outputs: { result: 'ghcr.io/example/app@sha256:9f2c1b7e' }, steps: [] },
         'security-scan': { phase: 'Running', steps: [{ name: 'checkout', phase: 'Succeeded', runName: 'build-4203' }, { name: 'run', phase: 'Running', runName: 'build-4200' }] },
         package: { phase: 'Pending' },

@@ -262,6 +262,11 @@ export type RunListItem = {
    */
   attempt?: number;
   lastTransition?: LastTransition;
+  /**
+   * The WorkflowRun step that created this Run (its controller owner
+   * reference and the engine's `kruntimes.io/workflow-*` labels).
+   */
+  workflowRun?: StepOwner;
   startTime?: string;
   completionTime?: string;
 };
@@ -445,15 +450,63 @@ export type PodSection = {
 };
 
 /**
- * Where a Run sits in a WorkflowRun: the WorkflowRun, the job and the step.
+ * Where a Run sits in a WorkflowRun: the WorkflowRun, and the job, step
+ * and Action step when known.
  */
 export type StepOwner = {
+  /**
+   * The WorkflowRun's name.
+   */
   name: string;
-  job: string;
+  job?: string;
   /**
    * The step's name, when it has one.
    */
   step?: string;
+  /**
+   * For a step that calls an Action: the Action's step this Run executed.
+   */
+  actionStep?: string;
+};
+
+/**
+ * Where a Run is in its life, read from its phase and the engine's
+ * conditions (`Scheduled` True/Assigned; `Running` True/Claimed or
+ * Retrying, False/Completed or a failure reason; `Completed`
+ * True/RunCompleted or False/a failure reason).
+ */
+export type RunStage = "waiting" | "scheduled" | "running" | "retrying" | "ready" | "succeeded" | "failed";
+
+/**
+ * The Run's stage with the reason and message that explain it.
+ */
+export type RunState = {
+  stage: RunStage;
+  /**
+   * The condition reason, e.g. `Assigned`, `Claimed`, `RunCompleted`,
+   * `RuntimeExecute`, `PodUnhealthy`.
+   */
+  reason?: string;
+  message?: string;
+};
+
+/**
+ * One attempt event of a Run: the engine keeps its retry history only as
+ * Events (`RunFailedRetrying`, `RunRetrying`, `StaleRunRetrying`,
+ * `RunRetriesExhausted`).
+ */
+export type AttemptEvent = {
+  reason: string;
+  message: string;
+  /**
+   * The attempt the event is about (1-based), when its message says.
+   */
+  attempt?: number;
+  /**
+   * The retry policy's `maxAttempts`, when the message says.
+   */
+  maxAttempts?: number;
+  time?: string;
 };
 
 /**
@@ -502,12 +555,24 @@ export type RunDetail = {
    */
   pod: Section<PodSection>;
   /**
-   * Needs `list events` in the namespace. Items oldest first.
+   * What the phase and conditions say, and why a Pending Run waits.
+   */
+  state: RunState;
+  /**
+   * Needs `list events` in the namespace. The Run's Events and, of its
+   * Pod's, those from the Run's window (its start, or creation, to its
+   * completion). Items oldest first.
    */
   events: Section<Items<EventInfo>>;
   /**
-   * The WorkflowRun job whose step started this Run (found by the step's
-   * `runName` among the namespace's WorkflowRuns; needs `list
+   * The Run's retry history from its Events, oldest first (empty when it
+   * has none or the Events cannot be read).
+   */
+  attempts: Array<AttemptEvent>;
+  /**
+   * The WorkflowRun step that started this Run: its controller owner
+   * reference and labels, else the step (or Action step) whose `runName`
+   * names it among the namespace's WorkflowRuns (needs `list
    * workflowruns`). `absent` when no WorkflowRun names it.
    */
   workflowRun: Section<StepOwner>;
@@ -636,8 +701,20 @@ export type LogStreamLine = LogRecord | LogStreamStatus;
  */
 export type RuntimeListItem = {
   metadata: ObjectMeta;
+  /**
+   * `spec.replicas`; unset and 0 mean 1, as the engine reads them.
+   */
   replicas: number;
-  readyReplicas: number;
+  /**
+   * Runtime Pods whose `Ready` condition is True, counted by the Console
+   * (the engine does not keep `status.readyReplicas`); `status.readyReplicas`
+   * only when the Pods cannot be read; absent when neither is known.
+   */
+  readyReplicas?: number;
+  /**
+   * The Runtime server's image: `spec.template.spec.containers[0].image`.
+   */
+  image?: string;
   /**
    * Condition `Ready` of the Runtime, when it has one.
    */
@@ -656,6 +733,11 @@ export type AssignedRun = {
   phase: RunPhase;
   mode?: RunModeName;
   creationTimestamp?: string;
+  /**
+   * `spec.resources.requests` as the scheduler counts them (`runs: 1`
+   * unless more is asked); absent when the Run takes just one of `runs`.
+   */
+  requests?: Record<string, number>;
 };
 
 /**
@@ -664,9 +746,13 @@ export type AssignedRun = {
 export type CapacityUse = {
   resource: string;
   /**
-   * As annotated (`kruntimes.io/capacity.<resource>`).
+   * As annotated (`kruntimes.io/capacity.<resource>`), or the engine's default.
    */
   capacity: string;
+  /**
+   * The capacity is the engine's default (2 Runs per Pod), not annotated.
+   */
+  default?: boolean;
   used?: number;
   /**
    * `capacity - used`, never below 0; absent when either is unknown.
@@ -688,8 +774,9 @@ export type RuntimePod = {
   podIP?: string;
   startTime?: string;
   /**
-   * From the annotations `kruntimes.io/capacity.<res>`: resource name (the
-   * `<res>` part) → value as written, e.g. `{"slots": "4", "gpu": "1"}`.
+   * The Pod's capacity as the engine's scheduler reads it: `runs: 2`
+   * unless the Pod says otherwise, plus every annotation
+   * `kruntimes.io/capacity.<res>` (resource name → value as written).
    */
   capacity: Record<string, string>;
   /**
@@ -697,9 +784,9 @@ export type RuntimePod = {
    */
   runs: Array<AssignedRun>;
   /**
-   * Capacity used and free per resource: for `runs` (and `slots`) the
-   * active Runs assigned here count one each; other resources have no
-   * per-Run figure, so only their capacity is known.
+   * Capacity used and free per resource: the sum of
+   * `spec.resources.requests` of the Scheduled, Running and Ready Runs
+   * assigned here (each takes `runs: 1` unless it requests more).
    */
   usage: Array<CapacityUse>;
 };
@@ -711,20 +798,25 @@ export type QueuedRun = {
   name: string;
   creationTimestamp?: string;
   /**
-   * Reason of the `Scheduled=False` condition, e.g. `NoCapacity`.
+   * Reason of a `Scheduled=False` condition, where a platform writes one
+   * (the engine writes none for a waiting Run).
    */
   reason?: string;
+  /**
+   * Why it waits: the Run's `status.message` (e.g. "waiting for
+   * available runtime pods for runtime bash").
+   */
   message?: string;
 };
 
 /**
- * `spec.capacity` of a Runtime.
+ * `spec.capacity` of a Runtime. Unset means 2 Runs per Pod.
  */
 export type RuntimeCapacity = {
   /**
-   * Resource name → declared capacity per Pod.
+   * Resource name → declared capacity per Pod, as a quantity string.
    */
-  resources?: Record<string, string | number>;
+  resources: { [key in string]?: string };
 };
 
 export type RuntimeSpecView = {
@@ -732,13 +824,17 @@ export type RuntimeSpecView = {
   port?: number;
   capacity?: RuntimeCapacity;
   /**
-   * Container image of the Runtime, when declared.
+   * The Runtime server's image: `spec.template.spec.containers[0].image`.
    */
   image?: string;
 };
 
 export type RuntimeStatusView = {
-  readyReplicas: number;
+  /**
+   * The Runtime's Pods whose `Ready` condition is True, counted by the
+   * Console; `status.readyReplicas` only when the Pods cannot be read.
+   */
+  readyReplicas?: number;
   conditions?: Array<Condition>;
 };
 
@@ -760,7 +856,7 @@ export type RuntimeDetail = {
 };
 
 /** Phase of a WorkflowRun, a job, or a step. Free string; the known values get colours. */
-export type WorkflowPhase = RunPhase | 'Skipped' | (string & {});
+export type WorkflowPhase = RunPhase | 'Waiting' | 'Skipped' | (string & {});
 
 /**
  * Counts of jobs by observed phase; `total` is the number of `spec.jobs`.
@@ -779,15 +875,22 @@ export type JobCounts = {
 export type WorkflowRunListItem = {
   metadata: ObjectMeta;
   phase?: WorkflowPhase;
-  /**
-   * Name of the Workflow template, when the run was made from one.
-   */
-  workflow?: string;
   jobs: JobCounts;
+  /**
+   * `status.message`: why it failed to start or to call a Workflow or Action.
+   */
+  message?: string;
+  /**
+   * The earliest start of its steps' Runs (the engine writes none).
+   */
   startTime?: string;
+  /**
+   * Once Succeeded, Failed or Cancelled: the latest completion of its steps' Runs.
+   */
   completionTime?: string;
   /**
-   * Set when this run was started by a reusable-workflow job of another run.
+   * Set when this run was started by a reusable-workflow job of another
+   * run (its controller owner reference).
    */
   parentWorkflowRun?: string;
 };
@@ -796,7 +899,8 @@ export type WorkflowRunListItem = {
 export type WorkflowRunList = ListResponse<WorkflowRunListItem>;
 
 /**
- * One declared step (display only: `run` scripts are shown, `with` values are not secrets).
+ * One declared step (display only: `run` scripts are shown, `with` values
+ * are not secrets): a script, or a call to an Action (`uses`).
  */
 export type StepSpec = {
   name?: string;
@@ -804,6 +908,9 @@ export type StepSpec = {
    * Shell script of the step.
    */
   run?: string;
+  /**
+   * The Action this step calls; its steps' Runs are in `actionSteps` of the step's status.
+   */
   uses?: string;
   with?: Record<string, unknown>;
 };
@@ -812,12 +919,11 @@ export type StepSpec = {
  * `spec.jobs.<id>` as declared (keys as in the CRD, including `runs-on`).
  */
 export type JobSpec = {
-  name?: string;
   "runs-on"?: string;
   /**
    * Job ids this job depends on. Unknown ids are shown, not dropped.
    */
-  needs?: string[];
+  needs?: Array<string>;
   steps?: Array<StepSpec>;
   /**
    * Reusable workflow this job calls; its run appears as `status.jobs.<id>.workflowRunName`.
@@ -827,26 +933,59 @@ export type JobSpec = {
 };
 
 /**
- * `status.jobs.<id>.steps[i]`.
+ * `status.jobs.<id>.steps[i].actionSteps[j]`: one step of the Action a step calls.
+ */
+export type ActionStepStatus = {
+  name: string;
+  phase?: WorkflowPhase;
+  /**
+   * The Run that executed this step of the Action, in the same namespace.
+   */
+  runName?: string;
+  outputs?: Record<string, string>;
+  /**
+   * Its Run's start time.
+   */
+  startTime?: string;
+  /**
+   * Its Run's completion time.
+   */
+  completionTime?: string;
+};
+
+/**
+ * `status.jobs.<id>.steps[i]`. Times are its Run's (or, for a step that
+ * calls an Action, the span of the Action steps' Runs).
  */
 export type StepStatus = {
   name: string;
   phase?: WorkflowPhase;
   /**
-   * The Run that executed this step, in the same namespace.
+   * The Run that executed this step, in the same namespace. A step that
+   * calls an Action has none: see `actionSteps`.
    */
   runName?: string;
   outputs?: Record<string, string>;
+  /**
+   * The steps of the Action this step calls, each with its Run.
+   */
+  actionSteps?: Array<ActionStepStatus>;
   startTime?: string;
   completionTime?: string;
-  message?: string;
 };
 
 /**
- * `status.jobs.<id>`.
+ * `status.jobs.<id>`. Times span its steps' Runs.
  */
 export type JobStatus = {
+  /**
+   * Pending, Waiting, Running, Succeeded, Failed or Skipped.
+   */
   phase?: WorkflowPhase;
+  /**
+   * Jobs that finished before this one started (its resolved `needs`).
+   */
+  pre?: Array<string>;
   steps?: Array<StepStatus>;
   /**
    * Job outputs; `result` is shown in the DAG (the server bounds each value to 4 KiB).
@@ -858,20 +997,29 @@ export type JobStatus = {
   workflowRunName?: string;
   startTime?: string;
   completionTime?: string;
-  message?: string;
 };
 
 export type WorkflowRunSpecView = {
-  /**
-   * Name of the Workflow template, when referenced.
-   */
-  workflowRef?: string;
   jobs: Record<string, JobSpec>;
 };
 
 export type WorkflowRunStatusView = {
   phase?: WorkflowPhase;
+  /**
+   * Why it failed to start, or to call a Workflow or Action.
+   */
+  message?: string;
+  /**
+   * The execution snapshot of the Workflow and Actions this run uses.
+   */
+  snapshotName?: string;
+  /**
+   * The earliest start of its steps' Runs (the engine writes none).
+   */
   startTime?: string;
+  /**
+   * Once Succeeded, Failed or Cancelled: the latest completion of its steps' Runs.
+   */
   completionTime?: string;
   conditions?: Array<Condition>;
   jobs?: Record<string, JobStatus>;

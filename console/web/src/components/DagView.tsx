@@ -212,7 +212,7 @@ export function DagView({ wr, ns, selected }: { wr: WorkflowRunDetail; ns: strin
             const st = jobs[id];
             const phase = st?.phase ?? 'Pending';
             const result = st?.outputs?.result;
-            const display = wr.spec.jobs[id]?.name ?? id;
+            const display = id;
             const maxChars = Math.floor((rowW - 52) / 7.2);
             const title = bounded(display, Math.floor((rowW - 52) / 7.6));
             const sub = result !== undefined ? `${phase} · ${bounded(result, 200).text}` : phase;

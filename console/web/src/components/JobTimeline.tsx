@@ -28,7 +28,7 @@ export function JobTimeline({ wr, ns }: { wr: WorkflowRunDetail; ns: string }) {
       )}
       <ol className="tl-rows" aria-label={`Timeline of the jobs of ${wr.metadata.name}`}>
         {tl.bars.map((b) => {
-          const name = wr.spec.jobs[b.id]?.name ?? b.id;
+          const name = b.id;
           const when = b.start
             ? `${dateTime(b.start)} – ${b.end ? dateTime(b.end) : 'running'} · ${duration(b.start, b.end)}`
             : 'not started';

@@ -54,6 +54,20 @@ const WAIT_REASONS: ReadonlySet<string> = new Set([
 ]);
 /** Reasons that name a failure whatever the phase. */
 const FAILURE_RE = /fail|error|invalid|denied|forbidden|crash|backoff|oom|evicted|rejected|timeout|timedout|notfound/i;
+/**
+ * The engine's failure reasons (Running=False and Completed=False) that the
+ * pattern above does not catch; `Completed` (Running=False on success) and
+ * `Cancelled` are not failures.
+ */
+const ENGINE_FAILURES: ReadonlySet<string> = new Set([
+  'RuntimeExecute',
+  'PrepareSource',
+  'ExecutionLost',
+  'PodGone',
+  'PodTerminating',
+  'PodUnhealthy',
+  'OutputsTooLarge',
+]);
 
 /**
  * The tone of a condition: True is success; False is a failure (red) only
@@ -65,7 +79,7 @@ const FAILURE_RE = /fail|error|invalid|denied|forbidden|crash|backoff|oom|evicte
 export function conditionTone(status: string | undefined, reason: string | undefined, phase?: string): Tone {
   if (status === 'True') return 'success';
   if (status !== 'False') return 'neutral';
-  if (reason && FAILURE_RE.test(reason)) return 'danger';
+  if (reason && (FAILURE_RE.test(reason) || ENGINE_FAILURES.has(reason))) return 'danger';
   if (reason && WAIT_REASONS.has(reason)) return isTerminal(phase) ? 'neutral' : 'pending';
   // Not a Run's condition (no phase given): False is a problem, as before.
   if (phase === undefined) return 'danger';

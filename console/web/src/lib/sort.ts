@@ -8,8 +8,8 @@ export type RunColumn = 'name' | 'phase' | 'runtime' | 'pod' | 'attempt' | 'age'
 export const RUN_COLUMNS: readonly RunColumn[] = ['name', 'phase', 'runtime', 'pod', 'attempt', 'age'];
 export type RuntimeColumn = 'name' | 'ready' | 'age';
 export const RUNTIME_COLUMNS: readonly RuntimeColumn[] = ['name', 'ready', 'age'];
-export type WorkflowRunColumn = 'name' | 'phase' | 'jobs' | 'workflow' | 'duration' | 'age';
-export const WORKFLOW_RUN_COLUMNS: readonly WorkflowRunColumn[] = ['name', 'phase', 'jobs', 'workflow', 'duration', 'age'];
+export type WorkflowRunColumn = 'name' | 'phase' | 'jobs' | 'started' | 'duration' | 'age';
+export const WORKFLOW_RUN_COLUMNS: readonly WorkflowRunColumn[] = ['name', 'phase', 'jobs', 'started', 'duration', 'age'];
 
 type Key = string | number;
 
@@ -59,7 +59,8 @@ function runtimeKey(r: RuntimeListItem, c: RuntimeColumn): Key {
     case 'name':
       return r.metadata.name;
     case 'ready':
-      // The share of ready Pods, then how many.
+      // The share of ready Pods, then how many; unknown first.
+      if (r.readyReplicas === undefined) return -2;
       return r.replicas > 0 ? r.readyReplicas / r.replicas + r.readyReplicas / 1e6 : -1;
     case 'age':
       return ageKey(r.metadata.creationTimestamp);
@@ -74,8 +75,11 @@ function workflowRunKey(w: WorkflowRunListItem, c: WorkflowRunColumn): Key {
       return w.phase ?? '';
     case 'jobs':
       return w.jobs.total > 0 ? w.jobs.succeeded / w.jobs.total : -1;
-    case 'workflow':
-      return w.workflow ?? '';
+    case 'started': {
+      // Derived from the steps' Runs; a run that has not started sorts first.
+      const start = Date.parse(w.startTime ?? '');
+      return Number.isNaN(start) ? -1 : start;
+    }
     case 'duration': {
       const start = Date.parse(w.startTime ?? '');
       if (Number.isNaN(start)) return -1;

@@ -10,7 +10,7 @@ import { ErrorState, Loading } from '../components/States';
 import { dateTime, duration } from '../lib/format';
 import { failedStep } from '../lib/timeline';
 import { isTerminal, phaseTone } from '../lib/phase';
-import type { StepSpec, StepStatus, WorkflowRunDetail } from '../api/types';
+import type { ActionStepStatus, StepSpec, StepStatus, WorkflowRunDetail } from '../api/types';
 
 interface StepView {
   index: number;
@@ -36,6 +36,38 @@ function stepsOf(wr: WorkflowRunDetail, job: string): StepView[] {
     });
   }
   return out;
+}
+
+/** The steps of the Action a step calls, each with its Run (the step itself has none). */
+function ActionSteps({ ns, steps }: { ns: string; steps: ActionStepStatus[] }) {
+  return (
+    <ol className="action-steps" aria-label="Action steps">
+      {steps.map((a) => (
+        <li key={a.name} className="action-step" data-action-step={a.name}>
+          <StatusGlyph tone={phaseTone(a.phase ?? 'Pending')} />
+          <span className="step-name">{a.name}</span>
+          <span className="muted small">{a.phase ?? 'Pending'}</span>
+          {a.runName ? (
+            <span className="small">
+              Run <Link to={`/namespaces/${ns}/runs/${a.runName}`}>{a.runName}</Link>
+            </span>
+          ) : (
+            <span className="muted small">no Run yet</span>
+          )}
+          <span className="muted small step-dur">{a.startTime ? duration(a.startTime, a.completionTime) : ''}</span>
+          {a.outputs && Object.keys(a.outputs).length > 0 && (
+            <span className="chips">
+              {Object.entries(a.outputs).map(([k, v]) => (
+                <span key={k} className="chip mono">
+                  {k}: {v}
+                </span>
+              ))}
+            </span>
+          )}
+        </li>
+      ))}
+    </ol>
+  );
 }
 
 function Step({ ns, step, open, onToggle }: { ns: string; step: StepView; open: boolean; onToggle(): void }) {
@@ -70,7 +102,7 @@ function Step({ ns, step, open, onToggle }: { ns: string; step: StepView; open: 
               {st.completionTime ? `, ended ${dateTime(st.completionTime)}` : ', still running'} · {duration(st.startTime, st.completionTime)}
             </p>
           )}
-          {st?.message && <p className="notice">{st.message}</p>}
+          {st?.actionSteps && st.actionSteps.length > 0 && <ActionSteps ns={ns} steps={st.actionSteps} />}
           {st?.outputs && Object.keys(st.outputs).length > 0 && (
             <KeyValues items={Object.entries(st.outputs).map(([k, v]) => [k, <code key={k} className="wrap-anywhere">{v}</code>])} />
           )}
@@ -81,7 +113,7 @@ function Step({ ns, step, open, onToggle }: { ns: string; step: StepView; open: 
               </p>
               <RunLogView ns={ns} run={st.runName} active={!isTerminal(st.phase)} anchorPrefix={`S${step.index + 1}L`} height={320} />
             </>
-          ) : (
+          ) : st?.actionSteps?.length ? null : (
             <p className="muted small">This step has no Run yet, so there is no log.</p>
           )}
         </div>
@@ -150,7 +182,7 @@ function JobBody({
   return (
     <>
       {/* A job the Workflow Run does not declare has no phase at all: no badge. */}
-      <PageHeader title={spec?.name ?? job} crumbs={crumbs} badge={spec ? <PhaseBadge phase={st?.phase ?? 'Pending'} /> : undefined} />
+      <PageHeader title={job} crumbs={crumbs} badge={spec ? <PhaseBadge phase={st?.phase ?? 'Pending'} /> : undefined} />
       <div className={`job-layout ${railOpen ? '' : 'rail-closed'}`}>
         <nav className="job-rail panel" aria-label="All jobs">
           <div className="panel-head">
@@ -177,7 +209,7 @@ function JobBody({
                             aria-current={id === job ? 'page' : undefined}
                           >
                             <StatusGlyph tone={phaseTone(phase)} />
-                            <span>{wr.spec.jobs[id]?.name ?? id}</span>
+                            <span>{id}</span>
                           </Link>
                         </li>
                       );
@@ -219,7 +251,19 @@ function JobBody({
                     ['Started', st?.startTime ? dateTime(st.startTime) : undefined],
                     ['Completed', st?.completionTime ? dateTime(st.completionTime) : undefined],
                     ['Duration', st?.startTime ? duration(st.startTime, st.completionTime) : undefined],
-                    ['Message', st?.message],
+                    [
+                      'Started after',
+                      st?.pre?.length ? (
+                        <span key="p">
+                          {st.pre.map((n, i) => (
+                            <span key={n}>
+                              {i > 0 && ', '}
+                              <Link to={`${base}${encodeURIComponent(n)}`}>{n}</Link>
+                            </span>
+                          ))}
+                        </span>
+                      ) : undefined,
+                    ],
                   ]}
                 />
                 {st?.outputs && Object.keys(st.outputs).length > 0 && (

@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import { Link, useParams } from 'react-router';
 import { useRun, useRuntime } from '../api/queries';
-import type { Condition, RunDetail, Section } from '../api/types';
+import type { AttemptEvent, Condition, RunDetail, RunStage, RunState, Section } from '../api/types';
 import { RunLogView } from '../components/RunLogView';
 import { KeyValues, PageHeader, Panel, TableWrap } from '../components/Page';
 import { SessionPanel } from '../components/SessionPanel';
@@ -105,18 +105,68 @@ function RetryPolicy({ value }: { value: unknown }) {
   );
 }
 
+const STAGE_LABEL: Record<RunStage, string> = {
+  waiting: 'Waiting',
+  scheduled: 'Scheduled',
+  running: 'Running',
+  retrying: 'Retrying',
+  ready: 'Ready',
+  succeeded: 'Succeeded',
+  failed: 'Failed',
+};
+
+/** One line on where the Run is and why, read from the engine's conditions. */
+function RunStateLine({ state }: { state: RunState }) {
+  if (!state.reason && !state.message) return null;
+  const tone = state.stage === 'failed' ? 'danger' : state.stage === 'retrying' ? 'warning' : '';
+  return (
+    <p className={`notice state-line ${tone}`} id="run-state" data-stage={state.stage}>
+      <strong>{STAGE_LABEL[state.stage]}</strong>
+      {state.reason && <span className="tag">{state.reason}</span>}
+      {state.message && <span className="state-msg">{state.message}</span>}
+    </p>
+  );
+}
+
+function attemptLabel(a: AttemptEvent): string {
+  if (a.reason === 'RunRetriesExhausted') return a.attempt !== undefined ? `Gave up after ${a.attempt} attempts` : 'Gave up';
+  if (a.attempt === undefined) return 'Attempt';
+  return `Attempt ${a.attempt}${a.maxAttempts ? ` of ${a.maxAttempts}` : ''}`;
+}
+
+/** The attempts of a Run, from its Events (the engine keeps no other history). */
+function Attempts({ attempts }: { attempts: AttemptEvent[] }) {
+  return (
+    <ol className="attempts" aria-label="Attempts">
+      {attempts.map((a, i) => (
+        <li key={i} className={`attempt ${a.reason === 'RunRetrying' ? '' : 'warning'}`}>
+          <span className="attempt-no">{attemptLabel(a)}</span>
+          <span className="tag">{a.reason}</span>
+          <span className="muted small" title={dateTime(a.time)}>
+            {a.time ? `${age(a.time)} ago` : ''}
+          </span>
+          <p className="event-msg">{a.message}</p>
+        </li>
+      ))}
+    </ol>
+  );
+}
+
 /** "Why is my Run waiting?": its Scheduled condition, its place in the queue and the Runtime's free capacity. */
 function WhyWaiting({ run, ns }: { run: RunDetail; ns: string }) {
   const runtime = run.spec.runtime;
   const rt = useRuntime(ns, runtime);
   const w = waiting(run.metadata.name, rt.data);
-  const scheduled = run.status.conditions?.find((c) => c.type === 'Scheduled');
+  // The engine sets no condition on a waiting Run, only status.message; a
+  // platform's Scheduled=False condition gives a reason too.
+  const reason = run.state.stage === 'waiting' ? run.state.reason : undefined;
+  const message = run.state.stage === 'waiting' ? run.state.message : run.state.message ?? run.status.message;
   return (
     <div className="why-waiting">
-      {scheduled && (
-        <p>
-          <strong>{scheduled.reason ?? 'Not scheduled'}</strong>
-          {scheduled.message ? `: ${scheduled.message}` : ''}
+      {(reason || message) && (
+        <p className="why-message">
+          <strong>{reason ?? 'Waiting'}</strong>
+          {message ? `: ${message}` : ''}
         </p>
       )}
       {rt.isPending ? (
@@ -164,9 +214,7 @@ export function RunDetailPage() {
     <>
       <PageHeader title={name} crumbs={crumbs} badge={<PhaseBadge phase={st.phase} />} actions={<LiveBadge />} />
       {q.isError && <ErrorState error={q.error} what="the latest state" />}
-      {st.message && (
-        <p className={`notice ${st.phase === 'Failed' || st.phase === 'Timeout' ? 'danger' : ''}`}>{st.message}</p>
-      )}
+      <RunStateLine state={run.state} />
       {(st.phase ?? 'Pending') === 'Pending' && (
         <Panel title="Why is this Run waiting?" id="waiting">
           <WhyWaiting run={run} ns={ns} />
@@ -191,11 +239,16 @@ export function RunDetailPage() {
                 run.workflowRun.state === 'ok' ? (
                   <span key="wr" className="links-in-text">
                     <Link to={`/namespaces/${ns}/workflowruns/${run.workflowRun.name}`}>{run.workflowRun.name}</Link>
-                    {' · job '}
-                    <Link to={`/namespaces/${ns}/workflowruns/${run.workflowRun.name}/jobs/${encodeURIComponent(run.workflowRun.job)}`}>
-                      {run.workflowRun.job}
-                    </Link>
+                    {run.workflowRun.job !== undefined && (
+                      <>
+                        {' · job '}
+                        <Link to={`/namespaces/${ns}/workflowruns/${run.workflowRun.name}/jobs/${encodeURIComponent(run.workflowRun.job)}`}>
+                          {run.workflowRun.job}
+                        </Link>
+                      </>
+                    )}
                     {run.workflowRun.step ? ` · step ${run.workflowRun.step}` : ''}
+                    {run.workflowRun.actionStep ? ` · Action step ${run.workflowRun.actionStep}` : ''}
                   </span>
                 ) : undefined,
               ],
@@ -323,6 +376,14 @@ export function RunDetailPage() {
           </SectionView>
         </Panel>
         <Panel title="Events" id="events">
+          {run.attempts.length > 0 && (
+            <>
+              <h3 className="sub-title">Attempts</h3>
+              <Attempts attempts={run.attempts} />
+              <h3 className="sub-title">All events</h3>
+            </>
+          )}
+          <p className="muted small">The Run&apos;s events, and its Pod&apos;s from the Run&apos;s start to its completion.</p>
           <SectionView section={run.events} what="events">
             {({ items }) =>
               items.length === 0 ? (

@@ -213,6 +213,19 @@ export function RunsPage() {
                     <td className="name">
                       <Link to={`/namespaces/${ns}/runs/${r.metadata.name}`}>{r.metadata.name}</Link>
                       {r.mode && <span className="tag">{r.mode}</span>}
+                      {r.workflowRun && (
+                        <p className="row-note muted small" data-workflowrun={r.workflowRun.name}>
+                          from <Link to={`/namespaces/${ns}/workflowruns/${r.workflowRun.name}`}>{r.workflowRun.name}</Link>
+                          {r.workflowRun.job && (
+                            <>
+                              {' · '}
+                              <Link to={`/namespaces/${ns}/workflowruns/${r.workflowRun.name}/jobs/${encodeURIComponent(r.workflowRun.job)}`}>{r.workflowRun.job}</Link>
+                            </>
+                          )}
+                          {r.workflowRun.step && ` · ${r.workflowRun.step}`}
+                          {r.workflowRun.actionStep && ` › ${r.workflowRun.actionStep}`}
+                        </p>
+                      )}
                     </td>
                     <td>
                       <PhaseBadge phase={r.phase} />

@@ -21,8 +21,17 @@ function CapacityChip({ use }: { use: CapacityUse }) {
   const cap = Number(use.capacity);
   const full = use.free === 0;
   return (
-    <span className={`chip mono capacity ${full ? 'full' : ''}`} data-resource={use.resource}>
+    <span
+      className={`chip mono capacity ${full ? 'full' : ''}`}
+      data-resource={use.resource}
+      title={
+        use.default
+          ? 'The engine default: the Runtime declares no capacity, so each Pod takes 2 Runs'
+          : `The sum of the ${use.resource} requests of the Scheduled, Running and Ready Runs on this Pod`
+      }
+    >
       {use.resource}: {use.used}/{use.capacity} used{use.free !== undefined ? ` · ${use.free} free` : ''}
+      {use.default && <span className="muted"> (default)</span>}
       {Number.isFinite(cap) && cap > 0 && (
         <span className="meter" aria-hidden="true">
           <span style={{ width: `${Math.min(100, (use.used / cap) * 100)}%` }} />
@@ -52,7 +61,7 @@ function Queue({ rt, ns }: { rt: RuntimeDetail; ns: string }) {
                 <th scope="col">Run</th>
                 <th scope="col">Waiting</th>
                 <th scope="col">Reason</th>
-                <th scope="col">Message</th>
+                <th scope="col">Why it waits</th>
               </tr>
             </thead>
             <tbody>
@@ -83,14 +92,15 @@ export function RuntimeDetailPage() {
   if (q.isPending) return (<><PageHeader title={name} crumbs={crumbs} /><Loading what="the Runtime" /></>);
   if (!rt) return (<><PageHeader title={name} crumbs={crumbs} /><ErrorState error={q.error} what="this Runtime" /></>);
 
-  const healthy = rt.status.readyReplicas >= rt.spec.replicas && rt.spec.replicas > 0;
+  const ready = rt.status.readyReplicas;
+  const healthy = ready !== undefined && ready >= rt.spec.replicas && rt.spec.replicas > 0;
   const declared = Object.entries(rt.spec.capacity?.resources ?? {});
   return (
     <>
       <PageHeader
         title={name}
         crumbs={crumbs}
-        badge={<ConditionBadge status={healthy ? 'True' : 'False'} label={`${rt.status.readyReplicas}/${rt.spec.replicas} ready`} />}
+        badge={<ConditionBadge status={ready === undefined ? 'Unknown' : healthy ? 'True' : 'False'} label={`${ready ?? '—'}/${rt.spec.replicas} ready`} />}
         actions={
           <>
             <LiveBadge />
@@ -106,7 +116,7 @@ export function RuntimeDetailPage() {
           <KeyValues
             items={[
               ['Replicas', rt.spec.replicas],
-              ['Ready Pods', rt.status.readyReplicas],
+              ['Ready Pods', ready],
               ['Port', rt.spec.port],
               ['Image', rt.spec.image ? <code key="i" className="wrap-anywhere">{rt.spec.image}</code> : undefined],
               [
@@ -115,11 +125,15 @@ export function RuntimeDetailPage() {
                   <span key="c" className="chips">
                     {declared.map(([k, v]) => (
                       <span key={k} className="chip mono">
-                        {k}: {String(v)}
+                        {k}: {v}
                       </span>
                     ))}
                   </span>
-                ) : undefined,
+                ) : (
+                  <span key="c" className="chips" title="No spec.capacity: the engine places 2 Runs on each Pod">
+                    <span className="chip mono">runs: 2</span> <span className="muted small">engine default</span>
+                  </span>
+                ),
               ],
               ['Created', rt.metadata.creationTimestamp ? `${dateTime(rt.metadata.creationTimestamp)} (${age(rt.metadata.creationTimestamp)} ago)` : undefined],
             ]}
@@ -191,6 +205,15 @@ export function RuntimeDetailPage() {
                           {p.runs.map((r) => (
                             <li key={r.name}>
                               <Link to={`/namespaces/${ns}/runs/${r.name}`}>{r.name}</Link> <PhaseBadge phase={r.phase} />
+                              {r.requests && (
+                                <span className="muted small mono" title="spec.resources.requests">
+                                  {' '}
+                                  {Object.entries(r.requests)
+                                    .filter(([k, v]) => !(k === 'runs' && v === 1))
+                                    .map(([k, v]) => `${k} ${v}`)
+                                    .join(', ')}
+                                </span>
+                              )}
                             </li>
                           ))}
                         </ul>

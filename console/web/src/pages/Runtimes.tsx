@@ -60,16 +60,18 @@ export function RuntimesPage() {
             </thead>
             <tbody>
               {sortRuntimes(data.items, url.sort).map((r) => {
-                const full = r.readyReplicas >= r.replicas && r.replicas > 0;
+                const ready = r.readyReplicas;
+                const full = ready !== undefined && ready >= r.replicas && r.replicas > 0;
                 return (
                   <tr key={r.metadata.name}>
                     <td className="name">
                       <Link to={`/namespaces/${ns}/runtimes/${r.metadata.name}`}>{r.metadata.name}</Link>
+                      {r.image && <p className="row-note muted small mono wrap-anywhere">{r.image}</p>}
                     </td>
                     <td>
                       <span className="ratio">
-                        <meter min={0} max={Math.max(1, r.replicas)} value={r.readyReplicas} aria-label={`${r.readyReplicas} of ${r.replicas} Pods ready`} />
-                        {r.readyReplicas}/{r.replicas}
+                        <meter min={0} max={Math.max(1, r.replicas)} value={ready ?? 0} aria-label={ready === undefined ? 'Ready Pods unknown' : `${ready} of ${r.replicas} Pods ready`} />
+                        {ready ?? '—'}/{r.replicas}
                       </span>
                     </td>
                     <td>
@@ -77,6 +79,8 @@ export function RuntimesPage() {
                         <span title={r.ready.message}>
                           <ConditionBadge status={r.ready.status} label={r.ready.status === 'True' ? 'Ready' : r.ready.reason ?? 'Not ready'} />
                         </span>
+                      ) : ready === undefined ? (
+                        <span className="muted">—</span>
                       ) : (
                         <ConditionBadge status={full ? 'True' : 'False'} label={full ? 'Ready' : 'Degraded'} />
                       )}

@@ -41,7 +41,7 @@ export function DagTable({ wr, ns }: { wr: WorkflowRunDetail; ns: string }) {
                 <tr key={id}>
                   <td className="num">{s + 1}</td>
                   <td className="name">
-                    <Link to={`${base}${encodeURIComponent(id)}`}>{wr.spec.jobs[id]?.name ?? id}</Link>
+                    <Link to={`${base}${encodeURIComponent(id)}`}>{id}</Link>
                   </td>
                   <td>
                     {j.needs.length === 0 && j.unknownNeeds.length === 0 ? (
@@ -110,6 +110,11 @@ export function WorkflowRunDetailPage() {
     <>
       <PageHeader title={name} crumbs={crumbs} badge={<PhaseBadge phase={wr.status.phase} />} actions={<LiveBadge />} />
       {q.isError && <ErrorState error={q.error} what="the latest state" />}
+      {wr.status.message && (
+        <p className={`notice ${wr.status.phase === 'Failed' ? 'danger' : ''}`} id="wr-message">
+          {wr.status.message}
+        </p>
+      )}
       <Panel
         title="Jobs"
         id="jobs"
@@ -133,11 +138,11 @@ export function WorkflowRunDetailPage() {
         <Panel title="Overview">
           <KeyValues
             items={[
-              ['Workflow', wr.spec.workflowRef],
+              ['Snapshot', wr.status.snapshotName ? <code key="s" className="wrap-anywhere">{wr.status.snapshotName}</code> : undefined],
               ['Parent run', wr.parentWorkflowRun ? <Link key="p" to={`/namespaces/${ns}/workflowruns/${wr.parentWorkflowRun}`}>{wr.parentWorkflowRun}</Link> : undefined],
               ['Jobs', Object.keys(wr.spec.jobs ?? {}).length],
               ['Created', wr.metadata.creationTimestamp ? `${dateTime(wr.metadata.creationTimestamp)} (${age(wr.metadata.creationTimestamp)} ago)` : undefined],
-              ['Started', wr.status.startTime ? dateTime(wr.status.startTime) : undefined],
+              ['Started', wr.status.startTime ? dateTime(wr.status.startTime) : <span key="s" className="muted">no step has started a Run yet</span>],
               ['Completed', wr.status.completionTime ? dateTime(wr.status.completionTime) : undefined],
               ['Duration', wr.status.startTime ? duration(wr.status.startTime, wr.status.completionTime) : undefined],
               [

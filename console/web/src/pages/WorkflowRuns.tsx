@@ -55,7 +55,7 @@ export function WorkflowRunsPage() {
                 <SortHeader url={url} column="name" label="Name" />
                 <SortHeader url={url} column="phase" label="Phase" />
                 <SortHeader url={url} column="jobs" label="Jobs" />
-                <SortHeader url={url} column="workflow" label="Workflow" />
+                <SortHeader url={url} column="started" label="Started" />
                 <SortHeader url={url} column="duration" label="Duration" />
                 <SortHeader url={url} column="age" label="Age" className="num" />
               </tr>
@@ -71,6 +71,11 @@ export function WorkflowRunsPage() {
                         · child of <Link to={`/namespaces/${ns}/workflowruns/${w.parentWorkflowRun}`}>{w.parentWorkflowRun}</Link>
                       </span>
                     )}
+                    {w.message && (
+                      <p className="row-note clamp-2 text-danger small" title={w.message}>
+                        {w.message}
+                      </p>
+                    )}
                   </td>
                   <td>
                     <PhaseBadge phase={w.phase} />
@@ -83,7 +88,9 @@ export function WorkflowRunsPage() {
                       {w.jobs.running > 0 && <span className="muted"> · {w.jobs.running} running</span>}
                     </span>
                   </td>
-                  <td>{w.workflow ?? <span className="muted">—</span>}</td>
+                  <td title={w.startTime ? dateTime(w.startTime) : 'No step has started a Run yet'}>
+                    {w.startTime ? `${age(w.startTime)} ago` : <span className="muted">—</span>}
+                  </td>
                   <td>{duration(w.startTime, w.completionTime)}</td>
                   <td className="num" title={dateTime(w.metadata.creationTimestamp)}>
                     {age(w.metadata.creationTimestamp)}
