@@ -272,13 +272,13 @@ YAML
 # The retry history of lint-failed (the engine keeps it only as Events), and
 # events of its Pod before, during and after it.
 demo_events() {
-	local ns=$1 uid puid start done before after
+	local ns=$1 uid puid start ended before after
 	uid=$(K -n "$ns" get run lint-failed -o jsonpath='{.metadata.uid}')
 	puid=$(K -n "$ns" get pod bash-pool-1 -o jsonpath='{.metadata.uid}')
 	start=$(K -n "$ns" get run lint-failed -o jsonpath='{.status.startTime}')
-	done=$(K -n "$ns" get run lint-failed -o jsonpath='{.status.completionTime}')
+	ended=$(K -n "$ns" get run lint-failed -o jsonpath='{.status.completionTime}')
 	before=$(date -u -d "$start - 1 hour" +%FT%TZ)
-	after=$(date -u -d "$done + 1 hour" +%FT%TZ)
+	after=$(date -u -d "$ended + 1 hour" +%FT%TZ)
 	demo_event "$ns" lint-failed.failed-1 kruntimes.io/v1alpha1/Run lint-failed "$uid" Warning RunFailedRetrying \
 		"Run failed (attempt 1/3), retrying in 10s. Reason: RuntimeExecute: exit status 1" "$start"
 	demo_event "$ns" lint-failed.retry-2 kruntimes.io/v1alpha1/Run lint-failed "$uid" Normal RunRetrying \
@@ -288,7 +288,7 @@ demo_events() {
 	demo_event "$ns" lint-failed.retry-3 kruntimes.io/v1alpha1/Run lint-failed "$uid" Normal RunRetrying \
 		"Retry attempt 3/3 starting" "$start"
 	demo_event "$ns" lint-failed.exhausted kruntimes.io/v1alpha1/Run lint-failed "$uid" Warning RunRetriesExhausted \
-		"Run failed after 3 attempts: RuntimeExecute: exit status 2" "$done"
+		"Run failed after 3 attempts: RuntimeExecute: exit status 2" "$ended"
 	demo_event "$ns" bash-pool-1.pulled v1/Pod bash-pool-1 "$puid" Normal Pulled \
 		"Container image ghcr.io/kruntimes/runtime-bash:demo already present on machine" "$before"
 	demo_event "$ns" bash-pool-1.unhealthy v1/Pod bash-pool-1 "$puid" Warning Unhealthy \
