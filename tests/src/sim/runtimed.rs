@@ -1,5 +1,5 @@
 //! A simulated runtimed: the executions of one Runtime Pod, their output, the records runtimed
-//! writes to its container log, and its gRPC status endpoint ([`crate::sim::runtimed_status`]).
+//! writes to its container log, and its gRPC status endpoint (served by `sim::runtimed_status`).
 //!
 //! Two modes:
 //! - [`Mode::Engine`], what kruntimes' runtimed does (`internal/runtimed/execution_logs.go`):
@@ -405,7 +405,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub struct Runtimed {
     pub(crate) inner: Arc<Inner>,
     /// Aborts the status servers when the last clone is dropped.
-    pub(crate) servers: Arc<crate::sim::runtimed_status::Servers>,
+    pub(crate) servers: Arc<Servers>,
 }
 
 impl Runtimed {
@@ -650,7 +650,7 @@ impl Runtimed {
 
     pub(crate) fn from_parts(
         inner: Arc<Inner>,
-        servers: Arc<crate::sim::runtimed_status::Servers>,
+        servers: Arc<Servers>,
     ) -> Self {
         Self { inner, servers }
     }
@@ -954,3 +954,21 @@ mod tests {
         );
     }
 }
+
+/// The accept loops of a runtimed's status endpoints, aborted when it is dropped.
+#[derive(Default)]
+pub struct Servers(pub(crate) Mutex<Vec<tokio::task::AbortHandle>>);
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        for handle in self
+            .0
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+        {
+            handle.abort();
+        }
+    }
+}
+

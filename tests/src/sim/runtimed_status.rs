@@ -12,7 +12,6 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::Mutex;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
@@ -22,7 +21,6 @@ use hyper::body::{Frame, Incoming};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use kruntimes_core::runtimed::{STATUS_PATH, StatusRequest, code, frame, unframe};
 use tokio::net::TcpListener;
-use tokio::task::AbortHandle;
 
 use crate::sim::runtimed::Runtimed;
 
@@ -31,23 +29,6 @@ pub const MAX_REQUEST: usize = 64 * 1024;
 const SERVICE_PREFIX: &str = "/executor.v1.Runtime/";
 
 type Body = BoxBody<Bytes, Infallible>;
-
-/// The accept loops of a runtimed's status endpoints, aborted when it is dropped.
-#[derive(Default)]
-pub struct Servers(Mutex<Vec<AbortHandle>>);
-
-impl Drop for Servers {
-    fn drop(&mut self) {
-        for handle in self
-            .0
-            .get_mut()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain(..)
-        {
-            handle.abort();
-        }
-    }
-}
 
 impl Runtimed {
     /// Serves the status endpoint on `addr` (port 0 picks one) until the last clone of this
