@@ -648,10 +648,7 @@ impl Runtimed {
         self.inner.restarts.load(Ordering::SeqCst)
     }
 
-    pub(crate) fn from_parts(
-        inner: Arc<Inner>,
-        servers: Arc<Servers>,
-    ) -> Self {
+    pub(crate) fn from_parts(inner: Arc<Inner>, servers: Arc<Servers>) -> Self {
         Self { inner, servers }
     }
 }
@@ -971,4 +968,3 @@ impl Drop for Servers {
         }
     }
 }
-
