@@ -192,7 +192,7 @@ async fn workspaces_show_phase_bound_pod_and_volume_as_the_caller() {
         &fx,
         "Runtime",
         "runtimes",
-        json!({"metadata": {"name": runtime}, "spec": {"replicas": 1}}),
+        json!({"metadata": {"name": runtime}, "spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "runtime", "image": "kruntimes/runtime-bash:test"}]}}}}),
         None,
     )
     .await;
