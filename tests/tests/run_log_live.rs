@@ -17,6 +17,9 @@ use kruntimes_tests::stream;
 use serde_json::{Value, json};
 
 const NS: &str = "team-a";
+/// The Runtime of these Runs and Pods: one of their own, so the ready Pods of
+/// the demo's Runtimes stay what the browser suite expects.
+const RT: &str = "live-engine";
 
 fn get_raw(path: &str) -> Value {
     let out = env().kubectl(Some(env().token("viewer")), &["get", "--raw", path]);
@@ -69,7 +72,7 @@ fn reasons(v: &Value) -> Vec<String> {
 /// runtimed. Returns its name and UID.
 async fn running_run(fx: &Fixtures, sim: &SimulatedRuntimePod) -> (String, String) {
     let run = unique("live");
-    let uid = fx.create_run(&run, "bash", "task", json!({})).await;
+    let uid = fx.create_run(&run, RT, "task", json!({})).await;
     // The engine leaves `attempt` blank during a first attempt.
     fx.set_run_status(
         &run,
@@ -99,7 +102,7 @@ async fn end_run(fx: &Fixtures, sim: &SimulatedRuntimePod, run: &str, uid: &str,
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_follow_gets_live_lines_while_the_run_runs_and_the_written_records_without_a_duplicate() {
     let fx = Fixtures::new(NS).await;
-    let sim = fx.simulated_runtime_pod("bash", Mode::Engine).await;
+    let sim = fx.simulated_runtime_pod(RT, Mode::Engine).await;
     let (run, uid) = running_run(&fx, &sim).await;
     let rt = &sim.runtimed;
     rt.print(&uid, Stream::Stdout, "one\ntwo\n").unwrap();
@@ -178,7 +181,7 @@ async fn a_follow_gets_live_lines_while_the_run_runs_and_the_written_records_wit
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tail_of_a_running_run_is_its_live_output_and_its_cursors_hand_over() {
     let fx = Fixtures::new(NS).await;
-    let sim = fx.simulated_runtime_pod("bash", Mode::Engine).await;
+    let sim = fx.simulated_runtime_pod(RT, Mode::Engine).await;
     let (run, uid) = running_run(&fx, &sim).await;
     let rt = &sim.runtimed;
     // Nothing printed yet: no records, and the answer says why.
@@ -240,7 +243,7 @@ async fn a_tail_of_a_running_run_is_its_live_output_and_its_cursors_hand_over() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timed_out_run_keeps_its_live_lines_and_says_why_it_has_no_records() {
     let fx = Fixtures::new(NS).await;
-    let sim = fx.simulated_runtime_pod("bash", Mode::Engine).await;
+    let sim = fx.simulated_runtime_pod(RT, Mode::Engine).await;
     let (run, uid) = running_run(&fx, &sim).await;
     sim.runtimed
         .print(&uid, Stream::Stdout, "working\nstill working\n")
@@ -265,7 +268,7 @@ async fn a_timed_out_run_keeps_its_live_lines_and_says_why_it_has_no_records() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retried_run_keeps_only_its_last_attempt_and_says_so() {
     let fx = Fixtures::new(NS).await;
-    let sim = fx.simulated_runtime_pod("bash", Mode::Engine).await;
+    let sim = fx.simulated_runtime_pod(RT, Mode::Engine).await;
     let (run, uid) = running_run(&fx, &sim).await;
     let rt = &sim.runtimed;
     rt.print(&uid, Stream::Stdout, "first try\n").unwrap();
@@ -301,7 +304,7 @@ async fn a_retried_run_keeps_only_its_last_attempt_and_says_so() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_runtimed_restart_keeps_finished_runs_logs() {
     let fx = Fixtures::new(NS).await;
-    let sim = fx.simulated_runtime_pod("bash", Mode::Engine).await;
+    let sim = fx.simulated_runtime_pod(RT, Mode::Engine).await;
     let (run, uid) = running_run(&fx, &sim).await;
     sim.runtimed
         .print(&uid, Stream::Stdout, "before the restart\n")
@@ -347,7 +350,7 @@ async fn a_runtimed_restart_keeps_finished_runs_logs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runtimed_writing_records_as_they_happen_changes_nothing() {
     let fx = Fixtures::new(NS).await;
-    let sim = fx.simulated_runtime_pod("bash", Mode::Live).await;
+    let sim = fx.simulated_runtime_pod(RT, Mode::Live).await;
     let (run, uid) = running_run(&fx, &sim).await;
     let rt = &sim.runtimed;
     rt.print(&uid, Stream::Stdout, "x1\nx2\n").unwrap();
@@ -379,11 +382,11 @@ async fn an_unreachable_or_refused_status_endpoint_is_said_and_never_dialled() {
     // A Pod whose runtimed status endpoint does not listen.
     let pod = unique("quiet");
     let ip = free_loopback_ip(kruntimes_core::runtimed::DEFAULT_STATUS_PORT);
-    let pod_uid = fx.create_runtime_pod(&pod, "bash", ip).await;
+    let pod_uid = fx.create_runtime_pod(&pod, RT, ip).await;
     // The container runs and has written nothing yet.
     fx.append_log(&pod, &[]);
     let run = unique("live");
-    let _uid = fx.create_run(&run, "bash", "task", json!({})).await;
+    let _uid = fx.create_run(&run, RT, "task", json!({})).await;
     fx.assign(&run, &pod, &pod_uid, &now_rfc3339()).await;
     let log = get_raw(&log_path(NS, &run, ""));
     assert!(messages(&log).is_empty());
@@ -394,11 +397,11 @@ async fn an_unreachable_or_refused_status_endpoint_is_said_and_never_dialled() {
     // A Pod whose address is the cloud metadata address is never dialled.
     let pod = unique("metadata");
     let pod_uid = fx
-        .create_runtime_pod(&pod, "bash", "169.254.169.254".parse().unwrap())
+        .create_runtime_pod(&pod, RT, "169.254.169.254".parse().unwrap())
         .await;
     fx.append_log(&pod, &[]);
     let run = unique("live");
-    let _uid = fx.create_run(&run, "bash", "task", json!({})).await;
+    let _uid = fx.create_run(&run, RT, "task", json!({})).await;
     fx.assign(&run, &pod, &pod_uid, &now_rfc3339()).await;
     let log = get_raw(&log_path(NS, &run, ""));
     assert_eq!(reasons(&log), ["LiveOutputUnavailable"], "{log}");

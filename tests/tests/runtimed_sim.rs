@@ -56,14 +56,14 @@ async fn read_pod(fx: &Fixtures, name: &str) -> Value {
 #[tokio::test]
 async fn a_runtime_pod_has_a_loopback_ip_where_its_runtimed_serves_status() {
     let fx = Fixtures::new(NS).await;
-    let sim = fx.simulated_runtime_pod("bash", Mode::Engine).await;
+    let sim = fx.simulated_runtime_pod("standin-rt", Mode::Engine).await;
     let pod = read_pod(&fx, &sim.pod.name).await;
 
     // kube-apiserver took the loopback address as the Pod's IP.
     let ip = sim.pod.ip.to_string();
     assert_eq!(pod["status"]["podIP"], ip.as_str(), "{pod}");
     assert_eq!(pod["status"]["podIPs"][0]["ip"], ip.as_str());
-    assert_eq!(pod["metadata"]["labels"]["runtime"], "bash");
+    assert_eq!(pod["metadata"]["labels"]["runtime"], "standin-rt");
     assert_eq!(pod["metadata"]["labels"]["app"], "kruntimes-bash");
     let names: Vec<&str> = pod["spec"]["containers"]
         .as_array()
@@ -138,7 +138,7 @@ async fn a_runtime_pod_has_a_loopback_ip_where_its_runtimed_serves_status() {
 #[tokio::test]
 async fn a_runtimed_restart_leaves_the_records_in_the_previous_log() {
     let fx = Fixtures::new(NS).await;
-    let sim = fx.simulated_runtime_pod("bash", Mode::Engine).await;
+    let sim = fx.simulated_runtime_pod("standin-rt", Mode::Engine).await;
     let pod = &sim.pod.name;
 
     // No previous container yet: kube-apiserver passes on the kubelet's 400.
