@@ -64,7 +64,7 @@ async fn a_runtime_pod_has_a_loopback_ip_where_its_runtimed_serves_status() {
     assert_eq!(pod["status"]["podIP"], ip.as_str(), "{pod}");
     assert_eq!(pod["status"]["podIPs"][0]["ip"], ip.as_str());
     assert_eq!(pod["metadata"]["labels"]["runtime"], "standin-rt");
-    assert_eq!(pod["metadata"]["labels"]["app"], "kruntimes-bash");
+    assert_eq!(pod["metadata"]["labels"]["app"], "kruntimes-standin-rt");
     let names: Vec<&str> = pod["spec"]["containers"]
         .as_array()
         .expect("containers")
