@@ -316,7 +316,11 @@ async fn main() -> Result<()> {
     ensure!(
         settled,
         "the Run CRD {} field selectors after applying {}",
-        if selectable { "still refuses" } else { "still accepts" },
+        if selectable {
+            "still refuses"
+        } else {
+            "still accepts"
+        },
         crd.display()
     );
     let console = TlsClient::new(
