@@ -27,7 +27,7 @@ use tokio::sync::{Notify, mpsc};
 /// still on their way.
 pub const FINISH_DRAIN: Duration = Duration::from_secs(2);
 use super::reader::{LogSource, record_line, send_records};
-use kruntimes_core::metrics::{Metrics, ResultLabels};
+use kruntimes_core::metrics::Metrics;
 use kruntimes_core::status::ApiError;
 
 /// Why a follow ended, when it was not an error.
@@ -330,15 +330,7 @@ async fn poll_loop(mut p: Polling, out: mpsc::Sender<Vec<LogRecord>>, wake: Arc<
     let mut failures = 0u32;
     loop {
         let result = p.conn.status(&p.uid).await;
-        let label = match &result {
-            Ok(Some(_)) => "ok",
-            Ok(None) => "not_found",
-            Err(_) => "error",
-        };
-        p.metrics
-            .log_live_reads
-            .get_or_create(&ResultLabels { result: label })
-            .inc();
+        super::live::count(&p.metrics, &result);
         match result {
             Ok(Some(resp)) => {
                 failures = 0;

@@ -434,12 +434,7 @@ async fn plain(
         let tail = Tail {
             records,
             cut,
-            last: None,
-            bytes_read: 0,
-            seen: 0,
-            from_previous: false,
-            previous_gone: false,
-            earliest: None,
+            ..Tail::default()
         };
         return Ok((tail, outcome));
     }
@@ -485,15 +480,7 @@ async fn read_live(
     let uid = run.metadata.uid.as_deref().unwrap_or_default();
     let result = StatusConn::new(addr, api.live.clone()).status(uid).await;
     api.live_failures.record(addr, result.as_ref().err());
-    let label = match &result {
-        Ok(Some(_)) => "ok",
-        Ok(None) => "not_found",
-        Err(_) => "error",
-    };
-    api.metrics
-        .log_live_reads
-        .get_or_create(&kruntimes_core::metrics::ResultLabels { result: label })
-        .inc();
+    live::count(&api.metrics, &result);
     match result {
         Ok(Some(resp)) => (Some(resp), LiveOutcome::Used),
         Ok(None) => (None, LiveOutcome::NotFound),

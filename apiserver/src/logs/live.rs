@@ -337,26 +337,22 @@ fn grpc_status(headers: &http::HeaderMap) -> Option<(u32, String)> {
 }
 
 fn percent_decode(s: &str) -> String {
-    let hex = |c: u8| (c as char).to_digit(16);
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let escaped = (b[i] == b'%' && i + 2 < b.len())
-            .then(|| Some(hex(b[i + 1])? * 16 + hex(b[i + 2])?))
-            .flatten();
-        match escaped {
-            Some(v) => {
-                out.push(v as u8);
-                i += 3;
-            }
-            None => {
-                out.push(b[i]);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+/// Counts a call to a status endpoint in `kruntimes_console_log_live_reads_total`.
+pub fn count<T>(metrics: &kruntimes_core::metrics::Metrics, result: &Result<Option<T>, LiveError>) {
+    let result = match result {
+        Ok(Some(_)) => "ok",
+        Ok(None) => "not_found",
+        Err(_) => "error",
+    };
+    metrics
+        .log_live_reads
+        .get_or_create(&kruntimes_core::metrics::ResultLabels { result })
+        .inc();
 }
 
 /// Where a reader is in a Run's live output: lines delivered per stream of

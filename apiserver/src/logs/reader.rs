@@ -97,7 +97,7 @@ pub fn until_of(completion: Option<jiff::Timestamp>) -> Option<i64> {
 }
 
 /// The outcome of a bounded read.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Tail {
     pub records: Vec<LogRecord>,
     pub cut: Option<Cut>,
@@ -450,16 +450,7 @@ impl LogSource {
         let mut records: Vec<LogRecord> = Vec::new();
         let mut bytes = 0usize;
         let mut cut = None;
-        let mut out = Tail {
-            records: Vec::new(),
-            cut: None,
-            last: None,
-            bytes_read: 0,
-            seen: 0,
-            from_previous: false,
-            previous_gone: false,
-            earliest: None,
-        };
+        let mut out = Tail::default();
         // Records after a cursor are no older than it.
         let mut earliest = after;
         let since = after.map_or(self.floor, |a| a.stamp.secs);
