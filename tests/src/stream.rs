@@ -24,6 +24,19 @@ pub fn lines(child: &mut Child) -> mpsc::Receiver<String> {
     rx
 }
 
+/// `kubectl get --raw PATH` as the holder of `token` (a follow), and the
+/// lines it prints.
+pub fn kubectl_follow(token: &str, path: &str) -> (Child, mpsc::Receiver<String>) {
+    let mut child = crate::env::env()
+        .kubectl_command(Some(token), &["get", "--raw", path])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubectl follow");
+    let rx = lines(&mut child);
+    (child, rx)
+}
+
 pub type Ws =
     tokio_tungstenite::WebSocketStream<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>;
 

@@ -1,7 +1,6 @@
 //! The aggregated Run-log API end to end: kubectl → kube-apiserver →
 //! aggregated listener → pods/log → fake kubelet, with the real RBAC.
 
-use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -388,14 +387,7 @@ async fn oversized_line_is_bounded() {
 
 /// Reads NDJSON lines of a `kubectl get --raw` follow in a thread.
 fn follow(token: &str, path: &str) -> (std::process::Child, mpsc::Receiver<String>) {
-    let mut child = env()
-        .kubectl_command(Some(token), &["get", "--raw", path])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kubectl follow");
-    let rx = stream::lines(&mut child);
-    (child, rx)
+    stream::kubectl_follow(token, path)
 }
 
 #[tokio::test]

@@ -5,7 +5,6 @@
 //! Run ends; Runs that end with no or partial records say why; a runtimed
 //! restart keeps finished Runs' logs.
 
-use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -32,14 +31,7 @@ fn get_raw(path: &str) -> Value {
 }
 
 fn follow(path: &str) -> (std::process::Child, mpsc::Receiver<String>) {
-    let mut child = env()
-        .kubectl_command(Some(env().token("viewer")), &["get", "--raw", path])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kubectl follow");
-    let rx = stream::lines(&mut child);
-    (child, rx)
+    stream::kubectl_follow(env().token("viewer"), path)
 }
 
 /// The next NDJSON line of a follow, parsed (panics after 15 s).

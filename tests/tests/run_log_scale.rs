@@ -95,14 +95,7 @@ fn noise(pod: &str, i: usize) -> String {
 
 /// A `kubectl get --raw` follow whose NDJSON lines are read by a thread.
 fn follow(path: &str) -> (std::process::Child, mpsc::Receiver<String>) {
-    let mut child = env()
-        .kubectl_command(Some(env().token("viewer")), &["get", "--raw", path])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("kubectl follow");
-    let rx = stream::lines(&mut child);
-    (child, rx)
+    stream::kubectl_follow(env().token("viewer"), path)
 }
 
 fn next_line(rx: &mpsc::Receiver<String>) -> Value {
