@@ -9,6 +9,7 @@ pub mod handler;
 pub mod lines;
 pub mod live;
 pub mod notes;
+pub mod numbers;
 pub mod outbox;
 pub mod params;
 pub mod reader;

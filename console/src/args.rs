@@ -282,6 +282,14 @@ pub struct Args {
     #[arg(long, default_value_t = kruntimes_apiserver::logs::handler::DEFAULT_MAX_CONCURRENT_READS)]
     pub log_max_concurrent_reads: usize,
 
+    /// Most bytes of a Pod log read to count the records before an answer
+    /// that does not start at the Run's first record (the records' stable
+    /// line numbers). Numbers of records already given out are remembered
+    /// for 10 minutes, so paging on costs no count; past this bound the
+    /// answer has no line numbers.
+    #[arg(long, default_value_t = kruntimes_apiserver::logs::numbers::DEFAULT_MAX_BYTES)]
+    pub log_numbering_max_bytes: u64,
+
     /// Read a running Run's live output from runtimed's status endpoint
     /// (gRPC Runtime.Status, plain HTTP/2) at the Runtime Pod's address
     /// while runtimed has written none of its records; the Console dials
@@ -360,6 +368,7 @@ impl Args {
             follower_buffer_bytes: self.log_follower_buffer_bytes,
             follower_final_timeout: self.log_follower_final_timeout.into(),
             max_concurrent_reads: self.log_max_concurrent_reads,
+            numbering_max_bytes: self.log_numbering_max_bytes,
         }
     }
 

@@ -175,6 +175,7 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
         run_watch: kruntimes_apiserver::logs::runwatch::RunWatch::new(sa.clone()),
         live: args.live_output(),
         live_failures: Default::default(),
+        numbers: Default::default(),
     });
     let api_router = kruntimes_apiserver::server::router(log_api, api_authn, Some(request_header));
 

@@ -53,6 +53,12 @@ impl ApiError {
         Self::new(StatusCode::NOT_FOUND, "NotFound", message)
     }
 
+    /// 410: what the request names existed once and is gone (a cursor
+    /// whose record left the log).
+    pub fn gone(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::GONE, "Gone", message)
+    }
+
     pub fn conflict(message: impl Into<String>) -> Self {
         Self::new(StatusCode::CONFLICT, "Conflict", message)
     }

@@ -140,6 +140,80 @@ impl fmt::Display for Cursor {
     }
 }
 
+impl Cursor {
+    /// The address of the first line a read from the whole second `secs` can meet.
+    pub fn floor_of(secs: i64) -> Cursor {
+        Cursor {
+            stamp: Stamp::whole_second(secs),
+            seq: 0,
+        }
+    }
+
+    /// The address right after this one (the next line of the same
+    /// timestamp, if there is one): a read bounded by it includes this line.
+    pub fn successor(self) -> Cursor {
+        Cursor {
+            stamp: self.stamp,
+            seq: self.seq.saturating_add(1),
+        }
+    }
+}
+
+/// A cursor handed back by a client, checked as the lines of a read go by:
+/// it must name a line of the Run where it says. A read that passes its
+/// address without meeting that line would otherwise skip, without a word,
+/// whatever was lost (a rotated log, a replaced Pod) or start at a place the
+/// cursor never named.
+#[derive(Clone, Copy, Debug)]
+pub struct Anchor {
+    at: Cursor,
+    met: bool,
+}
+
+/// Where a line is, seen from an [`Anchor`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// Before the anchor, or the anchor's own line.
+    NotAfter,
+    /// After the anchor, which was met.
+    After,
+}
+
+/// The anchor's line was not met where it says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Missing(pub Cursor);
+
+impl Anchor {
+    pub fn new(at: Cursor) -> Self {
+        Self { at, met: false }
+    }
+
+    /// Places the line at `cursor`; `runs` says whether it is a line of the Run.
+    pub fn place(&mut self, cursor: Cursor, runs: bool) -> Result<Side, Missing> {
+        if cursor < self.at {
+            return Ok(Side::NotAfter);
+        }
+        if cursor == self.at {
+            self.met |= runs;
+            return Ok(Side::NotAfter);
+        }
+        if self.met {
+            Ok(Side::After)
+        } else {
+            Err(Missing(self.at))
+        }
+    }
+
+    /// At the end of the reads: was the anchor's line met?
+    pub fn finish(&self) -> Result<(), Missing> {
+        if self.met {
+            Ok(())
+        } else {
+            Err(Missing(self.at))
+        }
+    }
+}
+
 /// Gives each line of a stream its cursor: the sequence restarts at each
 /// new timestamp. Lines without a timestamp have none.
 #[derive(Debug, Default)]
@@ -193,6 +267,32 @@ mod tests {
             Some(Stamp::of(t))
         );
         assert_eq!(Stamp::parse("yesterday"), None);
+    }
+
+    #[test]
+    fn an_anchor_is_met_only_on_a_line_of_the_run_at_its_address() {
+        let at = |secs, seq| Cursor {
+            stamp: Stamp::whole_second(secs),
+            seq,
+        };
+        let mut a = Anchor::new(at(10, 1));
+        assert_eq!(a.place(at(9, 0), true), Ok(Side::NotAfter));
+        assert_eq!(a.place(at(10, 0), true), Ok(Side::NotAfter));
+        assert_eq!(a.place(at(10, 1), true), Ok(Side::NotAfter));
+        assert_eq!(a.place(at(10, 2), false), Ok(Side::After));
+        assert_eq!(a.finish(), Ok(()));
+        // Rotated away: the first line read is past it.
+        let mut gone = Anchor::new(at(10, 1));
+        assert_eq!(gone.place(at(11, 0), true), Err(Missing(at(10, 1))));
+        // Another line at its address (not the Run's) is no match either.
+        let mut other = Anchor::new(at(10, 1));
+        assert_eq!(other.place(at(10, 1), false), Ok(Side::NotAfter));
+        assert_eq!(other.place(at(10, 2), true), Err(Missing(at(10, 1))));
+        // A log that ends before it.
+        let mut short = Anchor::new(at(10, 1));
+        assert_eq!(short.place(at(10, 0), true), Ok(Side::NotAfter));
+        assert_eq!(short.finish(), Err(Missing(at(10, 1))));
+        assert_eq!(at(10, 1).successor(), at(10, 2));
     }
 
     #[test]

@@ -523,9 +523,13 @@ async fn read_upstream(
 }
 
 /// A failed read of a followed Pod log, as the follow's final line says it:
-/// 503, and what to do.
+/// 503, and what to do (a fallen-behind follower and a gone cursor keep
+/// their own answers).
 pub fn reconnect(error: &ApiError) -> ApiError {
-    if error.reason == "FellBehind" {
+    // A reconnect cannot help a follower that fell behind (it reconnects
+    // after its last record itself) or whose cursor is gone (410: read again
+    // without it).
+    if matches!(error.reason, "FellBehind" | "Gone") {
         return error.clone();
     }
     let message = error.message.trim_end();

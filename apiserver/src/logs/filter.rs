@@ -35,6 +35,14 @@ pub struct LogRecord {
     /// as `sinceCursor` or `beforeCursor`. Opaque to clients.
     #[serde(default)]
     pub cursor: String,
+    /// The record's number (1-based) among the Run's records of the
+    /// streams asked for, counted from the start of the Run's window:
+    /// the same record has the same number in every answer. Absent when
+    /// it is not known (live output; a count that would read more than
+    /// `--log-numbering-max-bytes` of the log).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    #[ts(as = "Option<f64>")]
+    pub line: Option<u64>,
     /// Set when the line was longer than the server keeps and its message was dropped.
     #[serde(skip_serializing_if = "std::ops::Not::not", default)]
     #[ts(as = "Option<bool>")]
@@ -61,7 +69,7 @@ impl LogRecord {
 }
 
 /// Which runtimed streams a caller asked for.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum StreamFilter {
     #[default]
     Both,
@@ -102,6 +110,16 @@ pub struct RunFilter {
 }
 
 impl RunFilter {
+    /// The Run's UID.
+    pub fn uid(&self) -> &str {
+        &self.uid
+    }
+
+    /// The streams asked for.
+    pub fn streams(&self) -> StreamFilter {
+        self.streams
+    }
+
     pub fn new(uid: &str, streams: StreamFilter, default_pod: &str) -> Self {
         Self {
             uid: uid.to_owned(),
@@ -168,6 +186,7 @@ impl RunFilter {
             invocation_id: raw.invocation_id.map(Cow::into_owned),
             time: time.map(str::to_owned),
             cursor: String::new(),
+            line: None,
             truncated: false,
             source: None,
             written_at_end: false,
@@ -203,6 +222,7 @@ impl RunFilter {
             invocation_id: fields.get("invocation_id").map(str::to_owned),
             time: time.map(str::to_owned),
             cursor: String::new(),
+            line: None,
             truncated: true,
             source: None,
             written_at_end: false,

@@ -26,7 +26,7 @@ use tokio::sync::{Notify, mpsc};
 /// How long a follow goes on after its Run finished, for the last lines
 /// still on their way.
 pub const FINISH_DRAIN: Duration = Duration::from_secs(2);
-use super::reader::{LogSource, record_line, send_records};
+use super::reader::{LogSource, Sent, record_line, send_records};
 use kruntimes_core::metrics::Metrics;
 use kruntimes_core::status::ApiError;
 
@@ -94,6 +94,8 @@ pub struct Following {
     pub written: bool,
     /// Written records still to skip (a resumed hand-over).
     skip: Option<Handover>,
+    /// The number of the last written record the history met, when known.
+    numbered_to: Option<u64>,
 }
 
 /// How a follow ended and what it met on the way.
@@ -131,7 +133,7 @@ pub async fn start(
     if finished {
         return Ok(
             match Box::pin(send_history(source, &history, skip.as_mut(), tx)).await? {
-                Some((_, seen)) => Started::Ended(End::Finished, seen > 0),
+                Some(sent) => Started::Ended(End::Finished, sent.seen > 0),
                 None => Started::Ended(End::Left, false),
             },
         );
@@ -153,7 +155,12 @@ pub async fn start(
             }, false));
         }
     };
-    let Some((last, seen)) = sent else {
+    let Some(Sent {
+        last,
+        seen,
+        numbered_to,
+    }) = sent
+    else {
         return Ok(Started::Ended(End::Left, false));
     };
     // What the queue dropped while the history was read must be covered by it.
@@ -168,6 +175,7 @@ pub async fn start(
         final_timeout,
         written: seen > 0,
         skip: skip.filter(|h| !h.done()),
+        numbered_to,
     }))
 }
 
@@ -194,6 +202,7 @@ pub async fn deliver(
         final_timeout,
         mut written,
         mut skip,
+        mut numbered_to,
     } = following;
     // The polling runs in a task of its own, so a slow or unreachable
     // runtimed never holds up the Pod's stream; its batches come through
@@ -226,7 +235,12 @@ pub async fn deliver(
                             // was delivered live is not delivered again.
                             skip = Some(Handover::new(delivered));
                         }
-                        handed_over(line, &mut skip)
+                        // Every written record has its number, delivered or skipped.
+                        numbered_to = numbered_to.map(|n| n + 1);
+                        match handed_over(line, &mut skip) {
+                            Step::Send(line) => Step::Send(numbered(line, numbered_to)),
+                            step => step,
+                        }
                     }
                 }
                 Next::End(line) => Step::End(End::Final(line)),
@@ -317,6 +331,20 @@ fn handed_over(line: Bytes, skip: &mut Option<Handover>) -> Step {
     Step::Send(line)
 }
 
+/// A record's NDJSON line (as the shared stream serialized it, without a
+/// number) with its number `n` put first.
+fn numbered(line: Bytes, n: Option<u64>) -> Bytes {
+    match (n, line.first()) {
+        (Some(n), Some(b'{')) => {
+            let mut out = Vec::with_capacity(line.len() + 24);
+            out.extend_from_slice(format!("{{\"line\":{n},").as_bytes());
+            out.extend_from_slice(&line[1..]);
+            Bytes::from(out)
+        }
+        _ => line,
+    }
+}
+
 /// Live records a batch holds at most (a fast printer's lines between two
 /// polls go out in several).
 const LIVE_BATCH: usize = 256;
@@ -400,18 +428,42 @@ pub async fn send_history(
     history: &History,
     skip: Option<&mut Handover>,
     tx: &outbox::Sender,
-) -> Result<Option<(Option<Cursor>, u64)>, ApiError> {
+) -> Result<Option<Sent>, ApiError> {
     if history.since.is_some() || skip.is_some() {
-        let (last, seen) = source.send_after(history.since, skip, tx).await?;
+        let sent = source.send_after(history.since, skip, tx).await?;
         if tx.is_closed() {
             return Ok(None);
         }
-        return Ok(Some((last, seen)));
+        return Ok(Some(sent));
     }
     let (records, bytes) = history.tail;
     let tail = source.tail(records, bytes, None).await?;
     if !send_records(tx, &tail.records).await {
         return Ok(None);
     }
-    Ok(Some((tail.last, tail.seen)))
+    Ok(Some(Sent {
+        last: tail.last,
+        seen: tail.seen,
+        numbered_to: tail.numbered_to,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_number_goes_first_into_a_record_line() {
+        let line =
+            Bytes::from_static(b"{\"stream\":\"stdout\",\"message\":\"hi\",\"pod\":\"p\"}\n");
+        assert_eq!(
+            numbered(line.clone(), Some(7)),
+            Bytes::from_static(
+                b"{\"line\":7,\"stream\":\"stdout\",\"message\":\"hi\",\"pod\":\"p\"}\n"
+            )
+        );
+        assert_eq!(numbered(line.clone(), None), line);
+        let rec: LogRecord = serde_json::from_slice(&numbered(line, Some(3))).unwrap();
+        assert_eq!(rec.line, Some(3));
+    }
 }

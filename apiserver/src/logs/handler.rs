@@ -61,6 +61,8 @@ pub struct LogApi {
     pub live: LiveConfig,
     /// Status endpoints that failed lately (plain reads answer at once).
     pub live_failures: Arc<live::RecentFailures>,
+    /// Numbers of records given out lately.
+    pub numbers: Arc<super::numbers::LineNumbers>,
 }
 
 impl LogApi {
@@ -101,6 +103,9 @@ pub struct LogLimits {
     /// Reads of Pod logs (tails, histories) open at once in the process;
     /// more wait for a place.
     pub max_concurrent_reads: usize,
+    /// Most bytes of a Pod log read to count the records before an answer
+    /// (its records' line numbers); past it the answer has none.
+    pub numbering_max_bytes: u64,
 }
 
 impl Default for LogLimits {
@@ -111,6 +116,7 @@ impl Default for LogLimits {
             follower_buffer_bytes: DEFAULT_FOLLOWER_BUFFER_BYTES,
             follower_final_timeout: std::time::Duration::from_secs(10),
             max_concurrent_reads: DEFAULT_MAX_CONCURRENT_READS,
+            numbering_max_bytes: super::numbers::DEFAULT_MAX_BYTES,
         }
     }
 }
@@ -373,6 +379,8 @@ fn source_for(
         send_timeout: api.limits.follower_final_timeout,
         restarted_at: facts.restarted_at,
         completed_at: completion.map(|t| t.as_second()),
+        numbers: api.numbers.clone(),
+        numbering_max_bytes: api.limits.numbering_max_bytes,
     }
 }
 
@@ -387,6 +395,32 @@ async fn plain(
 ) -> Result<(Tail, LiveOutcome), ApiError> {
     let (max, bytes) = (query.tail, query.limit_bytes);
     let attempt = notes::attempt(run);
+    if query.from_start {
+        let written = source.after(None, max, bytes, None).await?;
+        if written.seen > 0 || run.is_terminal() {
+            return Ok((written, LiveOutcome::NotTried));
+        }
+        // Nothing written yet: the live output's first lines.
+        let (resp, outcome) = read_live(api, run, facts).await;
+        let Some(resp) = resp else {
+            return Ok((written, outcome));
+        };
+        let start = LivePos {
+            attempt,
+            stdout: 0,
+            stderr: 0,
+        };
+        let mut lines = LiveLines::new(start, &source.pod, query.stream);
+        let (records, cut) = lines.advance(&resp, None, Take::First(max, bytes));
+        return Ok((
+            Tail {
+                records,
+                cut,
+                ..written
+            },
+            outcome,
+        ));
+    }
     if let Some(c) = query.since_cursor {
         return Ok((
             source.after(Some(c), max, bytes, None).await?,

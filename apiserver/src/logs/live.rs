@@ -713,6 +713,7 @@ fn record_at(pod: &str, stream: Stream, line: &str, pos: LivePos, time: Option<&
         invocation_id: None,
         time: time.map(str::to_owned),
         cursor: LiveCursor { pos, stream }.to_string(),
+        line: None,
         truncated,
         source: Some(SOURCE_STATUS.to_owned()),
         written_at_end: false,

@@ -182,6 +182,7 @@ mod tests {
             invocation_id: None,
             time: None,
             cursor: String::new(),
+            line: None,
             truncated: false,
             source: None,
             written_at_end: at_end,

@@ -26,6 +26,8 @@ pub struct LogQuery {
     pub since_live: Option<LiveCursor>,
     /// Only records before this live record (not with `follow`).
     pub before_live: Option<LiveCursor>,
+    /// The first records of the Run instead of its last (plain only).
+    pub from_start: bool,
 }
 
 impl Default for LogQuery {
@@ -39,6 +41,7 @@ impl Default for LogQuery {
             before_cursor: None,
             since_live: None,
             before_live: None,
+            from_start: false,
         }
     }
 }
@@ -62,8 +65,14 @@ pub enum ParamError {
     BothCursors,
     #[error("beforeCursor cannot be combined with follow=true")]
     BeforeWithFollow,
+    #[error("fromStart must be true or false, got {0:?}")]
+    FromStart(String),
     #[error(
-        "unknown parameter {0:?}; runs/log accepts tailLines, follow, limitBytes, stream, sinceCursor and beforeCursor"
+        "fromStart=true reads the first records of a plain answer: it cannot be combined with follow=true, sinceCursor or beforeCursor"
+    )]
+    FromStartWith,
+    #[error(
+        "unknown parameter {0:?}; runs/log accepts tailLines, follow, limitBytes, stream, sinceCursor, beforeCursor and fromStart"
     )]
     Unknown(String),
     #[error(transparent)]
@@ -85,6 +94,9 @@ impl LogQuery {
                         query::bounded(&v, MAX_LIMIT_BYTES).ok_or(ParamError::LimitBytes(v))?;
                 }
                 "follow" => q.follow = query::boolean(&v).ok_or(ParamError::Follow(v))?,
+                "fromStart" => {
+                    q.from_start = query::boolean(&v).ok_or(ParamError::FromStart(v))?;
+                }
                 "stream" => {
                     q.stream = match v.as_str() {
                         "stdout" => StreamFilter::Stdout,
@@ -125,6 +137,9 @@ impl LogQuery {
         if q.follow && before {
             return Err(ParamError::BeforeWithFollow);
         }
+        if q.from_start && (q.follow || since || before) {
+            return Err(ParamError::FromStartWith);
+        }
         Ok(q)
     }
 }
@@ -132,6 +147,27 @@ impl LogQuery {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn from_start_is_plain_only() {
+        assert!(LogQuery::parse(Some("fromStart=true")).unwrap().from_start);
+        assert!(!LogQuery::parse(Some("fromStart=false")).unwrap().from_start);
+        assert_eq!(
+            LogQuery::parse(Some("fromStart=yes")),
+            Err(ParamError::FromStart("yes".into()))
+        );
+        for bad in [
+            "fromStart=true&follow=true",
+            "fromStart=true&sinceCursor=1764601040.123456789-0",
+            "fromStart=true&beforeCursor=L1-1-0-o",
+        ] {
+            assert_eq!(
+                LogQuery::parse(Some(bad)),
+                Err(ParamError::FromStartWith),
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn defaults() {

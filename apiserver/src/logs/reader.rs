@@ -22,10 +22,11 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::outbox;
 
-use super::cursor::{Cursor, Sequencer, Stamp};
+use super::cursor::{Anchor, Cursor, Missing, Sequencer, Side, Stamp};
 use super::filter::{LogRecord, RunFilter};
 use super::lines::{Line, LineReader};
 use super::live::Handover;
+use super::numbers::{self, LineNumbers};
 use super::tail::{Cut, TailWindow};
 use super::{MAX_LINE_BYTES, RUNTIMED_CONTAINER};
 use kruntimes_core::metrics::Metrics;
@@ -66,6 +67,11 @@ pub struct LogSource {
     /// were written when the Run ended (the engine's runtimed writes them
     /// all then), so their time is not when they were printed.
     pub completed_at: Option<i64>,
+    /// Numbers of records given out lately.
+    pub numbers: Arc<LineNumbers>,
+    /// Most bytes of log read to count the records before an answer
+    /// (`--log-numbering-max-bytes`).
+    pub numbering_max_bytes: u64,
 }
 
 /// Which of the `runtimed` container's logs a read covers.
@@ -114,6 +120,10 @@ pub struct Tail {
     pub previous_gone: bool,
     /// The earliest of the Run's records met.
     pub earliest: Option<Cursor>,
+    /// How many of the Run's records (of the streams asked for) there are
+    /// up to the end of the read, when known: the number of the last
+    /// record read.
+    pub numbered_to: Option<u64>,
 }
 
 /// One forward read of the log from a whole second, ending before `stop`.
@@ -177,11 +187,17 @@ impl<R: futures::io::AsyncBufRead + Unpin> Scan<R> {
     pub fn last(&self) -> Option<Cursor> {
         self.last
     }
+
+    /// Whether the line just read is one of the Run's (whatever its stream).
+    pub fn names_run(&self, filter: &RunFilter) -> bool {
+        filter.is_candidate_line(&self.line)
+    }
 }
 
 impl LogSource {
     fn params(&self, since: i64, follow: bool, container: Container) -> LogParams {
         LogParams {
+            limit_bytes: None,
             container: Some(RUNTIMED_CONTAINER.to_owned()),
             follow,
             previous: container == Container::Previous,
@@ -222,6 +238,19 @@ impl LogSource {
         stop: Option<Cursor>,
         follow: bool,
     ) -> Result<Scan<impl futures::io::AsyncBufRead + Unpin + use<>>, ApiError> {
+        self.scan_bounded(container, since, stop, follow, None)
+            .await
+    }
+
+    /// [`Self::scan_in`] that reads at most `limit_bytes` of the log.
+    async fn scan_bounded(
+        &self,
+        container: Container,
+        since: i64,
+        stop: Option<Cursor>,
+        follow: bool,
+        limit_bytes: Option<u64>,
+    ) -> Result<Scan<impl futures::io::AsyncBufRead + Unpin + use<>>, ApiError> {
         // The handler checked the name; this is the last line before a URL.
         if !kruntimes_core::names::is_dns1123_subdomain(&self.pod) {
             return Err(ApiError::conflict(format!(
@@ -244,9 +273,11 @@ impl LogSource {
             .acquire_owned()
             .await
             .map_err(|_| ApiError::shutting_down())?;
+        let mut params = self.params(since, follow, container);
+        params.limit_bytes = limit_bytes.and_then(|b| i64::try_from(b).ok());
         let stream = self
             .pods
-            .log_stream(&self.pod, &self.params(since, follow, container))
+            .log_stream(&self.pod, &params)
             .await
             .map_err(|e| from_kube(&e, &format!("reading the log of pod {:?}", self.pod)))?;
         Ok(Scan {
@@ -290,44 +321,123 @@ impl LogSource {
         }
     }
 
+    /// The answer to a cursor that names no line of the Run where it says.
+    pub fn gone(&self, param: &str, Missing(at): Missing) -> ApiError {
+        ApiError::gone(format!(
+            "{param} {at} is no longer a record of this Run in the log of pod {:?}: the kubelet rotated it away, the Pod's log was replaced, or it was never this Run's; records next to it may be lost. Read the log again without {param}",
+            self.pod
+        ))
+    }
+
+    /// How many of the Run's records (of the streams asked for) lie before
+    /// `stop`, from the floor: remembered when the record just before was
+    /// given out lately, else counted by one forward read of each container
+    /// bounded by `numbering_max_bytes` (`None` past it).
+    async fn count_before(&self, stop: Cursor) -> Result<Option<u64>, ApiError> {
+        let mut count = Some(0);
+        for &container in self.containers(self.floor) {
+            let n = self.count_in(container, Some(stop)).await?;
+            count = count.zip(n).map(|(a, b)| a + b);
+        }
+        Ok(count)
+    }
+
+    /// How many of the Run's records (of the streams asked for) one
+    /// container's log holds from the floor (before `stop` when given), in
+    /// one forward read bounded by `numbering_max_bytes` (`None` past it).
+    async fn count_in(
+        &self,
+        container: Container,
+        stop: Option<Cursor>,
+    ) -> Result<Option<u64>, ApiError> {
+        if stop.is_some_and(|s| s <= Cursor::floor_of(self.floor)) {
+            return Ok(Some(0));
+        }
+        let limit = self.numbering_max_bytes;
+        let scan = self
+            .scan_bounded(container, self.floor, stop, false, Some(limit))
+            .await;
+        let mut scan = match scan {
+            Ok(scan) => scan,
+            // The previous container's log is gone: it holds nothing to count.
+            Err(e) if container == Container::Previous && matches!(e.code.as_u16(), 400 | 404) => {
+                return Ok(Some(0));
+            }
+            Err(e) => return Err(e),
+        };
+        let mut count = 0;
+        while let Some((_, rec)) = scan.next(&self.filter).await? {
+            count += u64::from(rec.is_some());
+        }
+        Ok((scan.bytes_read() < limit).then_some(count))
+    }
+
+    /// The number of the record at `at` (which must be one of the Run's
+    /// records of the streams asked for).
+    async fn number_of(&self, at: Cursor) -> Result<Option<u64>, ApiError> {
+        if let Some(n) = self.numbers.get(&self.pod, &self.filter, at) {
+            return Ok(Some(n));
+        }
+        self.count_before(at.successor()).await
+    }
+
     /// The last `max_records` records within `max_bytes` (before `before`
-    /// when given), oldest first. `cut` is set when older records exist.
+    /// when given), oldest first, numbered. `cut` is set when older records
+    /// exist. A `before` that names no record of the Run is 410 Gone.
     pub async fn tail(
         &self,
         max_records: usize,
         max_bytes: usize,
         before: Option<Cursor>,
     ) -> Result<Tail, ApiError> {
-        let mut tail = self.tail_current(max_records, max_bytes, before).await?;
         let reaches_back = self.restarted_at.is_some_and(|at| self.floor < at);
-        if tail.cut.is_some() || !reaches_back {
-            return Ok(self.marked(tail));
-        }
-        // The rest of the window is in the previous container's log: one
-        // forward read of it from the floor.
-        let room = max_records - tail.records.len();
-        let kept_bytes: usize = tail.records.iter().map(LogRecord::weight).sum();
-        let mut window = TailWindow::new(room, max_bytes - kept_bytes);
-        if !tail.records.is_empty() {
-            window = window.whole_records_only();
-        }
-        let Some(mut scan) = self.open(Container::Previous, self.floor, before).await? else {
-            tail.previous_gone = true;
-            return Ok(self.marked(tail));
+        let current = if self.until.is_some() {
+            self.tail_forward(Container::Current, max_records, max_bytes, before)
+                .await?
+        } else {
+            self.tail_current(max_records, max_bytes, before).await?
         };
-        while let Some((cursor, rec)) = scan.next(&self.filter).await? {
-            if let Some(rec) = rec {
-                tail.earliest = tail.earliest.min(Some(cursor)).or(Some(cursor));
-                window.push(rec);
+        let mut tail = match (current, before) {
+            (Some(tail), _) => tail,
+            // Only a `before` can be missing: is it in the previous container's log?
+            (None, Some(at)) if reaches_back => self
+                .tail_forward(Container::Previous, max_records, max_bytes, before)
+                .await?
+                .ok_or_else(|| self.gone("beforeCursor", Missing(at)))?,
+            (None, Some(at)) => return Err(self.gone("beforeCursor", Missing(at))),
+            (None, None) => Tail::default(),
+        };
+        if tail.cut.is_none() && reaches_back && !tail.from_previous {
+            // The rest of the window is in the previous container's log: one
+            // forward read of it from the floor.
+            let room = max_records - tail.records.len();
+            let kept_bytes: usize = tail.records.iter().map(LogRecord::weight).sum();
+            let mut window = TailWindow::new(room, max_bytes - kept_bytes);
+            if !tail.records.is_empty() {
+                window = window.whole_records_only();
+            }
+            match self.open(Container::Previous, self.floor, before).await? {
+                None => tail.previous_gone = true,
+                Some(mut scan) => {
+                    while let Some((cursor, rec)) = scan.next(&self.filter).await? {
+                        if let Some(rec) = rec {
+                            tail.earliest = tail.earliest.min(Some(cursor)).or(Some(cursor));
+                            window.push(rec);
+                        }
+                    }
+                    tail.bytes_read += scan.bytes_read();
+                    tail.seen += window.seen();
+                    tail.from_previous = window.seen() > 0;
+                    let (mut older, cut) = window.into_parts();
+                    older.append(&mut tail.records);
+                    tail.records = older;
+                    tail.cut = cut;
+                }
             }
         }
-        tail.bytes_read += scan.bytes_read();
-        tail.seen += window.seen();
-        tail.from_previous = window.seen() > 0;
-        let (mut older, cut) = window.into_parts();
-        older.append(&mut tail.records);
-        tail.records = older;
-        tail.cut = cut;
+        numbers::number_ending_at(&mut tail.records, tail.numbered_to);
+        self.numbers
+            .remember(&self.pod, &self.filter, &tail.records);
         Ok(self.marked(tail))
     }
 
@@ -341,46 +451,77 @@ impl LogSource {
         tail
     }
 
-    /// [`Self::tail`] of the current container's log.
+    /// The last records of one container's log before `before` in one
+    /// forward read from the floor: a finished Run's records all lie
+    /// between its floor and its end, so that stretch and no more is read.
+    /// `None` when `before` names no line of the Run in this log.
+    async fn tail_forward(
+        &self,
+        container: Container,
+        max_records: usize,
+        max_bytes: usize,
+        before: Option<Cursor>,
+    ) -> Result<Option<Tail>, ApiError> {
+        let mut window = TailWindow::new(max_records, max_bytes);
+        let Some(mut scan) = self
+            .open(container, self.floor, before.map(Cursor::successor))
+            .await?
+        else {
+            return Ok(None);
+        };
+        let mut earliest = None;
+        let mut met = before.is_none();
+        while let Some((cursor, rec)) = scan.next(&self.filter).await? {
+            if Some(cursor) == before {
+                met = scan.names_run(&self.filter);
+                continue;
+            }
+            if let Some(rec) = rec {
+                earliest = earliest.or(Some(cursor));
+                window.push(rec);
+            }
+        }
+        if !met {
+            return Ok(None);
+        }
+        let seen = window.seen();
+        // The previous container's records come before the current one's.
+        let before_this = match (container, self.restarted_at) {
+            (Container::Current, Some(at)) if self.floor < at => {
+                self.count_in(Container::Previous, None).await?
+            }
+            _ => Some(0),
+        };
+        let (records, cut) = window.into_parts();
+        Ok(Some(Tail {
+            records,
+            cut,
+            last: scan.last(),
+            bytes_read: scan.bytes_read(),
+            seen,
+            from_previous: container == Container::Previous,
+            previous_gone: false,
+            earliest,
+            numbered_to: before_this.map(|b| b + seen),
+        }))
+    }
+
+    /// [`Self::tail`] of a running Run in the current container's log,
+    /// read in segments backwards in time; `None` when `before` names no
+    /// line of the Run in this log.
     async fn tail_current(
         &self,
         max_records: usize,
         max_bytes: usize,
         before: Option<Cursor>,
-    ) -> Result<Tail, ApiError> {
-        if before.is_none() && self.until.is_some() {
-            // A finished Run's records all lie between its floor and its
-            // end: one forward read of that stretch, and no more.
-            let mut window = TailWindow::new(max_records, max_bytes);
-            let mut scan = self.scan(self.floor, None, false).await?;
-            let mut earliest = None;
-            while let Some((cursor, rec)) = scan.next(&self.filter).await? {
-                if let Some(rec) = rec {
-                    earliest = earliest.or(Some(cursor));
-                    window.push(rec);
-                }
-            }
-            let seen = window.seen();
-            let (records, cut) = window.into_parts();
-            return Ok(Tail {
-                records,
-                cut,
-                last: scan.last(),
-                bytes_read: scan.bytes_read(),
-                seen,
-                from_previous: false,
-                previous_gone: false,
-                earliest,
-            });
-        }
-        let anchor = match (before, self.until) {
-            (Some(c), _) => c.stamp.secs + 1,
-            (None, Some(until)) => until,
-            (None, None) => jiff::Timestamp::now().as_second() + 1,
+    ) -> Result<Option<Tail>, ApiError> {
+        let anchor = match before {
+            Some(c) => c.stamp.secs + 1,
+            None => jiff::Timestamp::now().as_second() + 1,
         };
         // The newest segment ends at `before` (or at the end of the log);
         // each older one ends where the newer one began.
-        let mut stop = before;
+        let mut stop = before.map(Cursor::successor);
         let mut span = FIRST_SPAN_SECS;
         let mut kept: Vec<LogRecord> = Vec::new();
         let mut kept_bytes = 0usize;
@@ -388,6 +529,10 @@ impl LogSource {
         let mut bytes_read = 0;
         let mut seen = 0;
         let mut earliest: Option<Cursor> = None;
+        // Records counted from `counted_from` to the end, in the segments read whole.
+        let mut counted = 0;
+        let mut counted_from = anchor;
+        let mut met = before.is_none();
         loop {
             let lo = (anchor - span).max(self.floor);
             let room = max_records - kept.len();
@@ -396,18 +541,31 @@ impl LogSource {
                 window = window.whole_records_only();
             }
             let mut scan = self.scan(lo, stop, false).await?;
+            let mut whole = true;
             while let Some((cursor, rec)) = scan.next(&self.filter).await? {
+                if Some(cursor) == before {
+                    met = scan.names_run(&self.filter);
+                    continue;
+                }
                 if let Some(rec) = rec {
                     earliest = earliest.min(Some(cursor)).or(Some(cursor));
                     window.push(rec);
                     if room == 0 || window.cut() == Some(Cut::LimitBytes) && window.is_empty() {
                         // Full already: one older record is all it takes to know.
+                        whole = false;
                         break;
                     }
                 }
             }
+            if !met {
+                return Ok(None);
+            }
             bytes_read += scan.bytes_read();
             seen += window.seen();
+            if whole {
+                counted += window.seen();
+                counted_from = lo;
+            }
             if last.is_none() {
                 last = scan.last();
             }
@@ -417,7 +575,13 @@ impl LogSource {
             older.append(&mut kept);
             kept = older;
             if cut.is_some() || lo <= self.floor {
-                return Ok(Tail {
+                let numbered_to =
+                    match before.and_then(|c| self.numbers.get(&self.pod, &self.filter, c)) {
+                        // The record at `before` was given out with its number.
+                        Some(n) => n.checked_sub(1),
+                        None => self.count_outside(counted_from).await?.map(|n| n + counted),
+                    };
+                return Ok(Some(Tail {
                     records: kept,
                     cut,
                     last,
@@ -426,7 +590,8 @@ impl LogSource {
                     from_previous: false,
                     previous_gone: false,
                     earliest,
-                });
+                    numbered_to,
+                }));
             }
             span = next_span(anchor - lo, kept.len(), max_records, anchor - self.floor);
             stop = Some(Cursor {
@@ -436,10 +601,27 @@ impl LogSource {
         }
     }
 
+    /// The Run's records a backward tail did not count: those of the
+    /// current container's log before the Unix second `from`, and all of
+    /// the previous container's when the window reaches back before a
+    /// restart.
+    async fn count_outside(&self, from: i64) -> Result<Option<u64>, ApiError> {
+        let current = self
+            .count_in(Container::Current, Some(Cursor::floor_of(from)))
+            .await?;
+        let previous = if self.restarted_at.is_some_and(|at| self.floor < at) {
+            self.count_in(Container::Previous, None).await?
+        } else {
+            Some(0)
+        };
+        Ok(current.zip(previous).map(|(a, b)| a + b))
+    }
+
     /// The first `max_records` records after `after` (from the Run's floor
-    /// when `None`) within `max_bytes`, oldest first, leaving out those
-    /// `skip` says were already delivered as live output. `cut` is set
-    /// when more records follow.
+    /// when `None`) within `max_bytes`, oldest first, numbered, leaving out
+    /// those `skip` says were already delivered as live output. `cut` is set
+    /// when more records follow. An `after` that names no record of the
+    /// Run is 410 Gone.
     pub async fn after(
         &self,
         after: Option<Cursor>,
@@ -451,8 +633,14 @@ impl LogSource {
         let mut bytes = 0usize;
         let mut cut = None;
         let mut out = Tail::default();
+        let mut anchor = after.map(Anchor::new);
         // Records after a cursor are no older than it.
         let mut earliest = after;
+        // The number of the last record met (skipped or not).
+        let mut number = match after {
+            None => Some(0),
+            Some(c) => self.number_of(c).await?,
+        };
         let since = after.map_or(self.floor, |a| a.stamp.secs);
         'containers: for &container in self.containers(since) {
             let Some(mut scan) = self.open(container, since, None).await? else {
@@ -460,11 +648,17 @@ impl LogSource {
                 continue;
             };
             while let Some((cursor, rec)) = scan.next(&self.filter).await? {
-                let Some(mut rec) = rec else { continue };
-                if after.is_some_and(|a| cursor <= a) {
-                    continue;
+                if let Some(a) = anchor.as_mut() {
+                    let runs = scan.names_run(&self.filter);
+                    match a.place(cursor, runs) {
+                        Ok(Side::After) => {}
+                        Ok(Side::NotAfter) => continue,
+                        Err(missing) => return Err(self.gone("sinceCursor", missing)),
+                    }
                 }
+                let Some(mut rec) = rec else { continue };
                 out.seen += 1;
+                number = number.map(|n| n + 1);
                 earliest = earliest.or(Some(cursor));
                 if skip
                     .as_deref_mut()
@@ -473,6 +667,7 @@ impl LogSource {
                     continue;
                 }
                 rec.written_at_end = self.written_at_end(earliest);
+                rec.line = number;
                 if container == Container::Previous {
                     out.from_previous = true;
                 }
@@ -504,6 +699,13 @@ impl LogSource {
                 out.last = scan.last();
             }
         }
+        if cut.is_none()
+            && let Some(a) = anchor
+        {
+            a.finish().map_err(|m| self.gone("sinceCursor", m))?;
+        }
+        self.numbers.remember(&self.pod, &self.filter, &records);
+        out.numbered_to = records.last().and_then(|r| r.line).or(number);
         out.records = records;
         out.cut = cut;
         out.earliest = earliest;
@@ -511,29 +713,40 @@ impl LogSource {
     }
 
     /// Sends every record after `after` (from the Run's floor when `None`)
-    /// as NDJSON lines, reading the log up to its end once, leaving out
-    /// what `skip` says was delivered; returns the newest line read and
-    /// the Run's records met.
+    /// as NDJSON lines, numbered, reading the log up to its end once,
+    /// leaving out what `skip` says was delivered; returns the newest line
+    /// read, the Run's records met and the number of the last of them.
     pub async fn send_after(
         &self,
         after: Option<Cursor>,
         mut skip: Option<&mut Handover>,
         tx: &outbox::Sender,
-    ) -> Result<(Option<Cursor>, u64), ApiError> {
+    ) -> Result<Sent, ApiError> {
         let since = after.map_or(self.floor, |a| a.stamp.secs);
-        let mut last = None;
-        let mut seen = 0;
+        let mut anchor = after.map(Anchor::new);
+        let mut number = match after {
+            None => Some(0),
+            Some(c) => self.number_of(c).await?,
+        };
+        let mut sent = Sent::default();
         let mut earliest = after;
+        let mut given: Option<LogRecord> = None;
         for &container in self.containers(since) {
             let Some(mut scan) = self.open(container, since, None).await? else {
                 continue;
             };
             while let Some((cursor, rec)) = scan.next(&self.filter).await? {
-                let Some(mut rec) = rec else { continue };
-                if after.is_some_and(|a| cursor <= a) {
-                    continue;
+                if let Some(a) = anchor.as_mut() {
+                    let runs = scan.names_run(&self.filter);
+                    match a.place(cursor, runs) {
+                        Ok(Side::After) => {}
+                        Ok(Side::NotAfter) => continue,
+                        Err(missing) => return Err(self.gone("sinceCursor", missing)),
+                    }
                 }
-                seen += 1;
+                let Some(mut rec) = rec else { continue };
+                sent.seen += 1;
+                number = number.map(|n| n + 1);
                 earliest = earliest.or(Some(cursor));
                 if skip
                     .as_deref_mut()
@@ -542,16 +755,20 @@ impl LogSource {
                     continue;
                 }
                 rec.written_at_end = self.written_at_end(earliest);
+                rec.line = number;
                 // The read holds one of few places: a client that stops reading
                 // gives it up after `send_timeout` (timed only when it must wait).
                 let line = match tx.try_send(record_line(&rec)) {
-                    Ok(()) => continue,
-                    Err(outbox::TrySendError::Closed) => return Ok((last, seen)),
+                    Ok(()) => {
+                        given = Some(rec);
+                        continue;
+                    }
+                    Err(outbox::TrySendError::Closed) => return Ok(sent),
                     Err(outbox::TrySendError::Full(line)) => line,
                 };
                 match tokio::time::timeout(self.send_timeout, tx.send(line)).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(_)) => return Ok((last, seen)),
+                    Ok(Ok(())) => given = Some(rec),
+                    Ok(Err(_)) => return Ok(sent),
                     Err(_) => {
                         return Err(ApiError::fell_behind(format!(
                             "the client read nothing for {:?} while the history was sent; reconnect with sinceCursor to continue after the last record",
@@ -561,11 +778,30 @@ impl LogSource {
                 }
             }
             if container == Container::Current {
-                last = scan.last();
+                sent.last = scan.last();
             }
         }
-        Ok((last.max(after), seen))
+        if let Some(a) = anchor {
+            a.finish().map_err(|m| self.gone("sinceCursor", m))?;
+        }
+        // The last record given out: a reconnect after it is numbered at once.
+        self.numbers
+            .remember(&self.pod, &self.filter, given.as_slice());
+        sent.last = sent.last.max(after);
+        sent.numbered_to = number;
+        Ok(sent)
     }
+}
+
+/// What [`LogSource::send_after`] sent.
+#[derive(Debug, Default)]
+pub struct Sent {
+    /// The newest line read.
+    pub last: Option<Cursor>,
+    /// The Run's records met.
+    pub seen: u64,
+    /// The number of the last of them, when known.
+    pub numbered_to: Option<u64>,
 }
 
 /// Sends records as NDJSON lines; `false` when the receiver went away.

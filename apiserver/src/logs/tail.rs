@@ -135,6 +135,7 @@ mod tests {
             invocation_id: None,
             time: None,
             cursor: String::new(),
+            line: None,
             truncated: false,
             source: None,
             written_at_end: false,

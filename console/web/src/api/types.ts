@@ -608,6 +608,14 @@ export type LogRecord = {
    */
   cursor: string;
   /**
+   * The record's number (1-based) among the Run's records of the
+   * streams asked for, counted from the start of the Run's window:
+   * the same record has the same number in every answer. Absent when
+   * it is not known (live output; a count that would read more than
+   * `--log-numbering-max-bytes` of the log).
+   */
+  line?: number;
+  /**
    * Set when the line was longer than the server keeps and its message was dropped.
    */
   truncated?: boolean;
