@@ -340,6 +340,49 @@ async fn a_runtimed_restart_keeps_finished_runs_logs() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn line_numbers_run_on_across_a_runtimed_restart() {
+    let fx = Fixtures::new(NS).await;
+    let sim = fx.simulated_runtime_pod(RT, Mode::Live).await;
+    let (run, uid) = running_run(&fx, &sim).await;
+    sim.runtimed
+        .print(&uid, Stream::Stdout, "p1\np2\n")
+        .unwrap();
+    fx.restart_simulated_runtimed(&sim).await;
+    sim.runtimed.print(&uid, Stream::Stdout, "c1\n").unwrap();
+    end_run(&fx, &sim, &run, &uid, Phase::Succeeded).await;
+    let lines = |v: &Value| -> Vec<(String, u64)> {
+        v["records"]
+            .as_array()
+            .expect("records")
+            .iter()
+            .map(|r| {
+                (
+                    r["message"].as_str().unwrap_or_default().to_owned(),
+                    r["line"].as_u64().unwrap_or(0),
+                )
+            })
+            .collect()
+    };
+    let pair = |m: &str, n: u64| (m.to_owned(), n);
+    let all = get_raw(&log_path(NS, &run, ""));
+    assert_eq!(
+        lines(&all),
+        [pair("p1", 1), pair("p2", 2), pair("c1", 3)],
+        "{all}"
+    );
+    let cursor = |i: usize| all["records"][i]["cursor"].as_str().unwrap().to_owned();
+    // Pages on either side of the restart keep their numbers.
+    let older = get_raw(&log_path(NS, &run, &format!("?beforeCursor={}", cursor(2))));
+    assert_eq!(lines(&older), [pair("p1", 1), pair("p2", 2)], "{older}");
+    let newer = get_raw(&log_path(NS, &run, &format!("?sinceCursor={}", cursor(0))));
+    assert_eq!(lines(&newer), [pair("p2", 2), pair("c1", 3)], "{newer}");
+    let first = get_raw(&log_path(NS, &run, "?fromStart=true&tailLines=2"));
+    assert_eq!(lines(&first), [pair("p1", 1), pair("p2", 2)], "{first}");
+    let last = get_raw(&log_path(NS, &run, "?tailLines=1"));
+    assert_eq!(lines(&last), [pair("c1", 3)], "{last}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runtimed_writing_records_as_they_happen_changes_nothing() {
     let fx = Fixtures::new(NS).await;
     let sim = fx.simulated_runtime_pod(RT, Mode::Live).await;

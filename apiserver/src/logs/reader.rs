@@ -485,6 +485,9 @@ impl LogSource {
             return Ok(None);
         }
         let seen = window.seen();
+        let (last, bytes_read) = (scan.last(), scan.bytes_read());
+        // A count takes a read place of its own: this one is given back first.
+        drop(scan);
         // The previous container's records come before the current one's.
         let before_this = match (container, self.restarted_at) {
             (Container::Current, Some(at)) if self.floor < at => {
@@ -496,8 +499,8 @@ impl LogSource {
         Ok(Some(Tail {
             records,
             cut,
-            last: scan.last(),
-            bytes_read: scan.bytes_read(),
+            last,
+            bytes_read,
             seen,
             from_previous: container == Container::Previous,
             previous_gone: false,
