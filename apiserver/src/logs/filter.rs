@@ -51,6 +51,17 @@ pub struct LogRecord {
     #[serde(skip_serializing_if = "std::ops::Not::not", default)]
     #[ts(as = "Option<bool>")]
     pub written_at_end: bool,
+    /// The record's number (1-based) among the Run's written records, both
+    /// streams, from the start of its window (the previous `runtimed`
+    /// container's records first), whatever `stream` asked for.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    #[ts(type = "number")]
+    pub line: Option<u64>,
+    /// Set on the records of a `search` answer that match it (the others
+    /// are context).
+    #[serde(rename = "match", skip_serializing_if = "std::ops::Not::not", default)]
+    #[ts(as = "Option<bool>")]
+    pub is_match: bool,
 }
 
 impl LogRecord {
@@ -171,6 +182,8 @@ impl RunFilter {
             truncated: false,
             source: None,
             written_at_end: false,
+            line: None,
+            is_match: false,
         })
     }
 
@@ -206,6 +219,8 @@ impl RunFilter {
             truncated: true,
             source: None,
             written_at_end: false,
+            line: None,
+            is_match: false,
         })
     }
 }

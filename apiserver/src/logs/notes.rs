@@ -185,6 +185,8 @@ mod tests {
             truncated: false,
             source: None,
             written_at_end: at_end,
+            line: None,
+            is_match: false,
         }
     }
 

@@ -138,6 +138,8 @@ mod tests {
             truncated: false,
             source: None,
             written_at_end: false,
+            line: None,
+            is_match: false,
         }
     }
 
