@@ -275,12 +275,18 @@ mod tests {
         ))
         .unwrap();
         let s = q.search.expect("a search");
-        assert_eq!((s.text.as_str(), s.ignore_case, s.context), ("a b", true, 0));
+        assert_eq!(
+            (s.text.as_str(), s.ignore_case, s.context),
+            ("a b", true, 0)
+        );
         assert_eq!(q.tail, 3);
         // A live cursor continues a search of live output.
         assert!(LogQuery::parse(Some("search=x&sinceCursor=L1-2-0-o")).is_ok());
         for (bad, want) in [
-            ("search=x&follow=true", "search cannot be combined with follow=true"),
+            (
+                "search=x&follow=true",
+                "search cannot be combined with follow=true",
+            ),
             (
                 "search=x&beforeCursor=1764601040.123456789-2",
                 "search cannot be combined with beforeCursor",
@@ -289,7 +295,10 @@ mod tests {
             ("regex=true", "regex needs search"),
             ("search=%28&regex=true", "not a valid regular expression"),
             ("search=x&search=y", "more than once"),
-            ("search=x&context=11", "context must be an integer from 0 to 10"),
+            (
+                "search=x&context=11",
+                "context must be an integer from 0 to 10",
+            ),
         ] {
             let e = LogQuery::parse(Some(bad)).unwrap_err().to_string();
             assert!(e.contains(want), "{bad}: {e}");

@@ -133,6 +133,27 @@ impl Search {
         })
     }
 
+    /// The search as `runs/log` query parameters, each after a `&`.
+    pub fn to_query(&self) -> String {
+        const UNRESERVED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+            .remove(b'-')
+            .remove(b'.')
+            .remove(b'_')
+            .remove(b'~');
+        let mut q = format!(
+            "&search={}",
+            percent_encoding::utf8_percent_encode(&self.text, UNRESERVED)
+        );
+        if self.regex {
+            q.push_str("&regex=true");
+        }
+        if self.ignore_case {
+            q.push_str("&ignoreCase=true");
+        }
+        q.push_str(&format!("&context={}", self.context));
+        q
+    }
+
     /// Whether a record's message matches.
     pub fn is_match(&self, message: &str) -> bool {
         match &*self.matcher {
@@ -153,6 +174,7 @@ fn one_line(s: &str) -> String {
 }
 
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // One per request, behind an Arc.
 enum Matcher {
     Substring(memmem::Finder<'static>),
     Regex(regex::Regex),
@@ -324,7 +346,9 @@ impl Collector {
             // The first match is always answered: context gives way first,
             // then a message larger than the whole budget keeps its head.
             while let Some(old) = self.ring.pop_front() {
-                if self.bytes + self.ring.iter().map(LogRecord::weight).sum::<usize>() + rec.weight()
+                if self.bytes
+                    + self.ring.iter().map(LogRecord::weight).sum::<usize>()
+                    + rec.weight()
                     <= self.max_bytes
                 {
                     break;
@@ -513,7 +537,8 @@ mod tests {
         let mut p = SearchParams::default();
         for pair in raw.split('&') {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            assert!(p.accept(k, v)?, "{k} is a search parameter");
+            let v = query::decode(v).unwrap();
+            assert!(p.accept(k, &v)?, "{k} is a search parameter");
         }
         p.finish()
     }
@@ -579,9 +604,18 @@ mod tests {
             ("regex=true".into(), "regex needs search"),
             ("ignoreCase=true".into(), "ignoreCase needs search"),
             ("context=3".into(), "context needs search"),
-            ("search=a(b&regex=true".into(), "not a valid regular expression"),
-            ("search=(?=a)&regex=true".into(), "not a valid regular expression"),
-            ("search=\\1&regex=true".into(), "not a valid regular expression"),
+            (
+                "search=a(b&regex=true".into(),
+                "not a valid regular expression",
+            ),
+            (
+                "search=(?=a)&regex=true".into(),
+                "not a valid regular expression",
+            ),
+            (
+                "search=\\1&regex=true".into(),
+                "not a valid regular expression",
+            ),
             // Each repetition multiplies the program: far past 1 MiB.
             ("search=\\w{100}{100}&regex=true".into(), "too large"),
         ];
@@ -589,6 +623,21 @@ mod tests {
             let e = parse(&raw).unwrap_err().to_string();
             assert!(e.contains(want), "{raw}: {e}");
             assert!(!e.contains('\n'), "{raw}: one line: {e}");
+        }
+    }
+
+    #[test]
+    fn a_search_passes_on_as_the_same_parameters() {
+        for raw in [
+            "search=a%20b%26c%3Dd%25%2B%23",
+            "search=%5E%28x%7Cy%29%24&regex=true&ignoreCase=true&context=0",
+            "search=%C3%A9t%C3%A9&context=10",
+        ] {
+            let s = parse(raw).unwrap().unwrap();
+            let again = parse(s.to_query().trim_start_matches('&'))
+                .unwrap()
+                .unwrap();
+            assert_eq!(s, again, "{raw} -> {}", s.to_query());
         }
     }
 
@@ -609,7 +658,12 @@ mod tests {
 
     #[test]
     fn context_overlapping_is_merged_in_log_order() {
-        let c = page(&["a", "b", "c", "!d", "e", "!f", "g", "h", "i", "j"], 2, 10, 1000);
+        let c = page(
+            &["a", "b", "c", "!d", "e", "!f", "g", "h", "i", "j"],
+            2,
+            10,
+            1000,
+        );
         let (records, cut, sum) = c.finish();
         assert_eq!(shown(&records), ["b", "c", "*!d", "e", "*!f", "g", "h"]);
         assert_eq!(cut, None);

@@ -623,6 +623,17 @@ export type LogRecord = {
    * `time` is when it was written, not when the line was printed.
    */
   writtenAtEnd?: boolean;
+  /**
+   * The record's number (1-based) among the Run's written records, both
+   * streams, from the start of its window (the previous `runtimed`
+   * container's records first), whatever `stream` asked for.
+   */
+  line?: number;
+  /**
+   * Set on the records of a `search` answer that match it (the others
+   * are context).
+   */
+  match?: boolean;
 };
 
 /**
@@ -645,6 +656,24 @@ export type RunLogMeta = {
   name: string;
   namespace: string;
   uid: string;
+};
+
+/**
+ * What a search answer says of the matches.
+ */
+export type SearchSummary = {
+  /**
+   * Matching records in this answer.
+   */
+  matches: number;
+  /**
+   * Matching records in the Run's whole window (also before `sinceCursor`).
+   */
+  total: number;
+  /**
+   * Counting stopped at the server's bound: `total` is a lower bound.
+   */
+  totalCapped: boolean;
 };
 
 /**
@@ -672,6 +701,10 @@ export type RunLog = {
    * its records' times mean.
    */
   notes: Array<LogNote>;
+  /**
+   * The matches of a `search` (absent without one).
+   */
+  search?: SearchSummary;
 };
 
 /**
