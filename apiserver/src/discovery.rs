@@ -113,6 +113,10 @@ fn parameters() -> Value {
         {"name": "limitBytes", "in": "query", "type": "integer", "minimum": 1, "maximum": 1048576, "description": "most bytes of messages to return (default 1 MiB)"},
         {"name": "follow", "in": "query", "type": "boolean", "description": "stream new records as NDJSON until the Pod log ends"},
         {"name": "stream", "in": "query", "type": "string", "enum": ["stdout", "stderr"], "description": "only this stream (default both)"},
+        {"name": "search", "in": "query", "type": "string", "minLength": 1, "maxLength": 256, "description": "only records whose message holds this text (or matches it with regex=true), with context; tailLines then counts matches"},
+        {"name": "regex", "in": "query", "type": "boolean", "description": "search is a Rust regex pattern (no backtracking; 1 MiB program bound)"},
+        {"name": "ignoreCase", "in": "query", "type": "boolean", "description": "search ignores case"},
+        {"name": "context", "in": "query", "type": "integer", "minimum": 0, "maximum": 10, "description": "records of context before and after each match (default 2)"},
     ])
 }
 
@@ -130,9 +134,12 @@ fn run_log_schema() -> Value {
             "records": {"type": "array", "items": {"type": "object", "properties": {
                 "stream": {"type": "string"}, "message": {"type": "string"}, "pod": {"type": "string"},
                 "invocationID": {"type": "string"}, "time": {"type": "string", "format": "date-time"},
-                "truncated": {"type": "boolean"}}}},
+                "truncated": {"type": "boolean"}, "cursor": {"type": "string"},
+                "line": {"type": "integer"}, "match": {"type": "boolean"}}}},
             "truncated": {"type": "boolean"},
             "truncatedBy": {"type": "string", "enum": ["tailLines", "limitBytes", "searchWindow"]},
+            "search": {"type": "object", "properties": {
+                "matches": {"type": "integer"}, "total": {"type": "integer"}, "totalCapped": {"type": "boolean"}}},
         },
         "x-kubernetes-group-version-kind": [{"group": GROUP, "version": VERSION, "kind": "RunLog"}],
     })

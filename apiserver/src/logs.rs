@@ -15,6 +15,7 @@ pub mod params;
 pub mod reader;
 pub mod runwatch;
 pub mod scan;
+pub mod search;
 pub mod tail;
 
 pub use filter::{LogRecord, RunFilter};

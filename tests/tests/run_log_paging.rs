@@ -290,9 +290,12 @@ async fn every_record_exactly_once(finished: bool) {
         // written while it is open.
         let from = written.wants.len() - 5;
         let cursor = back[from - 1]["cursor"].as_str().expect("cursor");
+        // Stamped as a kubelet stamps what it receives: now, and never
+        // before the log's last line (whose stamps ran ahead of the clock).
         let last_ts: jiff::Timestamp = written.lines.last().expect("lines").0.parse().expect("ts");
+        let base = last_ts.max(jiff::Timestamp::now() + jiff::SignedDuration::from_secs(1));
         let next = |i: i64| {
-            (last_ts + jiff::SignedDuration::from_secs(i))
+            (base + jiff::SignedDuration::from_millis(i))
                 .strftime("%Y-%m-%dT%H:%M:%S%.9fZ")
                 .to_string()
         };

@@ -59,6 +59,11 @@ pub struct LogRecord {
     #[serde(skip_serializing_if = "std::ops::Not::not", default)]
     #[ts(as = "Option<bool>")]
     pub written_at_end: bool,
+    /// Set on the records of a `search` answer that match it (the others
+    /// are context).
+    #[serde(rename = "match", skip_serializing_if = "std::ops::Not::not", default)]
+    #[ts(as = "Option<bool>")]
+    pub is_match: bool,
 }
 
 impl LogRecord {
@@ -190,6 +195,7 @@ impl RunFilter {
             truncated: false,
             source: None,
             written_at_end: false,
+            is_match: false,
         })
     }
 
@@ -226,6 +232,7 @@ impl RunFilter {
             truncated: true,
             source: None,
             written_at_end: false,
+            is_match: false,
         })
     }
 }

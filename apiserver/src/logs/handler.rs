@@ -24,6 +24,7 @@ use super::notes::{self, LiveOutcome, LogNote, Met};
 use super::params::LogQuery;
 use super::reader::{LogSource, Tail, floor_of, until_of};
 use super::runwatch::RunWatch;
+use super::search::{PageStart, Search, SearchSummary, search_live, search_written};
 use super::tail::Cut;
 use kruntimes_core::auth::access::Decision;
 use kruntimes_core::auth::{AccessReview, Caller, Recheck, ResourceAttributes};
@@ -147,6 +148,9 @@ pub struct RunLog {
     /// Why the answer holds no or only some of the Run's records, and what
     /// its records' times mean.
     pub notes: Vec<LogNote>,
+    /// The matches of a `search` (absent without one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub search: Option<SearchSummary>,
 }
 
 #[derive(Debug, Serialize, ts_rs::TS)]
@@ -215,7 +219,7 @@ pub async fn get_run_log(
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let query = admit(&api, &caller, &ns, &name, raw.as_deref()).await?;
-    tracing::info!(user = %caller.user, namespace = %ns, run = %name, follow = query.follow, tail = query.tail, "runs/log");
+    tracing::info!(user = %caller.user, namespace = %ns, run = %name, follow = query.follow, tail = query.tail, search = query.search.is_some(), "runs/log");
     let slot = if query.follow {
         let slot = api
             .follows
@@ -256,6 +260,26 @@ pub async fn serve(
         let pod = pod.to_owned();
         let facts = check_pod(&pods, &run).await?;
         let source = source_for(&api, pods, &run, &pod, &query, &facts);
+        if let Some(search) = &query.search {
+            let (found, live) = searched(&api, &run, &source, &query, search, &facts).await?;
+            let notes = notes::notes(&run, &found.records, found.met, &live);
+            let body = RunLog {
+                kind: "RunLog",
+                api_version: "logs.kruntimes.io/v1alpha1",
+                metadata: RunLogMeta {
+                    name: name.clone(),
+                    namespace: ns.clone(),
+                    uid: run.metadata.uid.clone().unwrap_or_default(),
+                },
+                pod,
+                records: found.records,
+                truncated: found.cut.is_some(),
+                truncated_by: found.cut,
+                notes,
+                search: Some(found.summary),
+            };
+            return Ok(Json(body).into_response());
+        }
         let (tail, live) = plain(&api, &run, &source, &query, &facts).await?;
         let met = Met {
             written: tail.seen,
@@ -276,6 +300,7 @@ pub async fn serve(
             truncated: tail.cut.is_some(),
             truncated_by: tail.cut,
             notes,
+            search: None,
         };
         return Ok(Json(body).into_response());
     }
@@ -487,6 +512,76 @@ async fn plain(
             records,
             cut,
             ..tail
+        },
+        outcome,
+    ))
+}
+
+/// A search answer's parts.
+struct Searched {
+    records: Vec<LogRecord>,
+    cut: Option<Cut>,
+    summary: SearchSummary,
+    met: Met,
+}
+
+/// Searches the Run's written records and, for a running Run whose records
+/// runtimed has not written yet, its live output.
+async fn searched(
+    api: &LogApi,
+    run: &Run,
+    source: &LogSource,
+    query: &LogQuery,
+    search: &Search,
+    facts: &PodFacts,
+) -> Result<(Searched, LiveOutcome), ApiError> {
+    let attempt = notes::attempt(run);
+    let start = match (query.since_cursor, query.since_live) {
+        (Some(c), _) => PageStart::Cursor(c),
+        // Written records delivered live before are left out, unless the
+        // Run was retried since.
+        (None, Some(c)) if c.pos.attempt == attempt => PageStart::Live(c),
+        _ => PageStart::Start,
+    };
+    let uid = run.metadata.uid.as_deref().unwrap_or_default();
+    let (found, mut collector) = search_written(
+        source,
+        uid,
+        query.stream,
+        search,
+        start,
+        query.tail,
+        query.limit_bytes,
+    )
+    .await?;
+    let mut outcome = LiveOutcome::NotTried;
+    if found.seen == 0 && !run.is_terminal() && query.since_cursor.is_none() {
+        let (resp, o) = read_live(api, run, facts).await;
+        outcome = o;
+        if let Some(resp) = resp {
+            search_live(
+                &mut collector,
+                &resp,
+                attempt,
+                &source.pod,
+                query.stream,
+                search,
+                query.since_live,
+            );
+        }
+    }
+    let (records, cut, summary) = collector.finish();
+    let met = Met {
+        written: found.seen,
+        from_previous: found.from_previous,
+        previous_gone: found.previous_gone,
+    };
+    Ok((
+        Searched {
+            records,
+            cut,
+            summary,
+            met,
         },
         outcome,
     ))

@@ -717,6 +717,7 @@ fn record_at(pod: &str, stream: Stream, line: &str, pos: LivePos, time: Option<&
         truncated,
         source: Some(SOURCE_STATUS.to_owned()),
         written_at_end: false,
+        is_match: false,
     }
 }
 

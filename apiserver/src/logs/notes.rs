@@ -186,6 +186,7 @@ mod tests {
             truncated: false,
             source: None,
             written_at_end: at_end,
+            is_match: false,
         }
     }
 

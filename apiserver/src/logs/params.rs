@@ -6,6 +6,7 @@ use kruntimes_core::query::{self, QueryError};
 use super::cursor::Cursor;
 use super::filter::StreamFilter;
 use super::live::LiveCursor;
+use super::search::{Search, SearchError, SearchParams};
 use super::{MAX_LIMIT_BYTES, MAX_TAIL_RECORDS};
 
 /// Records returned when `tailLines` is not given.
@@ -28,6 +29,9 @@ pub struct LogQuery {
     pub before_live: Option<LiveCursor>,
     /// The first records of the Run instead of its last (plain only).
     pub from_start: bool,
+    /// Only matching records with their context (`search`, `regex`,
+    /// `ignoreCase`, `context`); `tail` then counts matches.
+    pub search: Option<Search>,
 }
 
 impl Default for LogQuery {
@@ -42,6 +46,7 @@ impl Default for LogQuery {
             since_live: None,
             before_live: None,
             from_start: false,
+            search: None,
         }
     }
 }
@@ -68,13 +73,15 @@ pub enum ParamError {
     #[error("fromStart must be true or false, got {0:?}")]
     FromStart(String),
     #[error(
-        "fromStart=true reads the first records of a plain answer: it cannot be combined with follow=true, sinceCursor or beforeCursor"
+        "fromStart=true reads the first records of a plain answer: it cannot be combined with follow=true, sinceCursor, beforeCursor or search"
     )]
     FromStartWith,
     #[error(
-        "unknown parameter {0:?}; runs/log accepts tailLines, follow, limitBytes, stream, sinceCursor, beforeCursor and fromStart"
+        "unknown parameter {0:?}; runs/log accepts tailLines, follow, limitBytes, stream, sinceCursor, beforeCursor, fromStart, search, regex, ignoreCase and context"
     )]
     Unknown(String),
+    #[error(transparent)]
+    Search(#[from] SearchError),
     #[error(transparent)]
     Query(#[from] QueryError),
 }
@@ -83,7 +90,11 @@ impl LogQuery {
     /// Parses a raw query string (`a=1&b=2`, percent-encoded).
     pub fn parse(raw: Option<&str>) -> Result<Self, ParamError> {
         let mut q = LogQuery::default();
+        let mut search = SearchParams::default();
         query::parse(raw, |k, v| {
+            if search.accept(&k, &v)? {
+                return Ok(());
+            }
             match k.as_str() {
                 "tailLines" => {
                     q.tail =
@@ -137,8 +148,17 @@ impl LogQuery {
         if q.follow && before {
             return Err(ParamError::BeforeWithFollow);
         }
-        if q.from_start && (q.follow || since || before) {
+        q.search = search.finish()?;
+        if q.from_start && (q.follow || since || before || q.search.is_some()) {
             return Err(ParamError::FromStartWith);
+        }
+        if q.search.is_some() {
+            if before {
+                return Err(SearchError::Combined("beforeCursor").into());
+            }
+            if q.follow {
+                return Err(SearchError::Combined("follow=true").into());
+            }
         }
         Ok(q)
     }
@@ -282,6 +302,43 @@ mod tests {
             LogQuery::parse(Some("beforeCursor=L1-1-0-o&follow=true")),
             Err(ParamError::BeforeWithFollow)
         );
+    }
+
+    #[test]
+    fn search_parameters() {
+        let q = LogQuery::parse(Some(
+            "search=a%20b&ignoreCase=true&context=0&tailLines=3&sinceCursor=1764601040.123456789-2",
+        ))
+        .unwrap();
+        let s = q.search.expect("a search");
+        assert_eq!(
+            (s.text.as_str(), s.ignore_case, s.context),
+            ("a b", true, 0)
+        );
+        assert_eq!(q.tail, 3);
+        // A live cursor continues a search of live output.
+        assert!(LogQuery::parse(Some("search=x&sinceCursor=L1-2-0-o")).is_ok());
+        for (bad, want) in [
+            (
+                "search=x&follow=true",
+                "search cannot be combined with follow=true",
+            ),
+            (
+                "search=x&beforeCursor=1764601040.123456789-2",
+                "search cannot be combined with beforeCursor",
+            ),
+            ("search=x&beforeCursor=L1-1-0-o", "beforeCursor"),
+            ("regex=true", "regex needs search"),
+            ("search=%28&regex=true", "not a valid regular expression"),
+            ("search=x&search=y", "more than once"),
+            (
+                "search=x&context=11",
+                "context must be an integer from 0 to 10",
+            ),
+        ] {
+            let e = LogQuery::parse(Some(bad)).unwrap_err().to_string();
+            assert!(e.contains(want), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -222,7 +222,7 @@ impl LogSource {
 
     /// The containers whose logs hold records from the Unix second `since` on,
     /// oldest first.
-    fn containers(&self, since: i64) -> &'static [Container] {
+    pub(super) fn containers(&self, since: i64) -> &'static [Container] {
         match self.restarted_at {
             // A second shared with the restart may hold lines of both.
             Some(at) if since.max(self.floor) <= at => &[Container::Previous, Container::Current],
@@ -298,13 +298,13 @@ impl LogSource {
     /// (the engine's runtimed writes them all then). A runtimed that writes
     /// records as they happen has earlier ones, unless the whole Run took
     /// less than a second.
-    fn written_at_end(&self, earliest: Option<Cursor>) -> bool {
+    pub(super) fn written_at_end(&self, earliest: Option<Cursor>) -> bool {
         matches!((self.completed_at, earliest), (Some(c), Some(e)) if e.stamp.secs >= c)
     }
 
     /// Opens a read of one container's log, or `None` when it is the
     /// previous container's and that log is gone.
-    async fn open(
+    pub(super) async fn open(
         &self,
         container: Container,
         since: i64,

@@ -139,6 +139,7 @@ mod tests {
             truncated: false,
             source: None,
             written_at_end: false,
+            is_match: false,
         }
     }
 

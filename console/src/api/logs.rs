@@ -10,6 +10,7 @@ use axum::response::Response;
 use http::{HeaderValue, StatusCode, header};
 use http_body_util::BodyExt;
 use kruntimes_apiserver::logs::cursor::Cursor;
+use kruntimes_apiserver::logs::search::{Search, SearchParams};
 use kruntimes_core::query;
 use kruntimes_core::status::ApiError;
 
@@ -18,7 +19,8 @@ use crate::api::types::AccessRequest;
 use crate::error::ConsoleError;
 use crate::state::{ConsoleState, RequestCredentials};
 
-/// `tail`, `follow`, `sinceCursor` and `beforeCursor` of the logs endpoint.
+/// `tail`, `follow`, `sinceCursor`, `beforeCursor` and the search
+/// parameters of the logs endpoint.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct LogsQuery {
     pub tail: u32,
@@ -26,6 +28,9 @@ pub struct LogsQuery {
     /// Passed on as it came (checked to be a cursor first).
     pub since_cursor: Option<String>,
     pub before_cursor: Option<String>,
+    /// `search`, `regex`, `ignoreCase`, `context`: parsed as the Run-log
+    /// API parses them, and passed on.
+    pub search: Option<Search>,
 }
 
 fn cursor(name: &str, v: String) -> Result<String, ConsoleError> {
@@ -42,7 +47,14 @@ pub fn parse(raw: Option<&str>) -> Result<LogsQuery, ConsoleError> {
         tail: 100,
         ..LogsQuery::default()
     };
+    let mut search = SearchParams::default();
     query::parse(raw, |k, v| {
+        if search
+            .accept(&k, &v)
+            .map_err(|e| ConsoleError::bad_request(e.to_string()))?
+        {
+            return Ok(());
+        }
         match k.as_str() {
             "tail" => {
                 q.tail = query::bounded(&v, 500).map(|n| n as u32).ok_or_else(|| {
@@ -67,7 +79,7 @@ pub fn parse(raw: Option<&str>) -> Result<LogsQuery, ConsoleError> {
             "beforeCursor" => q.before_cursor = Some(cursor("beforeCursor", v)?),
             other => {
                 return Err(ConsoleError::bad_request(format!(
-                    "unknown parameter {other:?}; logs accepts tail, follow, sinceCursor and beforeCursor"
+                    "unknown parameter {other:?}; logs accepts tail, follow, sinceCursor, beforeCursor, search, regex, ignoreCase and context"
                 )));
             }
         }
@@ -82,6 +94,22 @@ pub fn parse(raw: Option<&str>) -> Result<LogsQuery, ConsoleError> {
         return Err(ConsoleError::bad_request(
             "beforeCursor cannot be combined with follow=true",
         ));
+    }
+    q.search = search
+        .finish()
+        .map_err(|e| ConsoleError::bad_request(e.to_string()))?;
+    if q.search.is_some() {
+        // The same words as the Run-log API's.
+        if q.before_cursor.is_some() {
+            return Err(ConsoleError::bad_request(
+                "search cannot be combined with beforeCursor: a search reads forward; page with sinceCursor",
+            ));
+        }
+        if q.follow {
+            return Err(ConsoleError::bad_request(
+                "search cannot be combined with follow=true: a search reads forward; page with sinceCursor",
+            ));
+        }
     }
     Ok(q)
 }
@@ -123,6 +151,9 @@ pub async fn logs(
     if let Some(c) = &q.before_cursor {
         path.push_str("&beforeCursor=");
         path.push_str(c);
+    }
+    if let Some(s) = &q.search {
+        path.push_str(&s.to_query());
     }
     let req = http::Request::get(path)
         .body(kube::client::Body::empty())
@@ -310,6 +341,43 @@ mod tests {
             "sinceCursor=1764601040.123456789-0%26tail%3D1",
         ] {
             assert!(parse(Some(bad)).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn parses_search_as_the_log_api_does() {
+        let q = parse(Some("search=a%26b&ignoreCase=true&context=4&tail=7")).unwrap();
+        let s = q.search.expect("a search");
+        assert_eq!(
+            (s.text.as_str(), s.ignore_case, s.context),
+            ("a&b", true, 4)
+        );
+        assert_eq!(q.tail, 7);
+        assert_eq!(
+            s.to_query(),
+            "&search=a%26b&ignoreCase=true&context=4",
+            "passed on encoded"
+        );
+        for (bad, want) in [
+            ("search=", "1 to 256 bytes"),
+            ("search=x&regex=maybe", "regex must be true or false"),
+            (
+                "search=x&context=11",
+                "context must be an integer from 0 to 10",
+            ),
+            ("context=1", "context needs search"),
+            ("search=%28&regex=true", "not a valid regular expression"),
+            (
+                "search=x&follow=true",
+                "cannot be combined with follow=true",
+            ),
+            (
+                "search=x&beforeCursor=1764601040.123456789-0",
+                "cannot be combined with beforeCursor",
+            ),
+        ] {
+            let e = parse(Some(bad)).unwrap_err();
+            assert!(format!("{e:?}").contains(want), "{bad}: {e:?}");
         }
     }
 }

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use kruntimes_apiserver::logs::filter::LogRecord;
 use kruntimes_apiserver::logs::handler::{RunLog, RunLogMeta};
 use kruntimes_apiserver::logs::notes::{LogNote, NoteReason};
+use kruntimes_apiserver::logs::search::SearchSummary;
 use kruntimes_apiserver::logs::tail::Cut;
 use kruntimes_core::run::{ModeName, Phase, RunMode, SessionMode};
 use serde::{Deserialize, Serialize};
@@ -1246,6 +1247,7 @@ pub fn typescript() -> String {
     decl::<NoteReason>(&mut out);
     decl::<LogNote>(&mut out);
     decl::<RunLogMeta>(&mut out);
+    decl::<SearchSummary>(&mut out);
     decl::<RunLog>(&mut out);
     decl::<LogStreamStatus>(&mut out);
     out.push_str(

@@ -631,6 +631,11 @@ export type LogRecord = {
    * `time` is when it was written, not when the line was printed.
    */
   writtenAtEnd?: boolean;
+  /**
+   * Set on the records of a `search` answer that match it (the others
+   * are context).
+   */
+  match?: boolean;
 };
 
 /**
@@ -653,6 +658,24 @@ export type RunLogMeta = {
   name: string;
   namespace: string;
   uid: string;
+};
+
+/**
+ * What a search answer says of the matches.
+ */
+export type SearchSummary = {
+  /**
+   * Matching records in this answer.
+   */
+  matches: number;
+  /**
+   * Matching records in the Run's whole window (also before `sinceCursor`).
+   */
+  total: number;
+  /**
+   * Counting stopped at the server's bound: `total` is a lower bound.
+   */
+  totalCapped: boolean;
 };
 
 /**
@@ -680,6 +703,10 @@ export type RunLog = {
    * its records' times mean.
    */
   notes: Array<LogNote>;
+  /**
+   * The matches of a `search` (absent without one).
+   */
+  search?: SearchSummary;
 };
 
 /**
