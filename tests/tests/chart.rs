@@ -2156,3 +2156,29 @@ fn console_exposure_is_opt_in_and_re_encrypts_or_passes_tls_through() {
         }
     }
 }
+
+#[test]
+fn lint_passes_with_the_operating_options_on() {
+    let sets = [
+        "console.monitoring.skipCRDCheck=true",
+        "console.monitoring.serviceMonitor.enabled=true",
+        "console.networkPolicy.enabled=true",
+        "console.ingress.enabled=true",
+        "console.ingress.host=console.example.com",
+        "console.gatewayAPI.skipCRDCheck=true",
+        "console.gatewayAPI.httpRoute.enabled=true",
+        "console.gatewayAPI.httpRoute.parentRefs[0].name=public",
+        "console.gatewayAPI.tlsRoute.enabled=true",
+        "console.gatewayAPI.tlsRoute.parentRefs[0].name=passthrough",
+        "console.gatewayAPI.tlsRoute.hostnames[0]=console.example.com",
+        "console.priorityClassName=system-cluster-critical",
+        "console.extraArgs[0]=--max-follows-x=1",
+    ];
+    let out = helm(&["lint", "chart", "--strict"], &sets, None);
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("0 chart(s) failed"),
+        "{stdout}{}",
+        text(&out.stderr)
+    );
+}
