@@ -96,6 +96,37 @@ values to change.
 {{- range $k := list "idleTimeout" "totalTimeout" -}}
 {{- $_ := include "kruntimes-console.durationMillis" (get $.Values.console.access $k) -}}
 {{- end -}}
+{{- include "kruntimes-console.validatePod" . -}}
+{{- end }}
+
+{{/*
+The Pod options: extra labels, flags and volumes may add to the chart's,
+never replace them.
+*/}}
+{{- define "kruntimes-console.validatePod" -}}
+{{- $c := .Values.console -}}
+{{- $own := include "kruntimes-console.labels" . | fromYaml -}}
+{{- range $k, $_ := $c.podLabels -}}
+{{- if hasKey $own $k -}}
+{{- fail (printf "console.podLabels: %q is a label the chart sets itself (the Service and the PodDisruptionBudget select on it); use another key." $k) -}}
+{{- end -}}
+{{- end -}}
+{{- $flags := list -}}
+{{- range include "kruntimes-console.args" . | fromYamlArray -}}
+{{- $flags = append $flags (regexReplaceAll "=.*$" . "") -}}
+{{- end -}}
+{{- range $c.extraArgs -}}
+{{- $f := regexReplaceAll "=.*$" . "" -}}
+{{- if has $f $flags -}}
+{{- fail (printf "console.extraArgs: %s is set by the chart from its values; set the value instead (docs/operations.md, \"Values and the flags they become\")." $f) -}}
+{{- end -}}
+{{- end -}}
+{{- $vols := list "tls" "cookie" "client-ca" "gateway-ca" "tmp" -}}
+{{- range $c.extraVolumes -}}
+{{- if has .name $vols -}}
+{{- fail (printf "console.extraVolumes: the volume name %q is the chart's own (%s); choose another name." .name (join ", " $vols)) -}}
+{{- end -}}
+{{- end -}}
 {{- end }}
 
 {{/*
@@ -164,4 +195,82 @@ or when rendering offline without the existing Secret.
 {{- fail (printf "console.tls.secretName: Secret %s/%s does not exist. Create it (tls.crt, tls.key and the CA bundle under %q) before installing, or use console.tls.selfSigned=true." $ns $tls.secretName $tls.caBundleKey) -}}
 {{- end -}}
 {{- end -}}
+{{- end }}
+
+{{/*
+The flags the chart sets from its values, one YAML list item a line.
+console.extraArgs may add flags but never repeat one of these.
+*/}}
+{{- define "kruntimes-console.args" -}}
+{{- $c := .Values.console -}}
+{{- $a := $c.access -}}
+{{- $l := $c.limits -}}
+{{- $dir := "/etc/kruntimes-console" -}}
+- --apiserver-listen=0.0.0.0:8443
+- --apiserver-tls-cert={{ $dir }}/tls/tls.crt
+- --apiserver-tls-key={{ $dir }}/tls/tls.key
+- --console-listen=0.0.0.0:9443
+- --console-tls-cert={{ $dir }}/tls/tls.crt
+- --console-tls-key={{ $dir }}/tls/tls.key
+- --admin-listen=0.0.0.0:9090
+- --cookie-key-file={{ $dir }}/cookie
+- --public-read={{ $c.publicRead.enabled }}
+{{- if $c.tls.clientCASecretName }}
+- --client-ca-file={{ $dir }}/client-ca/ca.crt
+{{- end }}
+- --authorization-cache-ttl={{ $a.authorizationCacheTTL }}
+- --max-header-bytes={{ int64 $a.maxHeaderBytes }}
+- --access-max-request-bytes={{ int64 $a.maxRequestBytes }}
+- --access-max-response-bytes={{ int64 $a.maxResponseBytes }}
+- --access-max-ws-message-bytes={{ int64 $a.maxWebSocketMessageBytes }}
+- --access-idle-timeout={{ $a.idleTimeout }}
+- --access-total-timeout={{ $a.totalTimeout }}
+- --access-fast-path={{ $a.fastPath }}
+- --tls-handshake-timeout={{ $l.tlsHandshakeTimeout }}
+- --first-request-timeout={{ $l.firstRequestTimeout }}
+- --connection-idle-timeout={{ $l.connectionIdleTimeout }}
+- --http2-keepalive-interval={{ $l.http2KeepaliveInterval }}
+- --http2-keepalive-timeout={{ $l.http2KeepaliveTimeout }}
+- --http2-max-concurrent-streams={{ int64 $l.http2MaxConcurrentStreams }}
+- --max-connections={{ int64 $l.maxConnections }}
+- --max-connections-per-peer={{ int64 $l.maxConnectionsPerPeer }}
+- --apiserver-max-connections-per-peer={{ int64 $l.apiserverMaxConnectionsPerPeer }}
+- --access-body-timeout={{ $l.accessBodyTimeout }}
+- --access-max-concurrent-calls={{ int64 $l.accessMaxConcurrentCalls }}
+- --access-max-concurrent-calls-per-caller={{ int64 $l.accessMaxConcurrentCallsPerCaller }}
+- --max-follows={{ int64 $l.maxFollows }}
+- --max-follows-per-caller={{ int64 $l.maxFollowsPerCaller }}
+- --max-watches={{ int64 $l.maxWatches }}
+- --max-watches-per-caller={{ int64 $l.maxWatchesPerCaller }}
+- --live-output={{ $c.liveOutput.enabled }}
+- --live-output-port={{ int64 $c.liveOutput.port }}
+- --live-output-poll-interval={{ $c.liveOutput.pollInterval }}
+- --live-output-timeout={{ $c.liveOutput.timeout }}
+- --live-output-max-bytes={{ int64 $c.liveOutput.maxBytes }}
+{{- if $a.gatewayCASecretName }}
+- --gateway-ca-file={{ $dir }}/gateway-ca/ca.crt
+{{- end }}
+- --gateway-client-cert={{ $dir }}/tls/tls.crt
+- --gateway-client-key={{ $dir }}/tls/tls.key
+- --shutdown-delay={{ $c.shutdown.delay }}
+- --shutdown-timeout={{ $c.shutdown.timeout }}
+- --log-format={{ $c.logFormat }}
+{{- end }}
+
+{{/*
+Service kruntimes-console-metrics: the chart's labels with component
+metrics, so the ServiceMonitor selects it and never Service kruntimes-console.
+*/}}
+{{- define "kruntimes-console.metricsSelectorLabels" -}}
+app.kubernetes.io/name: kruntimes-console
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: metrics
+{{- end }}
+
+{{- define "kruntimes-console.metricsLabels" -}}
+{{ include "kruntimes-console.metricsSelectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/part-of: kruntimes
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end }}

@@ -5,7 +5,10 @@
 //! material and cookie key kept across renders through `lookup`.
 //!
 //! The cert-manager Certificate is rendered and checked as text but left out
-//! of the dry run: the local control plane has no cert-manager CRDs.
+//! of the dry run: the local control plane has no cert-manager CRDs. The
+//! Prometheus Operator and Gateway API objects are dry-run too: the suite
+//! installs their pinned CRDs (`hack/crds`, from the projects' Go modules)
+//! into the control plane first.
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
@@ -77,6 +80,19 @@ fn render(sets: &[&str]) -> String {
     render_in(NS, sets)
 }
 
+/// The rendered manifests (offline) with more `helm template` arguments.
+fn render_with(extra: &[&str], sets: &[&str]) -> String {
+    let mut a = vec!["template", "kruntimes-console", "chart", "--namespace", NS];
+    a.extend_from_slice(extra);
+    let out = helm(&a, sets, None);
+    assert!(
+        out.status.success(),
+        "helm template {extra:?} {sets:?} failed: {}",
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
 /// The YAML documents of a rendered stream, and whether each is of `kind`.
 fn documents(rendered: &str) -> Vec<String> {
     rendered
@@ -130,6 +146,53 @@ fn dry_run(yaml: &str) -> Vec<Value> {
     }
 }
 
+/// The kinds of the CRDs `hack/crds` pins.
+const PINNED_CRD_KINDS: &[&str] = &[
+    "ServiceMonitor",
+    "PodMonitor",
+    "HTTPRoute",
+    "BackendTLSPolicy",
+    "TLSRoute",
+];
+
+/// Installs the CRDs `hack/crds` pins into the control plane (once per
+/// run of the suite), waiting until they are served.
+fn install_pinned_crds() {
+    static DONE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    DONE.get_or_init(|| {
+        let out = Command::new(repo_root().join("hack/crds"))
+            .output()
+            .expect("running hack/crds");
+        assert!(out.status.success(), "hack/crds: {}", text(&out.stderr));
+        let admin = Some(env().token("admin"));
+        let mut names = Vec::new();
+        for path in text(&out.stdout).lines() {
+            let applied = env().kubectl(
+                admin,
+                &[
+                    "apply",
+                    "--server-side",
+                    "--force-conflicts",
+                    "-o",
+                    "name",
+                    "-f",
+                    path,
+                ],
+            );
+            assert!(
+                applied.status.success(),
+                "installing {path}: {}",
+                text(&applied.stderr)
+            );
+            names.push(text(&applied.stdout).trim().to_owned());
+        }
+        let mut args = vec!["wait", "--for=condition=Established", "--timeout=60s"];
+        args.extend(names.iter().map(String::as_str));
+        let waited = env().kubectl(admin, &args);
+        assert!(waited.status.success(), "{}", text(&waited.stderr));
+    });
+}
+
 /// The rendered objects minus the kinds the local control plane cannot know.
 fn dry_run_chart(rendered: &str) -> Vec<Value> {
     let docs: Vec<String> = documents(rendered)
@@ -137,6 +200,9 @@ fn dry_run_chart(rendered: &str) -> Vec<Value> {
         // No cert-manager CRDs here: the Certificate is checked as text only.
         .filter(|d| kind_of(d) != "Certificate")
         .collect();
+    if docs.iter().any(|d| PINNED_CRD_KINDS.contains(&kind_of(d))) {
+        install_pinned_crds();
+    }
     dry_run(&docs.join("\n---\n"))
 }
 
@@ -1171,4 +1237,948 @@ fn actions_and_workspaces_are_read_by_viewers_never_by_the_console_itself() {
             );
         }
     }
+}
+
+/// `helm template` with `sets` must fail; its message.
+fn render_error(extra: &[&str], sets: &[&str]) -> String {
+    let mut a = vec!["template", "kruntimes-console", "chart", "--namespace", NS];
+    a.extend_from_slice(extra);
+    let out = helm(&a, sets, None);
+    assert!(!out.status.success(), "helm template {sets:?} succeeded");
+    text(&out.stderr)
+}
+
+/// The Pod template of the Console's Deployment.
+fn pod_template(objs: &[Value]) -> &Value {
+    &find(objs, "Deployment", "kruntimes-console")["spec"]["template"]
+}
+
+#[test]
+fn pod_options_reach_the_pod_template_and_never_replace_the_charts_own() {
+    // Defaults: none of them, and the hardened securityContext.
+    let objs = dry_run_chart(&render(&[]));
+    let t = pod_template(&objs);
+    for absent in ["priorityClassName", "topologySpreadConstraints"] {
+        assert!(t["spec"].get(absent).is_none(), "{absent}: {}", t["spec"]);
+    }
+    assert!(t["metadata"].get("annotations").is_none());
+    assert!(container(&objs).get("env").is_none());
+    // (kubectl apply adds only its last-applied-configuration.)
+    let svc = find(&objs, "Service", "kruntimes-console");
+    let annotations = svc["metadata"]["annotations"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        annotations
+            .keys()
+            .all(|k| k == "kubectl.kubernetes.io/last-applied-configuration"),
+        "{annotations:?}"
+    );
+    assert_eq!(t["spec"]["securityContext"]["runAsNonRoot"], true);
+    assert_eq!(
+        t["spec"]["securityContext"]["seccompProfile"]["type"],
+        "RuntimeDefault"
+    );
+
+    let extra_objects = json!([{
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "extra-{{ .Release.Namespace }}",
+            "namespace": "{{ .Release.Namespace }}",
+        },
+        "data": {"replicas": "{{ .Values.console.replicas }}"},
+    }]);
+    let extra_objects = format!("extraObjects={extra_objects}");
+    let rendered = render_with(
+        &["--set-json", &extra_objects],
+        &[
+            "console.topologySpreadConstraints[0].maxSkew=1",
+            "console.topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone",
+            "console.topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway",
+            "console.topologySpreadConstraints[1].maxSkew=2",
+            "console.topologySpreadConstraints[1].topologyKey=kubernetes.io/hostname",
+            "console.topologySpreadConstraints[1].whenUnsatisfiable=DoNotSchedule",
+            "console.topologySpreadConstraints[1].labelSelector.matchLabels.tier=console",
+            "console.priorityClassName=system-cluster-critical",
+            "console.podLabels.team=platform",
+            "console.podAnnotations.example\\.com/owner=platform",
+            "console.securityContext.runAsUser=1000",
+            "console.podSecurityContext.fsGroup=2000",
+            "console.extraArgs[0]=--connection-idle-timeout-x=1s",
+            "console.extraEnv[0].name=RUST_BACKTRACE",
+            "console.extraEnv[0].value=full",
+            "console.extraVolumes[0].name=extra-ca",
+            "console.extraVolumes[0].configMap.name=extra-ca",
+            "console.extraVolumeMounts[0].name=extra-ca",
+            "console.extraVolumeMounts[0].mountPath=/etc/extra-ca",
+            "console.service.annotations.example\\.com/lb=internal",
+            "console.service.labels.exposure=internal",
+        ],
+    );
+    let objs = dry_run_chart(&rendered);
+    let t = pod_template(&objs);
+    let spec = &t["spec"];
+    let tsc = spec["topologySpreadConstraints"]
+        .as_array()
+        .expect("spread");
+    assert_eq!(tsc.len(), 2);
+    assert_eq!(tsc[0]["topologyKey"], "topology.kubernetes.io/zone");
+    assert_eq!(tsc[0]["whenUnsatisfiable"], "ScheduleAnyway");
+    // Without a labelSelector: the Console's own Pods.
+    assert_eq!(
+        tsc[0]["labelSelector"]["matchLabels"],
+        json!({
+            "app.kubernetes.io/name": "kruntimes-console",
+            "app.kubernetes.io/instance": "kruntimes-console",
+            "app.kubernetes.io/component": "console",
+        })
+    );
+    assert_eq!(
+        tsc[1]["labelSelector"],
+        json!({"matchLabels": {"tier": "console"}})
+    );
+    assert_eq!(tsc[1]["maxSkew"], 2);
+    assert_eq!(spec["priorityClassName"], "system-cluster-critical");
+    assert_eq!(t["metadata"]["labels"]["team"], "platform");
+    assert_eq!(
+        t["metadata"]["labels"]["app.kubernetes.io/component"],
+        "console"
+    );
+    assert_eq!(
+        t["metadata"]["annotations"]["example.com/owner"],
+        "platform"
+    );
+    // An override is merged into the hardened defaults.
+    let sc = &container(&objs)["securityContext"];
+    assert_eq!(sc["runAsUser"], 1000);
+    assert_eq!(sc["runAsNonRoot"], true);
+    assert_eq!(sc["readOnlyRootFilesystem"], true);
+    assert_eq!(sc["allowPrivilegeEscalation"], false);
+    assert_eq!(sc["capabilities"]["drop"], json!(["ALL"]));
+    assert_eq!(sc["seccompProfile"]["type"], "RuntimeDefault");
+    assert_eq!(spec["securityContext"]["fsGroup"], 2000);
+    assert_eq!(spec["securityContext"]["runAsNonRoot"], true);
+    let a = args(&objs);
+    assert_eq!(
+        a.last().map(String::as_str),
+        Some("--connection-idle-timeout-x=1s")
+    );
+    assert!(
+        a.contains(&"--log-format=json".to_owned()),
+        "the chart's flags stay"
+    );
+    assert_eq!(
+        container(&objs)["env"],
+        json!([{"name": "RUST_BACKTRACE", "value": "full"}])
+    );
+    let mounts = container(&objs)["volumeMounts"].as_array().expect("mounts");
+    assert!(
+        mounts
+            .iter()
+            .any(|m| m["name"] == "extra-ca" && m["mountPath"] == "/etc/extra-ca")
+    );
+    assert!(
+        mounts.iter().any(|m| m["name"] == "tls"),
+        "the chart's mounts stay"
+    );
+    assert_eq!(volume(&objs, "extra-ca")["configMap"]["name"], "extra-ca");
+    let svc = find(&objs, "Service", "kruntimes-console");
+    assert_eq!(svc["metadata"]["annotations"]["example.com/lb"], "internal");
+    assert_eq!(svc["metadata"]["labels"]["exposure"], "internal");
+    assert_eq!(svc["spec"]["type"], "ClusterIP");
+    // extraObjects go through tpl.
+    let cm = find(&objs, "ConfigMap", &format!("extra-{NS}"));
+    assert_eq!(cm["metadata"]["namespace"], NS);
+    assert_eq!(cm["data"]["replicas"], "2");
+    // A string of YAML works too.
+    let as_text = json!([
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: as-text\n  namespace: {{ .Release.Namespace }}\n"
+    ]);
+    let objs = dry_run_chart(&render_with(
+        &["--set-json", &format!("extraObjects={as_text}")],
+        &[],
+    ));
+    assert_eq!(
+        find(&objs, "ConfigMap", "as-text")["metadata"]["namespace"],
+        NS
+    );
+
+    // Refused, with the value named.
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["console.podLabels.app\\.kubernetes\\.io/component=other"],
+            &["console.podLabels", "app.kubernetes.io/component"],
+        ),
+        (
+            &["console.extraArgs[0]=--log-format=text"],
+            &["console.extraArgs", "--log-format", "set the value instead"],
+        ),
+        (
+            &["console.extraArgs[0]=--max-follows"],
+            &["console.extraArgs", "--max-follows"],
+        ),
+        (&["console.extraArgs[0]=log-format"], &["extraArgs"]),
+        (
+            &[
+                "console.extraVolumes[0].name=tls",
+                "console.extraVolumes[0].emptyDir.medium=Memory",
+            ],
+            &["console.extraVolumes", "\"tls\""],
+        ),
+        (&["console.extraEnv[0].value=1"], &["extraEnv", "name"]),
+        (
+            &["console.priorityClassName=Not_A_Name"],
+            &["priorityClassName"],
+        ),
+        (&["console.service.type=LoadBalancer"], &["service", "type"]),
+        (
+            &[
+                "console.topologySpreadConstraints[0].maxSkew=1",
+                "console.topologySpreadConstraints[0].topologyKey=zone",
+                "console.topologySpreadConstraints[0].whenUnsatisfiable=Sometimes",
+            ],
+            &["whenUnsatisfiable"],
+        ),
+        (
+            &[
+                "console.podAnnotations.a=null",
+                "console.podAnnotations.b.c=d",
+            ],
+            &["podAnnotations"],
+        ),
+    ];
+    for (sets, wanted) in cases {
+        let msg = render_error(&[], sets);
+        for w in *wanted {
+            assert!(
+                msg.contains(w),
+                "{sets:?}: message does not name {w:?}: {msg}"
+            );
+        }
+    }
+}
+
+#[test]
+fn service_and_pod_monitors_render_only_when_asked_and_only_where_the_crd_is() {
+    // Neither by default.
+    let default = render(&[]);
+    for kind in ["ServiceMonitor", "PodMonitor"] {
+        assert!(
+            !documents(&default).iter().any(|d| kind_of(d) == kind),
+            "{kind}"
+        );
+    }
+    assert!(!default.contains("name: kruntimes-console-metrics"));
+
+    // Asked for, with the CRD passed for an offline render.
+    let sm = dry_run_chart(&render_with(
+        &["--api-versions", "monitoring.coreos.com/v1/ServiceMonitor"],
+        &[
+            "console.monitoring.serviceMonitor.enabled=true",
+            "console.monitoring.serviceMonitor.labels.release=kube-prometheus-stack",
+            "console.monitoring.serviceMonitor.annotations.example\\.com/a=b",
+            "console.monitoring.serviceMonitor.interval=15s",
+            "console.monitoring.serviceMonitor.scrapeTimeout=5s",
+            "console.monitoring.serviceMonitor.relabelings[0].targetLabel=cluster",
+            "console.monitoring.serviceMonitor.relabelings[0].replacement=prod",
+            "console.monitoring.serviceMonitor.metricRelabelings[0].action=drop",
+            "console.monitoring.serviceMonitor.metricRelabelings[0].sourceLabels[0]=__name__",
+            "console.monitoring.serviceMonitor.metricRelabelings[0].regex=kruntimes_console_http_request_duration_seconds_bucket",
+        ],
+    ));
+    let mon = find(&sm, "ServiceMonitor", "kruntimes-console");
+    assert_eq!(
+        mon["metadata"]["labels"]["release"],
+        "kube-prometheus-stack"
+    );
+    assert_eq!(mon["metadata"]["annotations"]["example.com/a"], "b");
+    assert_eq!(mon["spec"]["namespaceSelector"]["matchNames"], json!([NS]));
+    let ep = &mon["spec"]["endpoints"];
+    assert_eq!(ep.as_array().map(Vec::len), Some(1));
+    let ep = &ep[0];
+    assert_eq!(ep["port"], "admin");
+    assert_eq!(ep["path"], "/metrics");
+    assert_eq!(ep["scheme"], "http");
+    assert_eq!(ep["interval"], "15s");
+    assert_eq!(ep["scrapeTimeout"], "5s");
+    assert_eq!(
+        ep["relabelings"],
+        json!([{"targetLabel": "cluster", "replacement": "prod", "action": "replace"}]),
+        "the CRD's schema defaults the action"
+    );
+    assert_eq!(ep["metricRelabelings"][0]["action"], "drop");
+    assert_eq!(
+        ep["metricRelabelings"][0]["sourceLabels"],
+        json!(["__name__"])
+    );
+    // It selects the metrics Service and only it; that Service reaches the
+    // Console Pods' admin port.
+    let metrics = find(&sm, "Service", "kruntimes-console-metrics");
+    let selector = mon["spec"]["selector"]["matchLabels"]
+        .as_object()
+        .expect("selector");
+    for (k, v) in selector {
+        assert_eq!(&metrics["metadata"]["labels"][k], v, "{k}");
+    }
+    let main = find(&sm, "Service", "kruntimes-console");
+    assert!(
+        selector
+            .iter()
+            .any(|(k, v)| &main["metadata"]["labels"][k] != v),
+        "the ServiceMonitor also selects Service kruntimes-console: {selector:?}"
+    );
+    assert_eq!(
+        metrics["spec"]["ports"],
+        json!([{"name": "admin", "port": 9090, "targetPort": "admin", "protocol": "TCP", "appProtocol": "http"}])
+    );
+    assert_eq!(metrics["spec"]["selector"], main["spec"]["selector"]);
+    let admin_port = container(&sm)["ports"]
+        .as_array()
+        .expect("ports")
+        .iter()
+        .find(|p| p["name"] == "admin")
+        .cloned()
+        .expect("admin port");
+    assert_eq!(admin_port["containerPort"], 9090);
+    assert!(args(&sm).contains(&"--admin-listen=0.0.0.0:9090".to_owned()));
+
+    let pm = dry_run_chart(&render_with(
+        &["--api-versions", "monitoring.coreos.com/v1/PodMonitor"],
+        &[
+            "console.monitoring.podMonitor.enabled=true",
+            "console.monitoring.podMonitor.labels.release=prom",
+            "console.monitoring.podMonitor.interval=1m",
+            "console.monitoring.podMonitor.scrapeTimeout=1m",
+        ],
+    ));
+    let mon = find(&pm, "PodMonitor", "kruntimes-console");
+    assert_eq!(mon["metadata"]["labels"]["release"], "prom");
+    let ep = &mon["spec"]["podMetricsEndpoints"][0];
+    assert_eq!(ep["port"], "admin");
+    assert_eq!(ep["path"], "/metrics");
+    assert_eq!(ep["scheme"], "http");
+    assert_eq!(ep["interval"], "1m");
+    assert!(ep.get("relabelings").is_none());
+    assert_eq!(
+        mon["spec"]["selector"]["matchLabels"],
+        pod_template(&pm)["metadata"]["labels"]
+            .as_object()
+            .map(|l| {
+                l.iter()
+                    .filter(|(k, _)| {
+                        [
+                            "app.kubernetes.io/name",
+                            "app.kubernetes.io/instance",
+                            "app.kubernetes.io/component",
+                        ]
+                        .contains(&k.as_str())
+                    })
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect::<serde_json::Map<_, _>>()
+            })
+            .map(Value::Object)
+            .expect("pod labels")
+    );
+    assert!(
+        !pm.iter()
+            .any(|o| o["metadata"]["name"] == "kruntimes-console-metrics")
+    );
+    // The override renders without the CRD passed.
+    let skipped = render(&[
+        "console.monitoring.podMonitor.enabled=true",
+        "console.monitoring.skipCRDCheck=true",
+    ]);
+    assert!(
+        documents(&skipped)
+            .iter()
+            .any(|d| kind_of(d) == "PodMonitor")
+    );
+
+    // A cluster that serves the CRD (the suite installed it): no override needed.
+    install_pinned_crds();
+    let live = helm(
+        &[
+            "template",
+            "kruntimes-console",
+            "chart",
+            "--namespace",
+            NS,
+            // As helm install: the cluster's capabilities (and a dry run
+            // that adopts nothing).
+            "--validate",
+            "--take-ownership",
+        ],
+        &["console.monitoring.serviceMonitor.enabled=true"],
+        Some(env().var("KUBECONFIG")),
+    );
+    assert!(live.status.success(), "{}", text(&live.stderr));
+    assert!(
+        documents(&text(&live.stdout))
+            .iter()
+            .any(|d| kind_of(d) == "ServiceMonitor")
+    );
+
+    // Refused, with a message naming the values.
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["console.monitoring.serviceMonitor.enabled=true"],
+            &[
+                "console.monitoring.serviceMonitor.enabled=true",
+                "monitoring.coreos.com/v1 ServiceMonitor",
+                "--api-versions monitoring.coreos.com/v1/ServiceMonitor",
+                "console.monitoring.skipCRDCheck=true",
+            ],
+        ),
+        (
+            &["console.monitoring.podMonitor.enabled=true"],
+            &[
+                "monitoring.coreos.com/v1 PodMonitor",
+                "console.monitoring.skipCRDCheck",
+            ],
+        ),
+        (
+            &[
+                "console.monitoring.skipCRDCheck=true",
+                "console.monitoring.podMonitor.enabled=true",
+                "console.monitoring.serviceMonitor.enabled=true",
+            ],
+            &[
+                "serviceMonitor.enabled=true and podMonitor.enabled=true",
+                "twice",
+            ],
+        ),
+        (
+            &[
+                "console.monitoring.skipCRDCheck=true",
+                "console.monitoring.podMonitor.enabled=true",
+                "console.monitoring.podMonitor.scrapeTimeout=31s",
+            ],
+            &[
+                "console.monitoring.podMonitor.scrapeTimeout=31s",
+                "interval=30s",
+            ],
+        ),
+        (
+            &["console.monitoring.serviceMonitor.interval=30"],
+            &["serviceMonitor/interval"],
+        ),
+        (
+            &["console.monitoring.podMonitor.port=metrics"],
+            &["podMonitor", "port"],
+        ),
+    ];
+    for (sets, wanted) in cases {
+        let msg = render_error(&[], sets);
+        for w in *wanted {
+            assert!(
+                msg.contains(w),
+                "{sets:?}: message does not name {w:?}: {msg}"
+            );
+        }
+    }
+}
+
+/// The ingress rule of `policy` for TCP `port`.
+fn ingress_rule(policy: &Value, port: i64) -> &Value {
+    policy["spec"]["ingress"]
+        .as_array()
+        .expect("ingress rules")
+        .iter()
+        .find(|r| r["ports"] == json!([{"protocol": "TCP", "port": port}]))
+        .unwrap_or_else(|| panic!("no ingress rule for {port}: {policy}"))
+}
+
+/// The egress rule of `policy` whose ports include `port`.
+fn egress_rule(policy: &Value, port: i64) -> &Value {
+    policy["spec"]["egress"]
+        .as_array()
+        .expect("egress rules")
+        .iter()
+        .find(|r| {
+            r["ports"]
+                .as_array()
+                .is_some_and(|ps| ps.iter().any(|p| p["port"] == port))
+        })
+        .unwrap_or_else(|| panic!("no egress rule for {port}: {policy}"))
+}
+
+#[test]
+fn console_network_policy_is_opt_in_and_never_closes_the_apiservice_port() {
+    // Off by default (the live-output policies are separate and also off).
+    assert!(
+        !documents(&render(&[]))
+            .iter()
+            .any(|d| kind_of(d) == "NetworkPolicy")
+    );
+
+    // On with no peers: every listener port open to every source, egress
+    // only to kube-apiserver, DNS, gateways and runtimed's status port.
+    let objs = dry_run_chart(&render(&["console.networkPolicy.enabled=true"]));
+    let np = find(&objs, "NetworkPolicy", "kruntimes-console");
+    assert_eq!(np["metadata"]["namespace"], NS);
+    assert_eq!(np["spec"]["policyTypes"], json!(["Ingress", "Egress"]));
+    assert_eq!(
+        np["spec"]["podSelector"]["matchLabels"],
+        find(&objs, "Service", "kruntimes-console")["spec"]["selector"]
+    );
+    assert_eq!(np["spec"]["ingress"].as_array().map(Vec::len), Some(3));
+    for port in [8443, 9443, 9090] {
+        assert!(
+            ingress_rule(np, port).get("from").is_none(),
+            "{port} is open to every source: {np}"
+        );
+    }
+    let api = egress_rule(np, 6443);
+    assert_eq!(
+        api["ports"],
+        json!([{"port": 443, "protocol": "TCP"}, {"port": 6443, "protocol": "TCP"}])
+    );
+    assert!(api.get("to").is_none());
+    let dns = egress_rule(np, 53);
+    assert_eq!(
+        dns["ports"],
+        json!([{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}])
+    );
+    assert_eq!(
+        dns["to"],
+        json!([{
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+            "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+        }])
+    );
+    let status = egress_rule(np, 9093);
+    assert_eq!(status["ports"], json!([{"protocol": "TCP", "port": 9093}]));
+    assert_eq!(
+        status["to"][0]["podSelector"]["matchExpressions"],
+        json!([{"key": "runtime", "operator": "Exists"}])
+    );
+    assert_eq!(np["spec"]["egress"].as_array().map(Vec::len), Some(4));
+
+    // Peers and ports carried; live output follows its own port and switch.
+    let objs = dry_run_chart(&render(&[
+        "console.networkPolicy.enabled=true",
+        "console.networkPolicy.ingress.apiserver.from[0].ipBlock.cidr=172.18.0.0/16",
+        "console.networkPolicy.ingress.console.from[0].namespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name=ingress-nginx",
+        "console.networkPolicy.ingress.admin.from[0].namespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name=monitoring",
+        "console.networkPolicy.ingress.admin.from[0].podSelector.matchLabels.app\\.kubernetes\\.io/name=prometheus",
+        "console.networkPolicy.ingress.extra[0].ports[0].port=9999",
+        "console.networkPolicy.egress.apiserver.to[0].ipBlock.cidr=172.18.0.2/32",
+        "console.networkPolicy.egress.apiserver.ports[0].port=6443",
+        "console.networkPolicy.egress.apiserver.ports[0].protocol=TCP",
+        "console.networkPolicy.egress.dns.to[0].ipBlock.cidr=169.254.20.10/32",
+        "console.networkPolicy.egress.runtimeGateways.to[0].namespaceSelector.matchLabels.team=a",
+        "console.networkPolicy.egress.runtimeGateways.ports[0].port=8443",
+        "console.networkPolicy.egress.runtimedStatus.to[0].namespaceSelector.matchLabels.team=a",
+        "console.networkPolicy.egress.extra[0].ports[0].port=4317",
+        "console.liveOutput.port=9193",
+    ]));
+    let np = find(&objs, "NetworkPolicy", "kruntimes-console");
+    assert_eq!(
+        ingress_rule(np, 8443)["from"],
+        json!([{"ipBlock": {"cidr": "172.18.0.0/16"}}])
+    );
+    assert_eq!(
+        ingress_rule(np, 9443)["from"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],
+        "ingress-nginx"
+    );
+    let admin = &ingress_rule(np, 9090)["from"][0];
+    assert_eq!(
+        admin["podSelector"]["matchLabels"]["app.kubernetes.io/name"],
+        "prometheus"
+    );
+    ingress_rule(np, 9999);
+    let api = egress_rule(np, 6443);
+    assert_eq!(api["ports"], json!([{"port": 6443, "protocol": "TCP"}]));
+    assert_eq!(api["to"], json!([{"ipBlock": {"cidr": "172.18.0.2/32"}}]));
+    assert_eq!(
+        egress_rule(np, 53)["to"],
+        json!([{"ipBlock": {"cidr": "169.254.20.10/32"}}])
+    );
+    let gw = egress_rule(np, 8443);
+    assert_eq!(gw["to"][0]["namespaceSelector"]["matchLabels"]["team"], "a");
+    assert_eq!(
+        egress_rule(np, 9193)["to"],
+        json!([{"namespaceSelector": {"matchLabels": {"team": "a"}}}])
+    );
+    egress_rule(np, 4317);
+    assert!(args(&objs).contains(&"--live-output-port=9193".to_owned()));
+    let off = dry_run_chart(&render(&[
+        "console.networkPolicy.enabled=true",
+        "console.liveOutput.enabled=false",
+    ]));
+    let np = find(&off, "NetworkPolicy", "kruntimes-console");
+    assert!(
+        !np["spec"]["egress"]
+            .as_array()
+            .expect("egress")
+            .iter()
+            .any(|r| r["ports"][0]["port"] == 9093),
+        "live output off, its port still open: {np}"
+    );
+
+    // Bad peers and ports are refused by the schema.
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["console.networkPolicy.ingress.apiserver.from[0].ipBlock.cidr=kube-apiserver"],
+            &["apiserver/from/0/ipBlock/cidr"],
+        ),
+        (
+            &["console.networkPolicy.ingress.console.from[0].namespace=team-a"],
+            &["console/from/0", "namespace"],
+        ),
+        (
+            &["console.networkPolicy.egress.apiserver.ports=null"],
+            &["egress/apiserver", "ports"],
+        ),
+        (
+            &["console.networkPolicy.egress.runtimeGateways.ports[0].port=70000"],
+            &["runtimeGateways/ports/0/port"],
+        ),
+        (
+            &["console.networkPolicy.egress.dns.to=null"],
+            &["egress/dns", "to"],
+        ),
+        (
+            &["console.networkPolicy.enable=true"],
+            &["networkPolicy", "enable"],
+        ),
+    ];
+    for (sets, wanted) in cases {
+        let msg = render_error(&[], sets);
+        for w in *wanted {
+            assert!(
+                msg.contains(w),
+                "{sets:?}: message does not name {w:?}: {msg}"
+            );
+        }
+    }
+}
+
+const GATEWAY_KINDS: &[&str] = &[
+    "--api-versions",
+    "gateway.networking.k8s.io/v1/HTTPRoute",
+    "--api-versions",
+    "gateway.networking.k8s.io/v1/BackendTLSPolicy",
+    "--api-versions",
+    "gateway.networking.k8s.io/v1/TLSRoute",
+];
+
+#[test]
+fn console_exposure_is_opt_in_and_re_encrypts_or_passes_tls_through() {
+    // None by default; the Service stays ClusterIP.
+    let default = render(&[]);
+    for kind in ["Ingress", "HTTPRoute", "BackendTLSPolicy", "TLSRoute"] {
+        assert!(
+            !documents(&default).iter().any(|d| kind_of(d) == kind),
+            "{kind}"
+        );
+    }
+    assert!(!default.contains("kruntimes-console-ca"));
+
+    // An Ingress to the Service's https port, with the controller's annotations.
+    let objs = dry_run_chart(&render(&[
+        "console.ingress.enabled=true",
+        "console.ingress.className=nginx",
+        "console.ingress.host=console.example.com",
+        "console.ingress.tlsSecretName=console-public-tls",
+        "console.ingress.annotations.nginx\\.ingress\\.kubernetes\\.io/backend-protocol=HTTPS",
+        "console.ingress.labels.exposure=public",
+    ]));
+    let ing = find(&objs, "Ingress", "kruntimes-console");
+    assert_eq!(
+        ing["metadata"]["annotations"]["nginx.ingress.kubernetes.io/backend-protocol"],
+        "HTTPS"
+    );
+    assert_eq!(ing["metadata"]["labels"]["exposure"], "public");
+    assert_eq!(ing["spec"]["ingressClassName"], "nginx");
+    assert_eq!(
+        ing["spec"]["tls"],
+        json!([{"hosts": ["console.example.com"], "secretName": "console-public-tls"}])
+    );
+    let rule = &ing["spec"]["rules"][0];
+    assert_eq!(rule["host"], "console.example.com");
+    let path = &rule["http"]["paths"][0];
+    assert_eq!(path["path"], "/");
+    assert_eq!(path["pathType"], "Prefix");
+    assert_eq!(
+        path["backend"]["service"],
+        json!({"name": "kruntimes-console", "port": {"name": "https"}})
+    );
+    assert_eq!(
+        find(&objs, "Service", "kruntimes-console")["spec"]["type"],
+        "ClusterIP"
+    );
+
+    // An HTTPRoute, re-encrypting to the Pods and verifying them against the
+    // chart's CA (self-signed mode: the same CA as the APIService's).
+    let objs = dry_run_chart(&render_with(
+        GATEWAY_KINDS,
+        &[
+            "console.gatewayAPI.httpRoute.enabled=true",
+            "console.gatewayAPI.httpRoute.parentRefs[0].name=public",
+            "console.gatewayAPI.httpRoute.parentRefs[0].namespace=gateways",
+            "console.gatewayAPI.httpRoute.parentRefs[0].sectionName=https",
+            "console.gatewayAPI.httpRoute.hostnames[0]=console.example.com",
+            "console.gatewayAPI.httpRoute.labels.exposure=public",
+        ],
+    ));
+    let route = find(&objs, "HTTPRoute", "kruntimes-console");
+    assert_eq!(
+        route["spec"]["parentRefs"][0],
+        json!({"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "public", "namespace": "gateways", "sectionName": "https"})
+    );
+    assert_eq!(route["spec"]["hostnames"], json!(["console.example.com"]));
+    assert_eq!(route["metadata"]["labels"]["exposure"], "public");
+    let backend = &route["spec"]["rules"][0]["backendRefs"][0];
+    assert_eq!(backend["name"], "kruntimes-console");
+    assert_eq!(backend["port"], 443);
+    let policy = find(&objs, "BackendTLSPolicy", "kruntimes-console");
+    assert_eq!(
+        policy["spec"]["targetRefs"],
+        json!([{"group": "", "kind": "Service", "name": "kruntimes-console", "sectionName": "https"}])
+    );
+    let validation = &policy["spec"]["validation"];
+    assert_eq!(
+        validation["hostname"],
+        format!("kruntimes-console.{NS}.svc")
+    );
+    assert_eq!(
+        validation["caCertificateRefs"],
+        json!([{"group": "", "kind": "ConfigMap", "name": "kruntimes-console-ca"}])
+    );
+    let ca_pem = find(&objs, "ConfigMap", "kruntimes-console-ca")["data"]["ca.crt"]
+        .as_str()
+        .expect("ca.crt")
+        .trim()
+        .to_owned();
+    let secret_ca = B64
+        .decode(secret_data(&objs, "kruntimes-console-tls", "ca.crt"))
+        .expect("ca");
+    assert_eq!(
+        ca_pem,
+        text(&secret_ca).trim(),
+        "the ConfigMap holds the chart's CA"
+    );
+
+    // Another TLS source names its own CA ConfigMap and verified name.
+    let objs = dry_run_chart(&render_with(
+        GATEWAY_KINDS,
+        &[
+            "console.tls.selfSigned=false",
+            "console.tls.secretName=console-tls",
+            "console.gatewayAPI.httpRoute.enabled=true",
+            "console.gatewayAPI.httpRoute.parentRefs[0].name=public",
+            "console.gatewayAPI.httpRoute.backendTLSPolicy.caCertificateRefs[0].name=platform-ca",
+            "console.gatewayAPI.httpRoute.backendTLSPolicy.hostname=console.internal.example.com",
+        ],
+    ));
+    let validation = &find(&objs, "BackendTLSPolicy", "kruntimes-console")["spec"]["validation"];
+    assert_eq!(
+        validation["caCertificateRefs"],
+        json!([{"group": "", "kind": "ConfigMap", "name": "platform-ca"}])
+    );
+    assert_eq!(validation["hostname"], "console.internal.example.com");
+    assert!(
+        !objs
+            .iter()
+            .any(|o| o["metadata"]["name"] == "kruntimes-console-ca")
+    );
+    // Without the policy (the implementation's own backend TLS).
+    let objs = dry_run_chart(&render_with(
+        GATEWAY_KINDS,
+        &[
+            "console.gatewayAPI.httpRoute.enabled=true",
+            "console.gatewayAPI.httpRoute.parentRefs[0].name=public",
+            "console.gatewayAPI.httpRoute.backendTLSPolicy.enabled=false",
+        ],
+    ));
+    find(&objs, "HTTPRoute", "kruntimes-console");
+    assert!(
+        !objs
+            .iter()
+            .any(|o| o["kind"] == "BackendTLSPolicy" || o["kind"] == "ConfigMap")
+    );
+
+    // A TLSRoute: passthrough to the same port.
+    let objs = dry_run_chart(&render_with(
+        GATEWAY_KINDS,
+        &[
+            "console.gatewayAPI.tlsRoute.enabled=true",
+            "console.gatewayAPI.tlsRoute.parentRefs[0].name=passthrough",
+            "console.gatewayAPI.tlsRoute.hostnames[0]=console.example.com",
+        ],
+    ));
+    let route = find(&objs, "TLSRoute", "kruntimes-console");
+    assert_eq!(route["spec"]["hostnames"], json!(["console.example.com"]));
+    assert_eq!(route["spec"]["parentRefs"][0]["name"], "passthrough");
+    assert_eq!(
+        route["spec"]["rules"][0]["backendRefs"][0],
+        json!({"group": "", "kind": "Service", "name": "kruntimes-console", "port": 443, "weight": 1})
+    );
+    assert!(
+        !objs
+            .iter()
+            .any(|o| o["kind"] == "HTTPRoute" || o["kind"] == "BackendTLSPolicy")
+    );
+
+    // A cluster that serves Gateway API (the suite installed it): no flags.
+    install_pinned_crds();
+    let live = helm(
+        &[
+            "template",
+            "kruntimes-console",
+            "chart",
+            "--namespace",
+            NS,
+            // As helm install: the cluster's capabilities (and a dry run
+            // that adopts nothing).
+            "--validate",
+            "--take-ownership",
+        ],
+        &[
+            "console.gatewayAPI.httpRoute.enabled=true",
+            "console.gatewayAPI.httpRoute.parentRefs[0].name=public",
+        ],
+        Some(env().var("KUBECONFIG")),
+    );
+    assert!(live.status.success(), "{}", text(&live.stderr));
+    assert!(
+        documents(&text(&live.stdout))
+            .iter()
+            .any(|d| kind_of(d) == "BackendTLSPolicy")
+    );
+
+    let route = [
+        "console.gatewayAPI.httpRoute.enabled=true",
+        "console.gatewayAPI.httpRoute.parentRefs[0].name=public",
+    ];
+    let cases: &[(&[&str], &[&str], &[&str])] = &[
+        (
+            &[],
+            &route,
+            &[
+                "console.gatewayAPI.httpRoute.enabled=true",
+                "gateway.networking.k8s.io/v1 HTTPRoute",
+                "--api-versions gateway.networking.k8s.io/v1/HTTPRoute",
+                "console.gatewayAPI.skipCRDCheck=true",
+            ],
+        ),
+        (
+            &["--api-versions", "gateway.networking.k8s.io/v1/HTTPRoute"],
+            &route,
+            &[
+                "console.gatewayAPI.httpRoute.backendTLSPolicy.enabled=true",
+                "gateway.networking.k8s.io/v1 BackendTLSPolicy",
+            ],
+        ),
+        (
+            &[],
+            &[
+                "console.gatewayAPI.tlsRoute.enabled=true",
+                "console.gatewayAPI.tlsRoute.parentRefs[0].name=p",
+                "console.gatewayAPI.tlsRoute.hostnames[0]=c.example.com",
+            ],
+            &["gateway.networking.k8s.io/v1 TLSRoute"],
+        ),
+        (
+            GATEWAY_KINDS,
+            &["console.gatewayAPI.httpRoute.enabled=true"],
+            &["console.gatewayAPI.httpRoute.parentRefs"],
+        ),
+        (
+            GATEWAY_KINDS,
+            &[
+                "console.gatewayAPI.tlsRoute.enabled=true",
+                "console.gatewayAPI.tlsRoute.parentRefs[0].name=p",
+            ],
+            &["console.gatewayAPI.tlsRoute.hostnames"],
+        ),
+        (
+            GATEWAY_KINDS,
+            &[
+                "console.gatewayAPI.tlsRoute.enabled=true",
+                "console.gatewayAPI.tlsRoute.hostnames[0]=c.example.com",
+            ],
+            &["console.gatewayAPI.tlsRoute.parentRefs"],
+        ),
+        (
+            GATEWAY_KINDS,
+            &[
+                "console.tls.selfSigned=false",
+                "console.tls.secretName=console-tls",
+                route[0],
+                route[1],
+            ],
+            &[
+                "console.gatewayAPI.httpRoute.backendTLSPolicy",
+                "caCertificateRefs",
+                "console.tls.selfSigned=true",
+            ],
+        ),
+        (
+            &[],
+            &["console.ingress.enabled=true"],
+            &["console.ingress.host"],
+        ),
+        (
+            &[],
+            &[
+                "console.ingress.enabled=true",
+                "console.ingress.host=Not A Host",
+            ],
+            &["ingress/host"],
+        ),
+        (
+            &[],
+            &["console.ingress.pathType=Regex"],
+            &["ingress/pathType"],
+        ),
+        (
+            &[],
+            &["console.ingress.tls[0].secretName=x"],
+            &["ingress", "tls"],
+        ),
+        (
+            GATEWAY_KINDS,
+            &["console.gatewayAPI.httpRoute.parentRefs[0].namespace=gateways"],
+            &["parentRefs/0", "name"],
+        ),
+    ];
+    for (extra, sets, wanted) in cases {
+        let msg = render_error(extra, sets);
+        for w in *wanted {
+            assert!(
+                msg.contains(w),
+                "{extra:?} {sets:?}: message does not name {w:?}: {msg}"
+            );
+        }
+    }
+}
+
+#[test]
+fn lint_passes_with_the_operating_options_on() {
+    let sets = [
+        "console.monitoring.skipCRDCheck=true",
+        "console.monitoring.serviceMonitor.enabled=true",
+        "console.networkPolicy.enabled=true",
+        "console.ingress.enabled=true",
+        "console.ingress.host=console.example.com",
+        "console.gatewayAPI.skipCRDCheck=true",
+        "console.gatewayAPI.httpRoute.enabled=true",
+        "console.gatewayAPI.httpRoute.parentRefs[0].name=public",
+        "console.gatewayAPI.tlsRoute.enabled=true",
+        "console.gatewayAPI.tlsRoute.parentRefs[0].name=passthrough",
+        "console.gatewayAPI.tlsRoute.hostnames[0]=console.example.com",
+        "console.priorityClassName=system-cluster-critical",
+        "console.extraArgs[0]=--max-follows-x=1",
+    ];
+    let out = helm(&["lint", "chart", "--strict"], &sets, None);
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("0 chart(s) failed"),
+        "{stdout}{}",
+        text(&out.stderr)
+    );
 }
