@@ -35,7 +35,7 @@ export function ConditionsTimeline({ conditions, phase }: { conditions: Conditio
   return (
     <ol className="timeline">
       {sorted.map((c) => {
-        const tone = conditionTone(c.status, c.reason, phase);
+        const tone = conditionTone(c.status, c.reason, phase, c.type);
         return (
         <li key={c.type} className={`tl-item status-${c.status} tone-${tone}`}>
           <span className="tl-dot" aria-hidden="true">
