@@ -368,6 +368,9 @@ pub struct RunListItem {
     pub attempt: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_transition: Option<LastTransition>,
+    /// `status.message`: why the Run waits, or how it ended (absent when empty).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
     /// The WorkflowRun step that created this Run (its controller owner
     /// reference and the engine's `kruntimes.io/workflow-*` labels).
     #[serde(skip_serializing_if = "Option::is_none")]

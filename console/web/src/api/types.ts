@@ -274,6 +274,10 @@ export type RunListItem = {
   attempt?: number;
   lastTransition?: LastTransition;
   /**
+   * `status.message`: why the Run waits, or how it ended (absent when empty).
+   */
+  message?: string;
+  /**
    * The WorkflowRun step that created this Run (its controller owner
    * reference and the engine's `kruntimes.io/workflow-*` labels).
    */

@@ -4,6 +4,7 @@ import { useNavigate, useSearchParams } from 'react-router';
 import { login } from '../api/client';
 import { ApiError } from '../api/errors';
 import { queryKeys, useSession } from '../api/queries';
+import { safeReturnPath } from '../lib/returnPath';
 
 /** Explains a failed login in words. */
 function loginError(e: unknown): string {
@@ -19,11 +20,6 @@ function loginError(e: unknown): string {
   return 'Login failed for an unknown reason.';
 }
 
-/** Only same-site paths are accepted as the place to return to. */
-function safeNext(next: string | null): string | null {
-  return next && next.startsWith('/') && !next.startsWith('//') && !next.startsWith('/login') ? next : null;
-}
-
 export function LoginPage() {
   const [token, setToken] = useState('');
   const [params] = useSearchParams();
@@ -32,7 +28,7 @@ export function LoginPage() {
   const session = useSession();
   const id = useId();
   // With no `next`, `/` picks a namespace the new session may read.
-  const next = safeNext(params.get('next')) ?? '/';
+  const next = safeReturnPath(params.get('next')) ?? '/';
   const input = useRef<HTMLInputElement>(null);
 
   useEffect(() => {
