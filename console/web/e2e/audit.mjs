@@ -63,6 +63,7 @@ test('audit 1: "Login needed" shows the public summary; login returns to the pag
   // Log in from there: back on the Run page.
   await state.getByRole('link', { name: 'Log in' }).click();
   await eventually('the login page with next=', () => /\/login\?next=/.test(page.url()));
+  await page.getByText(`After logging in you return to /namespaces/${NS}/runs/build-running.`).waitFor();
   await page.getByLabel('Kubernetes bearer token').fill(env.viewer);
   await page.getByRole('button', { name: 'Connect' }).click();
   await eventually('back on the Run page', () => new URL(page.url()).pathname === `/namespaces/${NS}/runs/build-running`);
@@ -83,6 +84,7 @@ test('audit 1: "Login needed" shows the public summary; login returns to the pag
 
 test('audit 1: screenshots of the login return and Login needed with the public summary', async (browser) => {
   await shots(browser, 'login-next', `/login?next=${encodeURIComponent(`/namespaces/${NS}/runs/build-running`)}`, {});
+  await shots(browser, 'login-next', `/login?next=${encodeURIComponent(`/namespaces/${NS}/runs/build-running`)}`, { width: 390 });
   await shots(browser, 'login-needed', `/namespaces/${NS}/runs/build-running`, { ready: (p) => p.locator('[data-public-summary]').waitFor() });
   await shots(browser, 'login-needed', `/namespaces/${NS}/runs/build-running`, { width: 390, ready: (p) => p.locator('[data-public-summary]').waitFor() });
 });
@@ -189,6 +191,16 @@ test('audit 3: with the gateway down the Session panel says "gateway unreachable
           document.documentElement.dataset.theme = t;
         }, [style, theme]);
         await panel.screenshot({ path: join(env.shots, `audit-session-gateway-unreachable--${style}-${theme}.png`) });
+      }
+    }
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const style of chosen(STYLES, 'SHOT_STYLES')) {
+      for (const theme of chosen(THEMES, 'SHOT_THEMES')) {
+        await page.evaluate(([s, t]) => {
+          document.documentElement.dataset.style = s;
+          document.documentElement.dataset.theme = t;
+        }, [style, theme]);
+        await panel.screenshot({ path: join(env.shots, `audit-session-gateway-unreachable--${style}-${theme}-390.png`) });
       }
     }
     await gateway('/up');

@@ -28,7 +28,8 @@ export function LoginPage() {
   const session = useSession();
   const id = useId();
   // With no `next`, `/` picks a namespace the new session may read.
-  const next = safeReturnPath(params.get('next')) ?? '/';
+  const asked = safeReturnPath(params.get('next'));
+  const next = asked ?? '/';
   const input = useRef<HTMLInputElement>(null);
 
   useEffect(() => {
@@ -69,6 +70,11 @@ export function LoginPage() {
         {session.data?.authenticated && (
           <p className="notice" role="status">
             Signed in as <strong>{session.data.username}</strong>. Log in again to switch accounts.
+          </p>
+        )}
+        {asked && asked !== '/' && (
+          <p className="muted small login-next">
+            After logging in you return to <code className="wrap-anywhere">{asked}</code>.
           </p>
         )}
         <form onSubmit={onSubmit} noValidate>
