@@ -216,7 +216,8 @@ test('audit 3: the Run log follow does not restart when the Run status changes (
   const name = `${label}-run`;
   createRun(name, label);
   try {
-    patchStatus(name, { phase: 'Running', message: 'first', startTime: new Date().toISOString() });
+    // A Pod of the demo: the follow, open before the assignment, is served by the Run-log API once it is made.
+    const pod = kubectl(['-n', NS, 'get', 'run', 'build-running', '-o', 'jsonpath={.status.assignedPod}']).trim();
     const page = await newPage(browser);
     await login(page, env.viewer, 'viewer');
     const follows = [];
@@ -226,6 +227,10 @@ test('audit 3: the Run log follow does not restart when the Run status changes (
     await eventually('a log follow', () => follows.length >= 1);
     await page.waitForTimeout(1500);
     const before = follows.length;
+    patchStatus(name, { phase: 'Pending', message: 'waiting for a Pod' });
+    await eventually('the page to show Pending', () => page.getByText('waiting for a Pod').first().isVisible(), 5000);
+    patchStatus(name, { phase: 'Running', message: 'first', assignedPod: pod, startTime: new Date().toISOString() });
+    await eventually('the page to show the assignment', () => page.getByText(pod).first().isVisible(), 5000);
     for (let i = 0; i < 3; i++) {
       patchStatus(name, { phase: 'Running', message: `status change ${i}`, attempt: i + 1 });
       await eventually(`the page to show status change ${i}`, () => page.getByText(`status change ${i}`).first().isVisible(), 5000);
