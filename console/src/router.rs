@@ -10,7 +10,7 @@ use axum::routing::get;
 use kruntimes_core::observe::{Observer, observe};
 use kruntimes_core::routes::{self, Route};
 
-use crate::api::namespaces::namespaces;
+use crate::api::namespaces::{namespace, namespaces};
 use crate::api::session::{self, MAX_LOGIN_BODY};
 use crate::api::{
     access, actions, logs, manifest, runs, runtimes, watch, workflowruns, workspaces,
@@ -33,6 +33,11 @@ pub static API_ROUTES: &[Route<Arc<ConsoleState>>] = &[
         path: "/api/namespaces",
         name: "namespaces",
         methods: || get(namespaces),
+    },
+    Route {
+        path: "/api/namespaces/{ns}",
+        name: "namespace",
+        methods: || get(namespace),
     },
     Route {
         path: "/api/namespaces/{ns}/watch",

@@ -325,6 +325,36 @@ async fn viewer_reads_team_a_only_and_outsider_is_refused() {
     assert_eq!(get_as("admin", "/api/namespaces").code, 200);
 }
 
+/// `GET /api/namespaces/{ns}` tells whether a namespace exists from the
+/// caller's own read (admin: 200 or 404), else, with public read on (as in
+/// this environment), from the Console's list, whose names are public anyway.
+#[tokio::test]
+async fn whether_a_namespace_exists_follows_what_the_caller_may_learn() {
+    let missing = unique("no-such-ns");
+    for user in ["admin", "viewer"] {
+        let r = get_as(user, "/api/namespaces/team-b");
+        assert_eq!(r.code, 200, "{user}: {}", r.body);
+        assert_eq!(
+            r.json(),
+            json!({"name": "team-b", "exists": true}),
+            "{user}"
+        );
+        let r = get_as(user, &format!("/api/namespaces/{missing}"));
+        assert_eq!(r.code, 200, "{user}: {}", r.body);
+        assert_eq!(r.json()["exists"], false, "{user}: {}", r.body);
+    }
+    let anonymous = http(
+        "GET",
+        &console(&format!("/api/namespaces/{missing}")),
+        &[],
+        None,
+    );
+    assert_eq!(anonymous.code, 200, "{}", anonymous.body);
+    assert_eq!(anonymous.json()["exists"], false);
+    let bad = get_as("viewer", "/api/namespaces/Not_A_Namespace");
+    assert_eq!(bad.code, 400, "{}", bad.body);
+}
+
 #[tokio::test]
 async fn run_detail_never_contains_env_values() {
     let fx = Fixtures::new("team-a").await;
@@ -445,7 +475,9 @@ async fn public_read_serves_summaries_and_off_means_401() {
     assert_eq!(v["summary"], true);
     for item in v["items"].as_array().unwrap() {
         assert!(
-            item.get("assignedPod").is_none() && item["metadata"].get("uid").is_none(),
+            item.get("assignedPod").is_none()
+                && item.get("message").is_none()
+                && item["metadata"].get("uid").is_none(),
             "{item}"
         );
     }

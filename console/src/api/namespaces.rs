@@ -11,8 +11,8 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::ListParams;
 use kube::{Api, Client};
 
-use super::list_reader;
-use super::types::{AccessRequest, NamespaceItem, NamespaceList};
+use super::types::{AccessRequest, NamespaceCheck, NamespaceItem, NamespaceList};
+use super::{ApiPath, check_namespace, list_reader};
 use crate::error::{ConsoleError, KubeFailure};
 use crate::state::{ConsoleState, RequestCredentials};
 
@@ -154,6 +154,63 @@ pub async fn namespaces(
         items,
         summary: None,
     }))
+}
+
+/// Does `ns` exist, by the Console's own list (the namespace names it shows
+/// anyone when public read is on)? `None` when the list fails.
+async fn listed_by_console(state: &ConsoleState, ns: &str) -> Option<bool> {
+    let api: Api<Namespace> = Api::all(state.service_account.clone());
+    let lp = ListParams::default()
+        .fields(&format!("metadata.name={ns}"))
+        .limit(1);
+    match api.list(&lp).await {
+        Ok(l) => Some(
+            l.items
+                .iter()
+                .any(|n| n.metadata.name.as_deref() == Some(ns)),
+        ),
+        Err(e) => {
+            tracing::warn!(error = %e, "listing namespaces to check one exists");
+            None
+        }
+    }
+}
+
+/// `GET /api/namespaces/{ns}`: does the namespace exist? Told only from what
+/// the caller could learn anyway: their own `get` of it (200 or 404), or,
+/// when that is forbidden, the Console's list only if public read already
+/// shows every namespace name to anyone. Otherwise `exists` is absent and the
+/// UI keeps saying Forbidden. A name that is not a namespace name is a 400.
+pub async fn namespace(
+    State(state): State<Arc<ConsoleState>>,
+    Extension(caller): Extension<RequestCredentials>,
+    ApiPath(ns): ApiPath<String>,
+) -> Result<Json<NamespaceCheck>, ConsoleError> {
+    check_namespace(&ns)?;
+    let exists = match caller.0.as_ref() {
+        Some(creds) => {
+            let client = state.users.for_token(creds.token()?)?;
+            match Api::<Namespace>::all(client).get_opt(&ns).await {
+                Ok(found) => Some(found.is_some()),
+                Err(kube::Error::Api(s)) if s.code == 403 && state.public_read => {
+                    listed_by_console(&state, &ns).await
+                }
+                Err(kube::Error::Api(s)) if s.code == 403 => None,
+                Err(e) => {
+                    let mut access = AccessRequest::new("get", "", "namespaces", "", Some(&ns));
+                    access.namespace = None;
+                    return Err(KubeFailure::new(e, "reading the namespace", access).into());
+                }
+            }
+        }
+        None if state.public_read => listed_by_console(&state, &ns).await,
+        None => {
+            return Err(ConsoleError::unauthorized(
+                "log in or send a bearer token to read this",
+            ));
+        }
+    };
+    Ok(Json(NamespaceCheck { name: ns, exists }))
 }
 
 /// The ServiceAccount's own namespace when readable, else the first readable one.

@@ -253,6 +253,7 @@ pub fn run_item(o: &Run, summary: bool) -> RunListItem {
         assigned_pod: None,
         attempt: None,
         last_transition: None,
+        message: None,
         workflow_run: None,
         start_time: None,
         completion_time: None,
@@ -264,6 +265,7 @@ pub fn run_item(o: &Run, summary: bool) -> RunListItem {
     item.start_time = status.start_time;
     item.completion_time = status.completion_time;
     item.attempt = status.attempt;
+    item.message = status.message.filter(|m| !m.is_empty());
     item.workflow_run = o.workflow_step().map(StepOwner::from);
     item.last_transition = conditions(status.conditions.as_ref())
         .as_deref()
@@ -1050,7 +1052,7 @@ mod tests {
             "spec": {"runtime": "bash", "mode": {"task": {"command": ["true"]}},
                      "env": [{"name": "SECRET", "value": "x"}]},
             "status": {"phase": "Failed", "assignedPod": "bash-0", "attempt": 2,
-                       "startTime": "2026-01-02T15:04:06Z",
+                       "startTime": "2026-01-02T15:04:06Z", "message": "exit status 1 (secret-ish detail)",
                        "conditions": [
                            {"type": "Scheduled", "status": "True", "lastTransitionTime": "2026-01-02T15:04:06Z"},
                            {"type": "Failed", "status": "True", "reason": "NonZeroExit",
@@ -1064,6 +1066,7 @@ mod tests {
                              "creationTimestamp": "2026-01-02T15:04:05Z", "labels": {"app": "web"}},
                 "phase": "Failed", "runtime": "bash", "mode": "task", "assignedPod": "bash-0",
                 "attempt": 2, "startTime": "2026-01-02T15:04:06Z",
+                "message": "exit status 1 (secret-ish detail)",
                 "lastTransition": {"type": "Failed", "status": "True", "reason": "NonZeroExit",
                                    "message": "exit 1", "time": "2026-01-02T15:05:00Z"},
             })

@@ -317,6 +317,18 @@ pub struct NamespaceList {
     pub home: Option<String>,
 }
 
+/// `GET /api/namespaces/{ns}`: whether the namespace exists, when the Console
+/// may tell this caller. `exists` is absent when it may not: the caller's own
+/// read of the namespace was forbidden and namespace names are not public
+/// (`--public-read` off). docs/security.md gives the reasoning.
+#[derive(Debug, Serialize, TS)]
+#[ts(optional_fields)]
+pub struct NamespaceCheck {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exists: Option<bool>,
+}
+
 /// The condition with the latest `lastTransitionTime`.
 #[derive(Debug, Serialize, TS)]
 #[ts(optional_fields)]
@@ -357,6 +369,9 @@ pub struct RunListItem {
     pub attempt: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_transition: Option<LastTransition>,
+    /// `status.message`: why the Run waits, or how it ended (absent when empty).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
     /// The WorkflowRun step that created this Run (its controller owner
     /// reference and the engine's `kruntimes.io/workflow-*` labels).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -1212,6 +1227,7 @@ pub fn typescript() -> String {
     decl::<Items<()>>(&mut out);
     decl::<NamespaceItem>(&mut out);
     decl::<NamespaceList>(&mut out);
+    decl::<NamespaceCheck>(&mut out);
     decl::<Phase>(&mut out);
     phases(&mut out, "RUN_PHASES", "Every Run phase.", &Phase::ALL);
     phases(

@@ -574,3 +574,38 @@ async fn a_watch_needs_a_credential_and_a_known_kind() {
     assert_error(code, &body, StatusCode::FORBIDDEN, "cannot");
     assert_eq!(body["error"]["access"]["resource"], "runs", "{body}");
 }
+
+async fn namespace_check(app: &axum::Router, token: Option<&str>, ns: &str) -> (StatusCode, Value) {
+    let mut req = request("GET", &format!("/api/namespaces/{ns}"));
+    if let Some(t) = token {
+        req = req.header(header::AUTHORIZATION, format!("Bearer {t}"));
+    }
+    let (code, _, body) = send(app, req.body(Body::empty()).unwrap()).await;
+    (code, body)
+}
+
+/// A caller whose own read of a namespace is forbidden learns whether it
+/// exists only when public read already shows every namespace name.
+#[tokio::test]
+async fn whether_a_namespace_exists_is_told_only_when_it_is_public_anyway() {
+    let public = app(state(true, None));
+    let (code, body) = namespace_check(&public, Some("alice-token"), "no-such-ns").await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    assert_eq!(body, json!({"name": "no-such-ns", "exists": false}));
+    let (_, body) = namespace_check(&public, Some("bob-token"), "team-b").await;
+    assert_eq!(body, json!({"name": "team-b", "exists": true}));
+    let (code, body) = namespace_check(&public, None, "no-such-ns").await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    assert_eq!(body["exists"], false, "{body}");
+
+    let private = app(state(false, None));
+    for ns in ["no-such-ns", "team-b"] {
+        let (code, body) = namespace_check(&private, Some("alice-token"), ns).await;
+        assert_eq!(code, StatusCode::OK, "{body}");
+        assert_eq!(body, json!({"name": ns}), "the existence of {ns} leaked");
+    }
+    let (code, body) = namespace_check(&private, None, "team-a").await;
+    assert_error(code, &body, StatusCode::UNAUTHORIZED, "log in");
+    let (code, body) = namespace_check(&public, Some("alice-token"), "Not_A_Namespace").await;
+    assert_error(code, &body, StatusCode::BAD_REQUEST, "namespace");
+}

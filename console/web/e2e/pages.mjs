@@ -79,7 +79,8 @@ const PAGES = [
   ['runtimes', `/namespaces/${NS}/runtimes`, 'operator', (p) => p.getByRole('link', { name: 'bash', exact: true }).waitFor()],
   ['runtime-detail', `/namespaces/${NS}/runtimes/bash`, 'operator', (p) => p.getByText('bash-pool-0').first().waitFor()],
   ['workflowruns', `/namespaces/${NS}/workflowruns`, 'operator', (p) => p.getByRole('link', { name: 'release-1-4', exact: true }).first().waitFor()],
-  ['workflowrun-dag', `/namespaces/${NS}/workflowruns/release-1-4`, 'operator', (p) => p.getByTestId('dag-canvas').waitFor()],
+  // Below 600 px the graph is the stages stacked as job lists (.dag-stages).
+  ['workflowrun-dag', `/namespaces/${NS}/workflowruns/release-1-4`, 'operator', (p) => p.locator('[data-testid="dag-canvas"], .dag-stages').first().waitFor()],
   ['workflowrun-table', `/namespaces/${NS}/workflowruns/release-1-4?view=table`, 'operator'],
   ['workflowrun-child', `/namespaces/${NS}/workflowruns/release-1-4-security`, 'operator', (p) => p.getByTestId('dag-canvas').waitFor()],
   [

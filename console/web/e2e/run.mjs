@@ -17,6 +17,7 @@ import './lists.mjs';
 import './namespaces.mjs';
 import './pages.mjs';
 import './kinds.mjs';
+import './audit.mjs';
 
 const ok = await runAll();
 process.exit(ok ? 0 : 1);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { canIHint, describeAccess, toApiError } from '../src/api/errors';
 import { NdjsonSplitter } from '../src/lib/ndjson';
-import { classifyClose, decodeOutput, explainRefusal, heartbeatMs, parseServerFrame, splitCommandLine, toOperation } from '../src/lib/session';
+import { GATEWAY_ATTEMPTS, classifyClose, decodeOutput, explainRefusal, gatewayRetryMs, heartbeatMs, parseServerFrame, splitCommandLine, toOperation } from '../src/lib/session';
 
 describe('session command line', () => {
   it('splits on whitespace with quotes and escapes', () => {
@@ -111,10 +111,19 @@ describe('gateway error frames and refused sockets', () => {
   });
 
   it('explains a socket refused before it opened', () => {
-    expect(explainRefusal(false, true)).toBe('unauthorized');
-    expect(explainRefusal(true, false)).toBe('not-ready');
-    expect(explainRefusal(true, true)).toBe('forbidden');
-    // The session could not be re-read: the Run was Ready, so a permission is the likely cause.
-    expect(explainRefusal(undefined, true)).toBe('forbidden');
+    expect(explainRefusal(false, true, undefined)).toBe('unauthorized');
+    expect(explainRefusal(false, true, true)).toBe('unauthorized');
+    expect(explainRefusal(true, false, true)).toBe('not-ready');
+    expect(explainRefusal(true, true, false)).toBe('forbidden');
+    // Signed in, Ready and allowed: the refusal came after the access check, from the gateway (502/503).
+    expect(explainRefusal(true, true, true)).toBe('gateway');
+    // The session or the access check could not be read: nothing to tell.
+    expect(explainRefusal(undefined, true, true)).toBe('unknown');
+    expect(explainRefusal(true, true, undefined)).toBe('unknown');
+    expect(explainRefusal(undefined, true, undefined)).toBe('unknown');
+  });
+  it('retries a refused handshake with a growing wait, a bounded number of times', () => {
+    expect([1, 2, 3, 4, 5, 6].map(gatewayRetryMs)).toEqual([1000, 2000, 4000, 8000, 10000, 10000]);
+    expect(GATEWAY_ATTEMPTS).toBeGreaterThan(1);
   });
 });

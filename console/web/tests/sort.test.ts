@@ -41,4 +41,25 @@ describe('sorting the Run list', () => {
     expect(names('phase')).toEqual(['a', 'b', 'c']);
     expect(sortRuns(items, null)).toEqual(items);
   });
+
+  it('sorts by completion time both ways, with Runs not completed last either way', () => {
+    const done = (name: string, start: string, end?: string): RunListItem => ({
+      ...run(name, end ? 'Succeeded' : 'Running', start),
+      startTime: start,
+      ...(end ? { completionTime: end } : {}),
+    });
+    const runs = [
+      done('open-1', '2026-01-01T10:00:00Z'),
+      done('late', '2026-01-01T10:00:00Z', '2026-01-01T10:30:00Z'),
+      { ...run('never-started', 'Pending', '2026-01-01T09:00:00Z') },
+      done('early', '2026-01-01T09:00:00Z', '2026-01-01T09:05:00Z'),
+      done('open-2', '2026-01-01T11:00:00Z'),
+    ];
+    const names = (s: string) => sortRuns(runs, parseSort(s, RUN_COLUMNS), Date.parse('2026-01-01T12:00:00Z')).map((r) => r.metadata.name);
+    expect(names('completed')).toEqual(['early', 'late', 'open-1', 'never-started', 'open-2']);
+    expect(names('-completed')).toEqual(['late', 'early', 'open-1', 'never-started', 'open-2']);
+    // Duration: a running Run counts to now; one not started is last either way.
+    expect(names('duration')).toEqual(['early', 'late', 'open-2', 'open-1', 'never-started']);
+    expect(names('-duration')).toEqual(['open-1', 'open-2', 'late', 'early', 'never-started']);
+  });
 });

@@ -13,6 +13,7 @@ import type {
   AccessDecision,
   AccessRequest,
   LogStreamLine,
+  NamespaceCheck,
   NamespaceList,
   ObjectListQuery,
   ObjectManifest,
@@ -107,6 +108,13 @@ export function logout(): Promise<SessionInfo> {
 }
 
 // --- resources -------------------------------------------------------------
+
+/** Whether namespace `ns` exists, when the Console may tell (see NamespaceCheck). */
+export function getNamespace(ns: string): Promise<NamespaceCheck> {
+  return request<NamespaceCheck>(`/api/namespaces/${seg(ns)}`, {
+    access: { verb: 'get', group: '', resource: 'namespaces', name: ns },
+  });
+}
 
 export function listNamespaces(): Promise<NamespaceList> {
   return request<NamespaceList>('/api/namespaces', {

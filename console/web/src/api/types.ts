@@ -204,6 +204,17 @@ export type NamespaceList = {
 };
 
 /**
+ * `GET /api/namespaces/{ns}`: whether the namespace exists, when the Console
+ * may tell this caller. `exists` is absent when it may not: the caller's own
+ * read of the namespace was forbidden and namespace names are not public
+ * (`--public-read` off). docs/security.md gives the reasoning.
+ */
+export type NamespaceCheck = {
+  name: string;
+  exists?: boolean;
+};
+
+/**
  * `status.phase` of a Run. `Ready` is active and non-terminal (session and function Runs).
  */
 export type RunPhase = "Pending" | "Scheduled" | "Running" | "Ready" | "Succeeded" | "Failed" | "Timeout" | "Cancelled";
@@ -262,6 +273,10 @@ export type RunListItem = {
    */
   attempt?: number;
   lastTransition?: LastTransition;
+  /**
+   * `status.message`: why the Run waits, or how it ended (absent when empty).
+   */
+  message?: string;
   /**
    * The WorkflowRun step that created this Run (its controller owner
    * reference and the engine's `kruntimes.io/workflow-*` labels).

@@ -7,8 +7,9 @@
  * downstream. Dragging on empty canvas pans in any direction; wheel and
  * scrollbars keep working; zoom buttons and fit-to-view scale the drawing.
  */
-import { useId, useMemo, useRef, useState, type KeyboardEvent, type MouseEvent, type PointerEvent } from 'react';
-import { useNavigate } from 'react-router';
+import { useId, useMemo, useRef, useState, useSyncExternalStore, type KeyboardEvent, type MouseEvent, type PointerEvent } from 'react';
+import { Link, useNavigate } from 'react-router';
+import { StatusGlyph } from './Status';
 import type { WorkflowRunDetail } from '../api/types';
 import {
   dagRowLabel,
@@ -277,5 +278,57 @@ export function DagView({ wr, ns, selected }: { wr: WorkflowRunDetail; ns: strin
         open its steps and logs.
       </p>
     </div>
+  );
+}
+
+/** Whether the media query matches now (and again on every change). */
+export function useMediaQuery(query: string): boolean {
+  return useSyncExternalStore(
+    (onChange) => {
+      const m = window.matchMedia(query);
+      m.addEventListener('change', onChange);
+      return () => m.removeEventListener('change', onChange);
+    },
+    () => window.matchMedia(query).matches,
+    () => false,
+  );
+}
+
+/** Below this width the graph gives way to the stages stacked vertically. */
+export const NARROW_DAG = '(max-width: 600px)';
+
+/**
+ * The graph on a narrow screen: stages stacked top to bottom, each a list of
+ * its jobs (phase glyph, name, what it needs) as links, so every job is on
+ * screen without panning.
+ */
+export function DagStages({ wr, ns }: { wr: WorkflowRunDetail; ns: string }) {
+  const { staging } = useDag(wr);
+  const jobs = wr.status.jobs ?? {};
+  const base = `/namespaces/${ns}/workflowruns/${wr.metadata.name}/jobs/`;
+  return (
+    <ol className="dag-stages" aria-label="Jobs by stage">
+      {staging.stages.map((ids, s) => (
+        <li key={s} className="dag-stage">
+          <span className="dag-stage-title muted small">Stage {s + 1}</span>
+          <ul>
+            {ids.map((id) => {
+              const phase = jobs[id]?.phase ?? 'Pending';
+              const needs = wr.spec.jobs[id]?.needs ?? [];
+              return (
+                <li key={id}>
+                  <Link to={`${base}${encodeURIComponent(id)}`} className="dag-stage-job">
+                    <StatusGlyph tone={phaseTone(phase)} />
+                    <span className="dag-stage-name">{id}</span>
+                    <span className="muted small">{phase}</span>
+                  </Link>
+                  {needs.length > 0 && <span className="dag-stage-needs muted small">needs {needs.join(', ')}</span>}
+                </li>
+              );
+            })}
+          </ul>
+        </li>
+      ))}
+    </ol>
   );
 }

@@ -33,7 +33,9 @@ export function PageHeader({
         </nav>
       )}
       <div className="page-title-row">
-        <h1 className="page-title">{title}</h1>
+        <h1 className="page-title" tabIndex={-1}>
+          {title}
+        </h1>
         {badge}
         <div className="page-actions">{actions}</div>
       </div>

@@ -13,7 +13,7 @@ import { getOperationsAccess, getSession, openOperationsSocket, operationsAccess
 import { ApiError } from '../api/errors';
 import type { SessionClientFrame } from '../api/requests';
 import type { RunDetail } from '../api/types';
-import { classifyClose, decodeOutput, explainRefusal, heartbeatMs, parseServerFrame, toOperation } from '../lib/session';
+import { GATEWAY_ATTEMPTS, classifyClose, decodeOutput, explainRefusal, gatewayRetryMs, heartbeatMs, parseServerFrame, toOperation } from '../lib/session';
 import { CommandHistory, appendEntry, commandPlaceholder, outputText, type Entry } from '../lib/sessionPanel';
 import { CopyIcon, TerminalIcon } from './Icons';
 import { Forbidden } from './States';
@@ -55,6 +55,9 @@ export function SessionPanel({ run }: { run: RunDetail }) {
   const [copied, setCopied] = useState<{ ok: boolean; text: string } | null>(null);
   const [history] = useState(() => new CommandHistory());
   const wsRef = useRef<WebSocket | null>(null);
+  // A retry of a handshake the gateway refused, waiting to start.
+  const retryRef = useRef(0);
+  const [retrying, setRetrying] = useState(false);
   const outRef = useRef<HTMLDivElement>(null);
 
   // May this account run operations here? Asked once the Run is Ready, before anyone types.
@@ -72,7 +75,13 @@ export function SessionPanel({ run }: { run: RunDetail }) {
   const add = (e: Entry) => setEntries((prev) => appendEntry(prev, e));
 
   // Close the socket when leaving the page. This does not release the session Run.
-  useEffect(() => () => wsRef.current?.close(1000, 'page closed'), []);
+  useEffect(
+    () => () => {
+      window.clearTimeout(retryRef.current);
+      wsRef.current?.close(1000, 'page closed');
+    },
+    [],
+  );
 
   useEffect(() => {
     const el = outRef.current;
@@ -90,12 +99,19 @@ export function SessionPanel({ run }: { run: RunDetail }) {
     if (!op) return;
     history.push(line);
     setCopied(null);
+    window.clearTimeout(retryRef.current);
+    setRetrying(false);
     wsRef.current?.close(1000, 'new operation');
     setForbidden(false);
     setOperationID(null);
-    setState('connecting');
     add({ kind: 'command', text: line });
+    connect(uid, op, 1);
+  };
 
+  /** Opens the socket for `op` (`attempt` counts handshakes the gateway refused). */
+  const connect = (uid: string, op: NonNullable<ReturnType<typeof toOperation>>, attempt: number) => {
+    setRetrying(false);
+    setState('connecting');
     let opened = false;
     let terminal = false;
     let heartbeat = 0;
@@ -153,27 +169,62 @@ export function SessionPanel({ run }: { run: RunDetail }) {
           break;
         case 'refused':
           // The browser hides the HTTP status of a refused upgrade: re-read the
-          // session to tell an expired login from a missing permission.
-          void getSession()
-            .then((s) => s.authenticated, () => undefined)
-            .then((signedIn) => {
-              switch (explainRefusal(signedIn, ready)) {
-                case 'unauthorized':
-                  add({ kind: 'transport', tone: 'error', text: 'The Console refused the connection: you are not logged in any more. Log in again.' });
-                  break;
-                case 'not-ready':
-                  add({ kind: 'transport', tone: 'error', text: 'The Console refused the connection: the Run is not Ready for operations.' });
-                  break;
-                case 'forbidden':
-                  setForbidden(true);
+          // session and run the access check again to tell an expired login
+          // (401) and a missing permission (403) from an unreachable gateway (502/503).
+          void Promise.all([
+            getSession().then(
+              (s) => s.authenticated,
+              () => undefined,
+            ),
+            can.refetch().then(
+              (r) => (r.isError ? undefined : r.data?.allowed),
+              () => undefined,
+            ),
+          ]).then(([signedIn, allowed]) => {
+            switch (explainRefusal(signedIn, ready, allowed)) {
+              case 'unauthorized':
+                add({ kind: 'transport', tone: 'error', text: 'The Console refused the connection: you are not logged in any more. Log in again.' });
+                break;
+              case 'not-ready':
+                add({ kind: 'transport', tone: 'error', text: 'The Console refused the connection: the Run is not Ready for operations.' });
+                break;
+              case 'forbidden':
+                setForbidden(true);
+                add({
+                  kind: 'transport',
+                  tone: 'error',
+                  text: `The Console refused the connection before it opened (code ${c.code}${detail}): your account may not create runs/operations here (HTTP 403).`,
+                });
+                break;
+              case 'gateway': {
+                if (attempt >= GATEWAY_ATTEMPTS) {
                   add({
                     kind: 'transport',
                     tone: 'error',
-                    text: `The Console refused the connection before it opened (code ${c.code}${detail}). You are logged in and the Run is Ready, so your account most likely lacks permission to create runs/operations (HTTP 403). If the kubectl check above says yes, the Runtime gateway was unreachable (503): try again.`,
+                    text: `The Runtime gateway is still unreachable after ${attempt} attempts; the command did not run. Try again later.`,
                   });
                   break;
+                }
+                const wait = gatewayRetryMs(attempt);
+                add({
+                  kind: 'transport',
+                  tone: 'info',
+                  text: `Runtime gateway unreachable, retrying in ${Math.round(wait / 1000)} s (attempt ${attempt + 1} of ${GATEWAY_ATTEMPTS}). You may run operations here; the command has not run yet.`,
+                });
+                setState('connecting');
+                setRetrying(true);
+                retryRef.current = window.setTimeout(() => connect(uid, op, attempt + 1), wait);
+                break;
               }
-            });
+              case 'unknown':
+                add({
+                  kind: 'transport',
+                  tone: 'error',
+                  text: `The Console refused the connection before it opened (code ${c.code}${detail}), and it could not be checked why (a missing permission, or an unreachable Runtime gateway). Try again.`,
+                });
+                break;
+            }
+          });
           break;
         case 'early':
           add({
@@ -187,6 +238,13 @@ export function SessionPanel({ run }: { run: RunDetail }) {
   };
 
   const cancel = () => {
+    if (retrying) {
+      window.clearTimeout(retryRef.current);
+      setRetrying(false);
+      setState('failed');
+      add({ kind: 'transport', tone: 'info', text: 'Stopped retrying; the command did not run.' });
+      return;
+    }
     const ws = wsRef.current;
     if (ws && operationID) {
       send(ws, { type: 'cancel', operationID });
@@ -264,7 +322,7 @@ export function SessionPanel({ run }: { run: RunDetail }) {
           <button type="submit" className="button primary" disabled={!ready || busy || readOnly || can.isPending || !line.trim()}>
             Run
           </button>
-          <button type="button" className="button" onClick={cancel} disabled={!busy || !operationID}>
+          <button type="button" className="button" onClick={cancel} disabled={!busy || (!operationID && !retrying)}>
             Cancel
           </button>
         </div>
@@ -304,7 +362,7 @@ export function SessionPanel({ run }: { run: RunDetail }) {
           {entries.map((e, i) => (
             <SessionEntry key={i} entry={e} />
           ))}
-          {busy && <div className="ev ev-wait muted">{state === 'connecting' ? 'connecting…' : 'running…'}</div>}
+          {busy && <div className="ev ev-wait muted">{retrying ? 'waiting to retry…' : state === 'connecting' ? 'connecting…' : 'running…'}</div>}
         </div>
       )}
     </div>

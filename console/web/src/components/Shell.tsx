@@ -1,11 +1,12 @@
-import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { useEffect, useState, type ReactNode } from 'react';
-import { NavLink, Outlet, useLocation, useNavigate, useParams } from 'react-router';
-import { logout, onUnauthorized } from '../api/client';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useEffect, useRef, useState, type ReactNode } from 'react';
+import { NavLink, Outlet, useLocation, useNavigate, useNavigationType, useParams } from 'react-router';
+import { getNamespace, logout, onUnauthorized } from '../api/client';
 import { queryKeys, useLandingNamespace, useSession } from '../api/queries';
 import { rememberNamespace } from '../lib/namespace';
 import { AboutIcon, ActionIcon, LogoutIcon, MenuIcon, RunsIcon, RuntimesIcon, SettingsIcon, WorkflowIcon, WorkspaceIcon } from './Icons';
 import { NamespaceSelect } from './NamespaceSelect';
+import { PageHeader } from './Page';
 import { LiveProvider } from '../api/watch';
 
 function NavItem({ to, icon, label }: { to: string; icon: ReactNode; label: string }) {
@@ -66,6 +67,8 @@ export function Shell() {
     if (routeNs) rememberNamespace(routeNs);
   }, [routeNs]);
 
+  useFocusHeading(location.pathname);
+
   // Any 401 means the session changed (expired, logged out elsewhere): re-check it.
   useEffect(() => onUnauthorized(() => void qc.invalidateQueries({ queryKey: queryKeys.session })), [qc]);
 
@@ -115,9 +118,73 @@ export function Shell() {
       </div>
       <main id="main" className="main" tabIndex={-1}>
         <LiveProvider ns={routeNs} enabled={session.data?.authenticated === true}>
-          <Outlet />
+          {routeNs ? (
+            <NamespaceGate ns={routeNs}>
+              <Outlet />
+            </NamespaceGate>
+          ) : (
+            <Outlet />
+          )}
         </LiveProvider>
       </main>
     </div>
+  );
+}
+
+/**
+ * After a route change (another path, not another query), moves the focus to
+ * the page's main heading (`#main h1`, tabIndex -1), which screen readers
+ * then announce; the first load and the index redirect that follows it leave
+ * the focus where the browser put it. The heading may render a few frames
+ * after the route: it is looked for until it appears, for up to a second.
+ */
+function useFocusHeading(pathname: string) {
+  const seen = useRef<string | null>(null);
+  const type = useNavigationType();
+  useEffect(() => {
+    const prev = seen.current;
+    seen.current = pathname;
+    if (prev === null || prev === pathname) return;
+    // `/` redirects (replacing itself) to a namespace: still the first load.
+    if (prev === '/' && type === 'REPLACE') return;
+    let frame = 0;
+    let tries = 0;
+    const look = () => {
+      const h = document.querySelector<HTMLElement>('#main h1');
+      if (h) {
+        h.focus({ preventScroll: false });
+        return;
+      }
+      if (++tries < 60) frame = requestAnimationFrame(look);
+    };
+    frame = requestAnimationFrame(look);
+    return () => cancelAnimationFrame(frame);
+  }, [pathname, type]);
+}
+
+/**
+ * A namespace's pages, unless the Console says the namespace does not exist
+ * (`exists: false`); it says nothing (and the page shows what the cluster
+ * answered, such as Forbidden) when the caller could not learn it anyway.
+ */
+function NamespaceGate({ ns, children }: { ns: string; children: ReactNode }) {
+  const check = useQuery({
+    queryKey: ['namespace', ns],
+    queryFn: () => getNamespace(ns),
+    staleTime: 60_000,
+    retry: false,
+  });
+  if (check.data?.exists !== false) return <>{children}</>;
+  return (
+    <>
+      <PageHeader title={ns} crumbs={[{ label: 'Namespaces' }, { label: ns }]} />
+      <div className="state state-error" role="alert">
+        <p className="state-title">Namespace {ns} does not exist</p>
+        <p className="state-body prose">
+          There is no namespace named <code>{ns}</code> in this cluster. Pick another one in the namespace list above, or
+          check the address.
+        </p>
+      </div>
+    </>
   );
 }

@@ -70,8 +70,11 @@ function LoginLink() {
   );
 }
 
-/** Renders any query error in words. */
-export function ErrorState({ error, what }: { error: unknown; what: string }) {
+/**
+ * Renders any query error in words. `summary` (a PublicSummary) is shown on
+ * the "Login needed" state: what may be read without a login.
+ */
+export function ErrorState({ error, what, summary }: { error: unknown; what: string; summary?: ReactNode }) {
   if (error instanceof ApiError) {
     if (error.isForbidden) return <Forbidden access={error.access} message={error.message} />;
     if (error.isUnauthorized)
@@ -82,6 +85,7 @@ export function ErrorState({ error, what }: { error: unknown; what: string }) {
             {what.charAt(0).toUpperCase() + what.slice(1)} can only be read with your own Kubernetes credential.{' '}
             <span className="muted">{error.message}</span>
           </p>
+          {summary && <div className="state-body">{summary}</div>}
           <div className="state-body">
             <LoginLink />
           </div>

@@ -70,13 +70,54 @@ const ENGINE_FAILURES: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * The tone of a condition: True is success; False is a failure (red) only
+ * Whether a condition type's True is good news (`positive`: Ready, Scheduled,
+ * Completed, ...) or names a problem (`negative`: Failed, Degraded, ...).
+ * Kubernetes and the engine name most conditions positively; the ones here
+ * are the usual negative names. Unknown types are positive.
+ */
+export const CONDITION_POLARITY: Readonly<Record<string, 'positive' | 'negative'>> = {
+  Ready: 'positive',
+  Available: 'positive',
+  Scheduled: 'positive',
+  Running: 'positive',
+  Completed: 'positive',
+  Succeeded: 'positive',
+  Accepted: 'positive',
+  Established: 'positive',
+  Failed: 'negative',
+  Failure: 'negative',
+  Error: 'negative',
+  Degraded: 'negative',
+  Stalled: 'negative',
+  TimedOut: 'negative',
+  Timeout: 'negative',
+  Cancelled: 'negative',
+  Evicted: 'negative',
+  DiskPressure: 'negative',
+  MemoryPressure: 'negative',
+  PIDPressure: 'negative',
+  NetworkUnavailable: 'negative',
+  ReplicaFailure: 'negative',
+};
+
+export function conditionPolarity(type: string): 'positive' | 'negative' {
+  return CONDITION_POLARITY[type] ?? 'positive';
+}
+
+/**
+ * The tone of a condition: for a negative type (Failed, Degraded; see
+ * CONDITION_POLARITY) True is a failure and False neutral. Otherwise True is success; False is a failure (red) only
  * when its reason says so or the Run ended without succeeding. An expected
  * wait (Scheduled=False/NoCapacity on a Pending Run) is pending, not red.
  * `phase` is the Run's phase (`''` when it has none yet); without it (a
  * Runtime's conditions) False is red unless its reason names a wait.
  */
-export function conditionTone(status: string | undefined, reason: string | undefined, phase?: string): Tone {
+export function conditionTone(status: string | undefined, reason: string | undefined, phase?: string, type?: string): Tone {
+  if (type !== undefined && conditionPolarity(type) === 'negative') {
+    // A problem condition: True is the problem, False its absence (not an achievement).
+    if (status === 'True') return 'danger';
+    return 'neutral';
+  }
   if (status === 'True') return 'success';
   if (status !== 'False') return 'neutral';
   if (reason && (FAILURE_RE.test(reason) || ENGINE_FAILURES.has(reason))) return 'danger';

@@ -161,16 +161,32 @@ export function classifyClose(code: number, opened: boolean, terminal: boolean):
   return 'normal';
 }
 
+/** Why the operations socket failed before it opened, as far as the panel can tell. */
+export type Refusal = 'unauthorized' | 'not-ready' | 'forbidden' | 'gateway' | 'unknown';
+
 /**
  * What to tell the user when the operations socket failed before it opened.
- * Browsers hide the HTTP status of a refused upgrade, so the panel re-reads
- * the session: signed out means 401; otherwise the Run was Ready when the
- * button was pressed, which leaves a missing `create runs/operations`
- * permission (403) as the usual cause, with an unreachable gateway (503) as
- * the other.
+ * Browsers hide the HTTP status of a refused upgrade (401, 403, 502, 503 all
+ * read as code 1006), so the panel re-reads the session and runs the access
+ * check again (the same SelfSubjectAccessReview the Console makes before the
+ * upgrade): signed out means 401; a Run no longer Ready cannot take
+ * operations; a denied check means 403. A granted check leaves the step after
+ * it, the Runtime gateway, as the cause (the Console answers 502/503 when it
+ * cannot reach it): the panel retries. A check that could not be made tells
+ * nothing.
  */
-export function explainRefusal(signedIn: boolean | undefined, ready: boolean): 'unauthorized' | 'not-ready' | 'forbidden' {
+export function explainRefusal(signedIn: boolean | undefined, ready: boolean, allowed: boolean | undefined): Refusal {
   if (signedIn === false) return 'unauthorized';
   if (!ready) return 'not-ready';
-  return 'forbidden';
+  if (allowed === false) return 'forbidden';
+  if (allowed === true && signedIn === true) return 'gateway';
+  return 'unknown';
+}
+
+/** Attempts of an operation whose handshake the gateway refused, the first included. */
+export const GATEWAY_ATTEMPTS = 6;
+
+/** Wait before retry `n` (1-based) of a refused handshake: 1, 2, 4, 8, 10 s. */
+export function gatewayRetryMs(n: number): number {
+  return Math.min(10_000, 1000 * 2 ** Math.max(0, n - 1));
 }

@@ -4,14 +4,15 @@
  */
 import type { RunListItem, RuntimeListItem, WorkflowRunListItem } from '../api/types';
 
-export type RunColumn = 'name' | 'phase' | 'runtime' | 'pod' | 'attempt' | 'age';
-export const RUN_COLUMNS: readonly RunColumn[] = ['name', 'phase', 'runtime', 'pod', 'attempt', 'age'];
+export type RunColumn = 'name' | 'phase' | 'runtime' | 'pod' | 'attempt' | 'duration' | 'completed' | 'age';
+export const RUN_COLUMNS: readonly RunColumn[] = ['name', 'phase', 'runtime', 'pod', 'attempt', 'duration', 'completed', 'age'];
 export type RuntimeColumn = 'name' | 'ready' | 'age';
 export const RUNTIME_COLUMNS: readonly RuntimeColumn[] = ['name', 'ready', 'age'];
 export type WorkflowRunColumn = 'name' | 'phase' | 'jobs' | 'started' | 'duration' | 'age';
 export const WORKFLOW_RUN_COLUMNS: readonly WorkflowRunColumn[] = ['name', 'phase', 'jobs', 'started', 'duration', 'age'];
 
-type Key = string | number;
+/** A sort key; null (no value: a Run not completed) sorts last in both directions. */
+type Key = string | number | null;
 
 export interface Sort<C extends string> {
   column: C;
@@ -32,7 +33,7 @@ export function nextSort<C extends string>(current: Sort<C> | null, column: C): 
   return current.descending ? '' : `-${column}`;
 }
 
-function runKey(r: RunListItem, c: RunColumn): Key {
+function runKey(r: RunListItem, c: RunColumn, now: number): Key {
   switch (c) {
     case 'name':
       return r.metadata.name;
@@ -44,6 +45,17 @@ function runKey(r: RunListItem, c: RunColumn): Key {
       return r.assignedPod ?? '';
     case 'attempt':
       return r.attempt ?? -1;
+    case 'duration': {
+      const start = Date.parse(r.startTime ?? '');
+      if (Number.isNaN(start)) return null;
+      const end = Date.parse(r.completionTime ?? '');
+      return (Number.isNaN(end) ? now : end) - start;
+    }
+    case 'completed': {
+      // Runs not completed have no completion time: last, whichever the direction.
+      const end = Date.parse(r.completionTime ?? '');
+      return Number.isNaN(end) ? null : end;
+    }
     case 'age':
       return ageKey(r.metadata.creationTimestamp);
   }
@@ -91,13 +103,17 @@ function workflowRunKey(w: WorkflowRunListItem, c: WorkflowRunColumn): Key {
   }
 }
 
-/** `items` sorted by `sort` with `key` (stable; ties keep the server's order). */
+/**
+ * `items` sorted by `sort` with `key` (stable; ties keep the server's order).
+ * Items whose key is null come last in both directions, in the server's order.
+ */
 export function sortBy<T, C extends string>(items: readonly T[], sort: Sort<C> | null, key: (t: T, c: C) => Key): T[] {
   if (!sort) return [...items];
   const dir = sort.descending ? -1 : 1;
   return items
     .map((t, i) => ({ t, i, k: key(t, sort.column) }))
     .sort((a, b) => {
+      if (a.k === null || b.k === null) return a.k === b.k ? a.i - b.i : a.k === null ? 1 : -1;
       const c = typeof a.k === 'number' && typeof b.k === 'number' ? a.k - b.k : String(a.k).localeCompare(String(b.k));
       return c * dir || a.i - b.i;
     })
@@ -108,7 +124,12 @@ export const sortRuntimes = (items: readonly RuntimeListItem[], sort: Sort<Runti
 export const sortWorkflowRuns = (items: readonly WorkflowRunListItem[], sort: Sort<WorkflowRunColumn> | null) =>
   sortBy(items, sort, workflowRunKey);
 
-/** The Runs of a page sorted by `sort` (stable; ties keep the server's order). */
-export function sortRuns(items: readonly RunListItem[], sort: Sort<RunColumn> | null): RunListItem[] {
-  return sortBy(items, sort, runKey);
+/**
+ * The Runs of a page sorted by `sort` (stable; ties keep the server's order).
+ * By `completed`: oldest completion first (descending: newest first), Runs not
+ * completed after them either way. By `duration`: running Runs count to `now`;
+ * Runs not started come last.
+ */
+export function sortRuns(items: readonly RunListItem[], sort: Sort<RunColumn> | null, now: number = Date.now()): RunListItem[] {
+  return sortBy(items, sort, (r, c) => runKey(r, c, now));
 }

@@ -1,4 +1,5 @@
 import { useState } from 'react';
+import { Elapsed } from '../components/Time';
 import { Link, useParams, useSearchParams } from 'react-router';
 import { useWorkflowRun } from '../api/queries';
 import { useDag } from '../components/DagView';
@@ -54,7 +55,7 @@ function ActionSteps({ ns, steps }: { ns: string; steps: ActionStepStatus[] }) {
           ) : (
             <span className="muted small">no Run yet</span>
           )}
-          <span className="muted small step-dur">{a.startTime ? duration(a.startTime, a.completionTime) : ''}</span>
+          <span className="muted small step-dur">{a.startTime ? <Elapsed start={a.startTime} end={a.completionTime} /> : ''}</span>
           {a.outputs && Object.keys(a.outputs).length > 0 && (
             <span className="chips">
               {Object.entries(a.outputs).map(([k, v]) => (
@@ -81,7 +82,7 @@ function Step({ ns, step, open, onToggle }: { ns: string; step: StepView; open: 
           <StatusGlyph tone={phaseTone(st?.phase ?? 'Pending')} />
           <span className="step-name">{step.name}</span>
           <span className="muted small">{st?.phase ?? 'Pending'}</span>
-          <span className="muted small step-dur">{st?.startTime ? duration(st.startTime, st.completionTime) : ''}</span>
+          <span className="muted small step-dur">{st?.startTime ? <Elapsed start={st.startTime} end={st.completionTime} /> : ''}</span>
         </button>
       </h3>
       {open && (
@@ -184,42 +185,6 @@ function JobBody({
       {/* A job the Workflow Run does not declare has no phase at all: no badge. */}
       <PageHeader title={job} crumbs={crumbs} badge={spec ? <PhaseBadge phase={st?.phase ?? 'Pending'} /> : undefined} />
       <div className={`job-layout ${railOpen ? '' : 'rail-closed'}`}>
-        <nav className="job-rail panel" aria-label="All jobs">
-          <div className="panel-head">
-            <h2 className="panel-title">
-              All jobs
-            </h2>
-            <button type="button" className="button small subtle" aria-expanded={railOpen} onClick={() => setRailOpen(!railOpen)}>
-              {railOpen ? 'Hide' : 'Show'}
-            </button>
-          </div>
-          {railOpen && (
-            <ol className="rail-stages">
-              {staging.stages.map((ids, s) => (
-                <li key={s}>
-                  <span className="rail-stage muted small">Stage {s + 1}</span>
-                  <ul>
-                    {ids.map((id) => {
-                      const phase = wr.status.jobs?.[id]?.phase ?? 'Pending';
-                      return (
-                        <li key={id}>
-                          <Link
-                            to={`${base}${encodeURIComponent(id)}`}
-                            className={`rail-item ${id === job ? 'active' : ''}`}
-                            aria-current={id === job ? 'page' : undefined}
-                          >
-                            <StatusGlyph tone={phaseTone(phase)} />
-                            <span>{id}</span>
-                          </Link>
-                        </li>
-                      );
-                    })}
-                  </ul>
-                </li>
-              ))}
-            </ol>
-          )}
-        </nav>
         <div className="stack">
           {!spec ? (
             <div className="state state-error" role="alert">
@@ -250,7 +215,7 @@ function JobBody({
                     ['Child run', st?.workflowRunName ? <Link key="c" to={`/namespaces/${ns}/workflowruns/${st.workflowRunName}`}>{st.workflowRunName}</Link> : undefined],
                     ['Started', st?.startTime ? dateTime(st.startTime) : undefined],
                     ['Completed', st?.completionTime ? dateTime(st.completionTime) : undefined],
-                    ['Duration', st?.startTime ? duration(st.startTime, st.completionTime) : undefined],
+                    ['Duration', st?.startTime ? <Elapsed key="d" start={st.startTime} end={st.completionTime} /> : undefined],
                     [
                       'Started after',
                       st?.pre?.length ? (
@@ -289,6 +254,43 @@ function JobBody({
             </>
           )}
         </div>
+        {/* After the steps in the document (and so first on narrow screens); the grid puts it on the left where there is room. */}
+        <nav className="job-rail panel" aria-label="All jobs">
+          <div className="panel-head">
+            <h2 className="panel-title">
+              All jobs
+            </h2>
+            <button type="button" className="button small subtle" aria-expanded={railOpen} onClick={() => setRailOpen(!railOpen)}>
+              {railOpen ? 'Hide' : 'Show'}
+            </button>
+          </div>
+          {railOpen && (
+            <ol className="rail-stages">
+              {staging.stages.map((ids, s) => (
+                <li key={s}>
+                  <span className="rail-stage muted small">Stage {s + 1}</span>
+                  <ul>
+                    {ids.map((id) => {
+                      const phase = wr.status.jobs?.[id]?.phase ?? 'Pending';
+                      return (
+                        <li key={id}>
+                          <Link
+                            to={`${base}${encodeURIComponent(id)}`}
+                            className={`rail-item ${id === job ? 'active' : ''}`}
+                            aria-current={id === job ? 'page' : undefined}
+                          >
+                            <StatusGlyph tone={phaseTone(phase)} />
+                            <span>{id}</span>
+                          </Link>
+                        </li>
+                      );
+                    })}
+                  </ul>
+                </li>
+              ))}
+            </ol>
+          )}
+        </nav>
       </div>
     </>
   );

@@ -4,6 +4,7 @@ import { useNavigate, useSearchParams } from 'react-router';
 import { login } from '../api/client';
 import { ApiError } from '../api/errors';
 import { queryKeys, useSession } from '../api/queries';
+import { safeReturnPath } from '../lib/returnPath';
 
 /** Explains a failed login in words. */
 function loginError(e: unknown): string {
@@ -19,11 +20,6 @@ function loginError(e: unknown): string {
   return 'Login failed for an unknown reason.';
 }
 
-/** Only same-site paths are accepted as the place to return to. */
-function safeNext(next: string | null): string | null {
-  return next && next.startsWith('/') && !next.startsWith('//') && !next.startsWith('/login') ? next : null;
-}
-
 export function LoginPage() {
   const [token, setToken] = useState('');
   const [params] = useSearchParams();
@@ -32,7 +28,8 @@ export function LoginPage() {
   const session = useSession();
   const id = useId();
   // With no `next`, `/` picks a namespace the new session may read.
-  const next = safeNext(params.get('next')) ?? '/';
+  const asked = safeReturnPath(params.get('next'));
+  const next = asked ?? '/';
   const input = useRef<HTMLInputElement>(null);
 
   useEffect(() => {
@@ -73,6 +70,11 @@ export function LoginPage() {
         {session.data?.authenticated && (
           <p className="notice" role="status">
             Signed in as <strong>{session.data.username}</strong>. Log in again to switch accounts.
+          </p>
+        )}
+        {asked && asked !== '/' && (
+          <p className="muted small login-next">
+            After logging in you return to <code className="wrap-anywhere">{asked}</code>.
           </p>
         )}
         <form onSubmit={onSubmit} noValidate>

@@ -1,4 +1,5 @@
 import { useState } from 'react';
+import { Ago, Elapsed } from '../components/Time';
 import { Link, useParams } from 'react-router';
 import { useRun, useRuntime } from '../api/queries';
 import type { AttemptEvent, Condition, RunDetail, RunStage, RunState, Section } from '../api/types';
@@ -6,9 +7,10 @@ import { RunLogView } from '../components/RunLogView';
 import { KeyValues, PageHeader, Panel, TableWrap } from '../components/Page';
 import { SessionPanel } from '../components/SessionPanel';
 import { ConditionBadge, PhaseBadge, StatusGlyph } from '../components/Status';
+import { PublicSummary } from '../components/PublicSummary';
 import { ErrorState, Forbidden, Loading } from '../components/States';
 import { ApiError } from '../api/errors';
-import { age, bytes, dateTime, describeValue, duration } from '../lib/format';
+import { age, bytes, dateTime, describeValue } from '../lib/format';
 import { conditionTone, isTerminal } from '../lib/phase';
 import { waiting, waitingSentence } from '../lib/capacity';
 import { ManifestView } from '../components/ManifestView';
@@ -35,7 +37,7 @@ export function ConditionsTimeline({ conditions, phase }: { conditions: Conditio
   return (
     <ol className="timeline">
       {sorted.map((c) => {
-        const tone = conditionTone(c.status, c.reason, phase);
+        const tone = conditionTone(c.status, c.reason, phase, c.type);
         return (
         <li key={c.type} className={`tl-item status-${c.status} tone-${tone}`}>
           <span className="tl-dot" aria-hidden="true">
@@ -46,7 +48,7 @@ export function ConditionsTimeline({ conditions, phase }: { conditions: Conditio
               <strong>{c.type}</strong> <ConditionBadge status={c.status} tone={tone} />
               {c.reason && <span className="tag">{c.reason}</span>}
               <span className="muted small" title={dateTime(c.lastTransitionTime)}>
-                {c.lastTransitionTime ? `${dateTime(c.lastTransitionTime)} · ${age(c.lastTransitionTime)} ago` : ''}
+                {c.lastTransitionTime ? <>{dateTime(c.lastTransitionTime)} · <Ago t={c.lastTransitionTime} suffix=" ago" /></> : ''}
               </span>
             </div>
             {c.message && <p className="tl-msg">{c.message}</p>}
@@ -199,10 +201,10 @@ export function RunDetailPage() {
 
   const crumbs = [{ label: ns }, { label: 'Runs', to: `/namespaces/${ns}/runs` }, { label: name }];
   if (q.isPending) return (<><PageHeader title={name} crumbs={crumbs} /><Loading what="the Run" /></>);
-  if (!run) return (<><PageHeader title={name} crumbs={crumbs} /><ErrorState error={q.error} what="this Run" /></>);
+  if (!run) return (<><PageHeader title={name} crumbs={crumbs} /><ErrorState error={q.error} what="this Run" summary={<PublicSummary kind="runs" ns={ns} name={name} />} /></>);
   // Deleted (or never there): what was shown before is not this Run any more.
   if (q.error instanceof ApiError && q.error.isNotFound)
-    return (<><PageHeader title={name} crumbs={crumbs} /><ErrorState error={q.error} what="this Run" /></>);
+    return (<><PageHeader title={name} crumbs={crumbs} /><ErrorState error={q.error} what="this Run" summary={<PublicSummary kind="runs" ns={ns} name={name} />} /></>);
 
   const st = run.status;
   const mode = modeOf(run);
@@ -253,10 +255,10 @@ export function RunDetailPage() {
                 ) : undefined,
               ],
               ['Attempt', st.attempt],
-              ['Created', run.metadata.creationTimestamp ? `${dateTime(run.metadata.creationTimestamp)} (${age(run.metadata.creationTimestamp)} ago)` : undefined],
+              ['Created', run.metadata.creationTimestamp ? <span key="c">{dateTime(run.metadata.creationTimestamp)} (<Ago t={run.metadata.creationTimestamp} suffix=" ago" />)</span> : undefined],
               ['Started', st.startTime ? dateTime(st.startTime) : undefined],
               ['Completed', st.completionTime ? dateTime(st.completionTime) : undefined],
-              ['Duration', st.startTime ? duration(st.startTime, st.completionTime) : undefined],
+              ['Duration', st.startTime ? <Elapsed key="d" start={st.startTime} end={st.completionTime} /> : undefined],
               ['Timeout', run.spec.timeout],
               ['Retry policy', run.spec.retryPolicy ? <RetryPolicy key="r" value={run.spec.retryPolicy} /> : undefined],
               ['Endpoint', st.endpoint?.url ? <code key="e" className="wrap-anywhere">{st.endpoint.url}</code> : undefined],

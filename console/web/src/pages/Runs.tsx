@@ -7,7 +7,8 @@ import { LiveToggle, SummaryBanner } from '../components/LiveToggle';
 import { PageHeader, TableWrap } from '../components/Page';
 import { PhaseBadge } from '../components/Status';
 import { Empty, ErrorState, Loading } from '../components/States';
-import { age, dateTime } from '../lib/format';
+import { bounded, dateTime } from '../lib/format';
+import { Ago, Elapsed } from '../components/Time';
 import { RUN_COLUMNS, sortRuns, type RunColumn } from '../lib/sort';
 import { PageSize, Pager, SnapshotNote, SortHeader, useDraft, useListUrl } from '../components/ListControls';
 
@@ -201,7 +202,9 @@ export function RunsPage() {
                     <>
                       {sortHeader('pod', 'Assigned Pod')}
                       {sortHeader('attempt', 'Attempts', 'num')}
-                      <th scope="col">Last transition</th>
+                      <th scope="col">Status</th>
+                      {sortHeader('duration', 'Duration', 'num')}
+                      {sortHeader('completed', 'Completed', 'num')}
                     </>
                   )}
                   {sortHeader('age', 'Age', 'num')}
@@ -249,19 +252,28 @@ export function RunsPage() {
                     </td>
                     <td className="num">{r.attempt ?? <span className="muted">—</span>}</td>
                     <td className="reason">
+                      {r.message && (
+                        <span className="run-message" title={r.message}>
+                          {bounded(r.message, 120).text}
+                        </span>
+                      )}
                       {r.lastTransition ? (
-                        <span title={r.lastTransition.message ?? ''}>
+                        <span className="muted small run-transition" title={r.lastTransition.message ?? ''}>
                           <strong>{r.lastTransition.reason ?? r.lastTransition.type}</strong>
-                          {r.lastTransition.time && <span className="muted"> · {age(r.lastTransition.time)} ago</span>}
+                          {r.lastTransition.time && <> · <Ago t={r.lastTransition.time} suffix=" ago" /></>}
                         </span>
                       ) : (
-                        <span className="muted">—</span>
+                        !r.message && <span className="muted">—</span>
                       )}
                     </td>
+                    <td className="num">
+                      <Elapsed start={r.startTime} end={r.completionTime} />
+                    </td>
+                    <td className="num">{r.completionTime ? <Ago t={r.completionTime} suffix=" ago" /> : <span className="muted">—</span>}</td>
                     </>
                     )}
-                    <td className="num" title={dateTime(r.metadata.creationTimestamp)}>
-                      {age(r.metadata.creationTimestamp)}
+                    <td className="num">
+                      <Ago t={r.metadata.creationTimestamp} />
                     </td>
                   </tr>
                 ))}

@@ -2,6 +2,7 @@ import { Link, useParams } from 'react-router';
 import { useRuntime } from '../api/queries';
 import { KeyValues, PageHeader, Panel, TableWrap } from '../components/Page';
 import { ConditionBadge, PhaseBadge } from '../components/Status';
+import { PublicSummary } from '../components/PublicSummary';
 import { ErrorState, Forbidden, Loading } from '../components/States';
 import { age, dateTime } from '../lib/format';
 import { ConditionsTimeline } from './RunDetail';
@@ -90,7 +91,7 @@ export function RuntimeDetailPage() {
   const rt = q.data;
   const crumbs = [{ label: ns }, { label: 'Runtimes', to: `/namespaces/${ns}/runtimes` }, { label: name }];
   if (q.isPending) return (<><PageHeader title={name} crumbs={crumbs} /><Loading what="the Runtime" /></>);
-  if (!rt) return (<><PageHeader title={name} crumbs={crumbs} /><ErrorState error={q.error} what="this Runtime" /></>);
+  if (!rt) return (<><PageHeader title={name} crumbs={crumbs} /><ErrorState error={q.error} what="this Runtime" summary={<PublicSummary kind="runtimes" ns={ns} name={name} />} /></>);
 
   const ready = rt.status.readyReplicas;
   const healthy = ready !== undefined && ready >= rt.spec.replicas && rt.spec.replicas > 0;

@@ -1,12 +1,14 @@
 import { Link, useParams, useSearchParams } from 'react-router';
+import { Ago, Elapsed } from '../components/Time';
 import { useWorkflowRun } from '../api/queries';
 import type { WorkflowRunDetail } from '../api/types';
-import { DagView, useDag } from '../components/DagView';
+import { DagStages, DagView, NARROW_DAG, useDag, useMediaQuery } from '../components/DagView';
 import { JobTimeline } from '../components/JobTimeline';
 import { KeyValues, PageHeader, Panel, TableWrap } from '../components/Page';
 import { PhaseBadge } from '../components/Status';
+import { PublicSummary } from '../components/PublicSummary';
 import { ErrorState, Loading } from '../components/States';
-import { age, bounded, dateTime, duration } from '../lib/format';
+import { bounded, dateTime } from '../lib/format';
 import { ConditionsTimeline } from './RunDetail';
 import { ManifestView } from '../components/ManifestView';
 import { LiveBadge } from '../components/LiveToggle';
@@ -93,10 +95,11 @@ export function WorkflowRunDetailPage() {
   const v = params.get('view');
   const view = v === 'table' || v === 'timeline' ? v : 'graph';
   const q = useWorkflowRun(ns, name);
+  const narrow = useMediaQuery(NARROW_DAG);
   const wr = q.data;
   const crumbs = [{ label: ns }, { label: 'Workflow Runs', to: `/namespaces/${ns}/workflowruns` }, { label: name }];
   if (q.isPending) return (<><PageHeader title={name} crumbs={crumbs} /><Loading what="the Workflow Run" /></>);
-  if (!wr) return (<><PageHeader title={name} crumbs={crumbs} /><ErrorState error={q.error} what="this Workflow Run" /></>);
+  if (!wr) return (<><PageHeader title={name} crumbs={crumbs} /><ErrorState error={q.error} what="this Workflow Run" summary={<PublicSummary kind="workflowruns" ns={ns} name={name} />} /></>);
 
   const children = Object.entries(wr.status.jobs ?? {}).filter(([, j]) => j.workflowRunName);
   const setView = (v: 'graph' | 'table' | 'timeline') => {
@@ -132,7 +135,7 @@ export function WorkflowRunDetailPage() {
           </div>
         }
       >
-        {view === 'graph' ? <DagView wr={wr} ns={ns} /> : view === 'table' ? <DagTable wr={wr} ns={ns} /> : <JobTimeline wr={wr} ns={ns} />}
+        {view === 'graph' ? (narrow ? <DagStages wr={wr} ns={ns} /> : <DagView wr={wr} ns={ns} />) : view === 'table' ? <DagTable wr={wr} ns={ns} /> : <JobTimeline wr={wr} ns={ns} />}
       </Panel>
       <div className="grid-2">
         <Panel title="Overview">
@@ -141,10 +144,10 @@ export function WorkflowRunDetailPage() {
               ['Snapshot', wr.status.snapshotName ? <code key="s" className="wrap-anywhere">{wr.status.snapshotName}</code> : undefined],
               ['Parent run', wr.parentWorkflowRun ? <Link key="p" to={`/namespaces/${ns}/workflowruns/${wr.parentWorkflowRun}`}>{wr.parentWorkflowRun}</Link> : undefined],
               ['Jobs', Object.keys(wr.spec.jobs ?? {}).length],
-              ['Created', wr.metadata.creationTimestamp ? `${dateTime(wr.metadata.creationTimestamp)} (${age(wr.metadata.creationTimestamp)} ago)` : undefined],
+              ['Created', wr.metadata.creationTimestamp ? <span key="c">{dateTime(wr.metadata.creationTimestamp)} (<Ago t={wr.metadata.creationTimestamp} suffix=" ago" />)</span> : undefined],
               ['Started', wr.status.startTime ? dateTime(wr.status.startTime) : <span key="s" className="muted">no step has started a Run yet</span>],
               ['Completed', wr.status.completionTime ? dateTime(wr.status.completionTime) : undefined],
-              ['Duration', wr.status.startTime ? duration(wr.status.startTime, wr.status.completionTime) : undefined],
+              ['Duration', wr.status.startTime ? <Elapsed key="d" start={wr.status.startTime} end={wr.status.completionTime} /> : undefined],
               [
                 'Child runs',
                 children.length ? (
