@@ -611,6 +611,6 @@ async fn main() -> Result<()> {
             true
         )
     );
-    println!("{}", row("`kubectl logs | jq | grep`", &pipe, false));
+    println!("{}", row(r"`kubectl logs \| jq \| grep`", &pipe, false));
     Ok(())
 }
