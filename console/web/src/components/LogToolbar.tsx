@@ -26,6 +26,8 @@ export interface LogToolbarProps {
   /** Download is offered when there are lines. */
   canDownload: boolean;
   onDownload: () => void;
+  /** "Jump to first error" (a failed Run): the action, null when no loaded line is an error; undefined: not offered. */
+  firstError?: (() => void) | null;
 }
 
 export function LogToolbar(p: LogToolbarProps) {
@@ -73,6 +75,17 @@ export function LogToolbar(p: LogToolbarProps) {
           <input type="checkbox" checked={p.timestamps} onChange={(e) => p.onTimestamps(e.target.checked)} />
           Timestamps
         </label>
+        {p.firstError !== undefined && (
+          <button
+            type="button"
+            className="button small"
+            onClick={p.firstError ?? undefined}
+            disabled={!p.firstError}
+            title={p.firstError ? 'The first stderr record, else the first line with error, fatal, panic or exception' : 'No loaded line is an error'}
+          >
+            Jump to first error
+          </button>
+        )}
       </div>
       <div className="log-tools">
         <div className="search">

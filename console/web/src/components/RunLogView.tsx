@@ -9,6 +9,8 @@
 import { useDeferredValue, useMemo, useReducer, useState } from 'react';
 import { useLocation } from 'react-router';
 import { useRunLogStream } from '../api/logStream';
+import { stripAnsi } from '../lib/ansi';
+import { firstError } from '../lib/logFold';
 import { INITIAL_FOLLOW, clampTail, followReducer, logText, parseCursorHash, searchLines, stepMatch } from '../lib/logs';
 import { LogToolbar } from './LogToolbar';
 import { LogViewer } from './LogViewer';
@@ -25,9 +27,11 @@ export interface RunLogViewProps {
   height?: number;
   /** The Pod the Run is assigned to (a 409 then means its log is not readable yet); null: none yet; undefined: not known. */
   assignedPod?: string | null | undefined;
+  /** The Run failed: the log opens at its first error, and offers to jump there. */
+  failed?: boolean;
 }
 
-export function RunLogView({ ns, run, active, defaultTail = 100, anchorPrefix = 'L', height = 420, assignedPod }: RunLogViewProps) {
+export function RunLogView({ ns, run, active, defaultTail = 100, anchorPrefix = 'L', height = 420, assignedPod, failed = false }: RunLogViewProps) {
   const location = useLocation();
   const [tail, setTail] = useState(clampTail(defaultTail));
   const [tailDraft, setTailDraft] = useState(String(clampTail(defaultTail)));
@@ -55,7 +59,7 @@ export function RunLogView({ ns, run, active, defaultTail = 100, anchorPrefix = 
   const lines = records.lines;
 
   const result = useMemo(
-    () => (deferredQuery ? searchLines(records.lines.map((r) => r.message), deferredQuery) : null),
+    () => (deferredQuery ? searchLines(records.lines.map((r) => stripAnsi(r.message)), deferredQuery) : null),
     [deferredQuery, records],
   );
   const matchLines = useMemo(() => new Set(result?.lines ?? []), [result]);
@@ -72,6 +76,20 @@ export function RunLogView({ ns, run, active, defaultTail = 100, anchorPrefix = 
       setJump({ line: m.line });
     }
   };
+
+  // The first error of what is loaded: the first stderr record, else the first line that reads like one.
+  const errorLine = useMemo(() => (failed ? firstError(records.lines) : -1), [failed, records]);
+  const jumpToError = () => {
+    if (errorLine < 0) return;
+    dispatch({ type: 'scrolled', atBottom: false });
+    setJump({ line: errorLine });
+  };
+  // A failed Run's log opens at its first error (unless a link names a line): once, when it is loaded.
+  const [openedAtError, setOpenedAtError] = useState(false);
+  if (failed && !anchor && !openedAtError && log.status === 'ready' && errorLine >= 0) {
+    setOpenedAtError(true);
+    jumpToError();
+  }
 
   const download = () => {
     const blob = new Blob([logText(lines, timestamps)], { type: 'text/plain;charset=utf-8' });
@@ -118,6 +136,7 @@ export function RunLogView({ ns, run, active, defaultTail = 100, anchorPrefix = 
           onOnlyMatching={setOnlyMatching}
           canDownload={lines.length > 0}
           onDownload={download}
+          firstError={failed ? (errorLine >= 0 ? jumpToError : null) : undefined}
         />
       }
       follow={follow}

@@ -248,9 +248,23 @@ export function parseCursorHash(hash: string, prefix = 'L'): string | null {
   return CURSOR_RE.test(c) ? c : null;
 }
 
-/** The deep link of a record: its cursor when it has one, else its line number. */
-export function recordHash(r: CursorRecord, n: number, prefix = 'L'): string {
-  return r.cursor ? cursorHash(r.cursor, prefix) : lineHash(n, prefix);
+/** The deep link of a record: its cursor when it has one, else its (stable) line number; '' without either. */
+export function recordHash(r: CursorRecord, n: number | undefined, prefix = 'L'): string {
+  return r.cursor ? cursorHash(r.cursor, prefix) : n !== undefined ? lineHash(n, prefix) : '';
+}
+
+/**
+ * Index of the record numbered `n`: the one whose `line` is `n`; without
+ * `line` numbers, the `n`th loaded record when `start` (the first loaded
+ * record's number minus one) is known (>= 0); else -1.
+ */
+export function indexOfLine(records: readonly CursorRecord[], n: number, start = -1): number {
+  for (let i = 0; i < records.length; i++) if (records[i]!.line === n) return i;
+  if (start >= 0 && records.every((r) => r.line === undefined)) {
+    const i = n - 1 - start;
+    return i >= 0 && i < records.length ? i : -1;
+  }
+  return -1;
 }
 
 /** Index of the record with `cursor` in `records`, or -1. */

@@ -285,7 +285,7 @@ export function RunDetailPage() {
       )}
 
       <Panel title="Logs" id="logs">
-        <RunLogView ns={ns} run={name} active={active} assignedPod={st.assignedPod || null} />
+        <RunLogView ns={ns} run={name} active={active} assignedPod={st.assignedPod || null} failed={st.phase === 'Failed'} />
       </Panel>
 
       <div className="grid-2">
