@@ -4,7 +4,8 @@
 // numbers that do not change, copyable line links, the state at the top of
 // the log, and the whole-log download.
 import { join } from 'node:path';
-import { STYLES, THEMES, assert, axeViolations, close, describeViolations, env, eventually, login, newPage, test } from './harness.mjs';
+import { STYLES, THEMES, api, appendRunLog, assert, axeViolations, close, describeViolations, env, eventually, getJson, login, newPage, test } from './harness.mjs';
+import { applyRun, deleteRun, kubectl, patchRunStatus, podUid } from './kube.mjs';
 
 const NS = env.ns;
 const FAILED = 'compile-failed';
@@ -135,4 +136,112 @@ test('log viewer: screenshots of colours and groups in every Style x Theme and a
     }
   }
   assert(problems.length === 0, problems.join('\n'));
+});
+
+// --- line numbers and links ---------------------------------------------------
+
+/** A Succeeded Run of its own on bash-pool-0 whose records are "line 1" … "line <count>". */
+async function numberedRun(name, count) {
+  const pod = 'bash-pool-0';
+  applyRun(NS, name, { status: { phase: 'Running', assignedPod: pod, assignedPodUID: podUid(NS, pod), attempt: 1, startTime: new Date(Date.now() - 1000).toISOString().replace(/\.\d+Z$/, 'Z') } });
+  const run = JSON.parse(kubectl(['-n', NS, 'get', 'run', name, '-o', 'json']));
+  for (let i = 1; i <= count; i++) appendRunLog(run, `line ${i}`);
+  await new Promise((r) => setTimeout(r, 1100));
+  patchRunStatus(NS, name, { phase: 'Succeeded', completionTime: new Date(Date.now() + 1000).toISOString().replace(/\.\d+Z$/, 'Z') });
+}
+
+/** [shown number or null, message] of every rendered line. */
+const numbered = (logs) =>
+  logs.locator('.log-line').evaluateAll((els) => els.map((e) => [e.querySelector('.ln')?.textContent || null, e.querySelector('.msg')?.textContent ?? '']));
+
+test('log viewer: a line number never changes: after Load older each shown number is still its record\'s', async (browser) => {
+  const name = 'e2e-log-numbers';
+  await numberedRun(name, 30);
+  const page = await newPage(browser);
+  try {
+    await login(page, env.viewer, 'viewer');
+    const logs = await openRun(page, name);
+    await logs.getByLabel('Tail').fill('5');
+    await logs.getByRole('button', { name: 'Load', exact: true }).click();
+    await eventually('a 5-line tail', async () => (await logs.locator('.log-line').count()) === 5);
+    const seen = new Map();
+    const check = async (when) => {
+      for (const [n, msg] of await numbered(logs)) {
+        if (n === null) continue;
+        // Each record's number is its place among the Run's records ("line 26" is record 26).
+        assert(`line ${n}` === msg, `${when}: "${msg}" is numbered ${n}`);
+        if (seen.has(msg)) assert(seen.get(msg) === n, `${when}: "${msg}" was numbered ${seen.get(msg)}, now ${n}`);
+        seen.set(msg, n);
+      }
+    };
+    await check('the tail');
+    const older = logs.getByRole('button', { name: 'Load older' });
+    for (let shown = 5; shown < 30; ) {
+      await older.click();
+      const was = shown;
+      shown = await eventually('more lines', async () => {
+        const n = await logs.locator('.log-line').count();
+        return n > was && n;
+      });
+      await check('after Load older');
+    }
+    // At the start: every record has its number, and the top of the log says so.
+    await logs.getByText('Start of the log').waitFor();
+    assert((await older.count()) === 0, '"Load older" is still offered at the start of the log');
+    const all = await numbered(logs);
+    assert(all.every(([n]) => n !== null), 'a line at the known start of the log has no number');
+    await check('at the start');
+    // #L<number> opens that line in a new page, scrolled to it.
+    const tab = await newPage(browser, { viewport: { width: 1360, height: 600 } });
+    await login(tab, env.viewer, 'viewer');
+    const tlogs = await openRun(tab, name, '#L12');
+    const sel = tlogs.locator('.log-line.selected');
+    await sel.waitFor();
+    assert((await sel.locator('.msg').innerText()) === 'line 12', `#L12 selects ${await sel.locator('.msg').innerText()}`);
+    assert(await inView(sel), 'the #L12 line is not scrolled into view');
+    await close(tab);
+  } finally {
+    deleteRun(NS, name);
+    await close(page);
+  }
+});
+
+test('log viewer: a link to a line outside the loaded tail loads around it and scrolls to it; Enter on a line number copies its link', async (browser) => {
+  const name = 'e2e-log-link-far';
+  await numberedRun(name, 700);
+  const page = await newPage(browser);
+  try {
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
+    await login(page, env.viewer, 'viewer');
+    // The cursor of record 40 (the default tail of 100 does not hold it).
+    const ctx = await api(env.viewer);
+    const tail = await getJson(ctx, `/api/namespaces/${NS}/runs/${name}/logs?tail=500`);
+    const back = await getJson(ctx, `/api/namespaces/${NS}/runs/${name}/logs?tail=500&beforeCursor=${tail.records[0].cursor}`);
+    await ctx.dispose();
+    const target = back.records.find((r) => r.message === 'line 40');
+    assert(target, `no record "line 40" before the tail: ${back.records.length} records`);
+    const logs = await openRun(page, name, `#L${target.cursor}`);
+    const sel = logs.locator('.log-line.selected');
+    await sel.waitFor();
+    assert((await sel.locator('.msg').innerText()) === 'line 40', `the link selects ${await sel.locator('.msg').innerText()}`);
+    assert(await inView(sel), 'the linked line is not scrolled into view');
+    // Keyboard: Tab reaches a line number; Enter copies the line's link.
+    const ln = logs.locator('.log-line').filter({ has: page.locator('.msg', { hasText: /^line 41$/ }) }).locator('.ln');
+    await ln.focus();
+    assert(await ln.evaluate((e) => e === document.activeElement), 'the line number cannot take the focus');
+    await page.keyboard.press('Enter');
+    await logs.getByText(/Link to .* copied/).waitFor();
+    const copied = await page.evaluate(() => navigator.clipboard.readText());
+    const hash = new URL(copied).hash;
+    assert(/^#L\d+\.\d{9}-\d+$/.test(hash), `the copied link is ${copied}`);
+    const tab = await newPage(browser);
+    await login(tab, env.viewer, 'viewer');
+    const tl = await openRun(tab, name, hash);
+    await tl.locator('.log-line.selected').waitFor();
+    assert((await tl.locator('.log-line.selected .msg').innerText()) === 'line 41', 'the copied link opens another line');
+    await close(tab);
+  } finally {
+    deleteRun(NS, name);
+    await close(page);
+  }
 });
