@@ -3,6 +3,7 @@
 // stripped, ::group:: folds, a failed Run opening at its first error, line
 // numbers that do not change, copyable line links, the state at the top of
 // the log, and the whole-log download.
+import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { STYLES, THEMES, api, appendRunLog, assert, axeViolations, close, describeViolations, env, eventually, getJson, login, newPage, test } from './harness.mjs';
 import { applyRun, deleteRun, kubectl, patchRunStatus, podUid } from './kube.mjs';
@@ -138,6 +139,132 @@ test('log viewer: screenshots of colours and groups in every Style x Theme and a
   assert(problems.length === 0, problems.join('\n'));
 });
 
+// --- whole-log download ------------------------------------------------------
+
+const BULK_POD = 'bulk-pool-0';
+const BULK = 200_000;
+
+/** A Pod of its own with a Succeeded Run of `count` records in its log (written here, as runtimed would): the expected text. */
+function bulkRun(name, count) {
+  kubectl(['apply', '-f', '-'], JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: BULK_POD, namespace: NS, labels: { runtime: 'bash', app: 'kruntimes-bash', 'app.kubernetes.io/part-of': 'kruntimes' } },
+    spec: { nodeName: process.env.TESTENV_NODE ?? 'testenv-node', containers: [{ name: 'runtime', image: 'ghcr.io/kruntimes/runtime-bash:demo' }, { name: 'runtimed', image: 'ghcr.io/kruntimes/runtimed:demo' }] },
+  }));
+  kubectl(['-n', NS, 'patch', 'pod', BULK_POD, '--subresource', 'status', '--type', 'merge', '-p', JSON.stringify({
+    status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }], containerStatuses: [{ name: 'runtimed', ready: true, restartCount: 0, image: 'ghcr.io/kruntimes/runtimed:demo', imageID: '', started: true, state: { running: { startedAt: new Date().toISOString().replace(/\.\d+Z$/, 'Z') } } }] },
+  })]);
+  const start = Date.now() - 2000;
+  applyRun(NS, name, { status: { phase: 'Running', assignedPod: BULK_POD, assignedPodUID: podUid(NS, BULK_POD), attempt: 1, startTime: new Date(start).toISOString().replace(/\.\d+Z$/, 'Z') } });
+  const run = JSON.parse(kubectl(['-n', NS, 'get', 'run', name, '-o', 'json']));
+  const dir = join(env.logs, `${NS}_${BULK_POD}`);
+  mkdirSync(dir, { recursive: true });
+  // Stamped one microsecond apart from now on, in time order as the kubelet writes them.
+  const base = BigInt(Date.now()) * 1_000_000n;
+  // The Pod is this test's own: its log starts empty each time.
+  writeFileSync(join(dir, 'runtimed.log'), '');
+  let file = '';
+  let expected = '';
+  for (let i = 1; i <= count; i++) {
+    const ns = base + BigInt(i) * 1000n;
+    const ts = new Date(Number(ns / 1_000_000n)).toISOString().replace(/\.\d{3}Z$/, `.${String(ns % 1_000_000_000n).padStart(9, '0')}Z`);
+    const stream = i % 10 === 0 ? 'stderr' : 'stdout';
+    const message = `bulk record ${i} of ${count}: ${'x'.repeat(i % 50)}`;
+    file += `${ts} ${stream} F ${JSON.stringify({ run_uid: run.metadata.uid, run_name: name, namespace: NS, runtime: 'bash', pod: BULK_POD, stream, message })}\n`;
+    expected += stream === 'stderr' ? `[stderr] ${message}\n` : `${message}\n`;
+    if (file.length > 8 << 20) {
+      appendFileSync(join(dir, 'runtimed.log'), file);
+      file = '';
+    }
+  }
+  appendFileSync(join(dir, 'runtimed.log'), file);
+  patchRunStatus(NS, name, { phase: 'Succeeded', completionTime: new Date(Date.now() + 2000).toISOString().replace(/\.\d+Z$/, 'Z') });
+  return expected;
+}
+
+test('log viewer: "Whole log" downloads every record of a 200,000-record Run, page by page, with progress; the heap stays small', async (browser) => {
+  const name = 'e2e-log-bulk';
+  const expected = bulkRun(name, BULK);
+  const page = await newPage(browser);
+  // The Blob path (browsers without the File System Access API).
+  await page.addInitScript(() => delete window.showSaveFilePicker);
+  try {
+    await login(page, env.viewer, 'viewer');
+    const logs = await openRun(page, name);
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send('HeapProfiler.collectGarbage');
+    const before = (await cdp.send('Runtime.getHeapUsage')).usedSize;
+    let peak = before;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        try {
+          peak = Math.max(peak, (await cdp.send('Runtime.getHeapUsage')).usedSize);
+        } catch {
+          return; // the page went away (the test failed): nothing more to sample
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    const pages = [];
+    page.on('request', (r) => r.url().includes(`/runs/${name}/logs?`) && pages.push(new URL(r.url()).searchParams));
+    const started = Date.now();
+    await logs.locator('.log-download summary').click();
+    const downloading = page.waitForEvent('download', { timeout: 300_000 });
+    await logs.getByRole('button', { name: 'Whole log, text' }).click();
+    // Progress is shown while it runs.
+    await eventually('progress', async () => /Downloading the whole log: [\d,]+ records so far/.test(await logs.locator('.log-saving').innerText()), 30_000);
+    const download = await downloading.finally(() => (sampling = false));
+    const seconds = (Date.now() - started) / 1000;
+    sampling = false;
+    await sampler;
+    await cdp.send('HeapProfiler.collectGarbage');
+    const after = (await cdp.send('Runtime.getHeapUsage')).usedSize;
+    const text = readFileSync(await download.path(), 'utf8');
+    const lines = text.split('\n').length - 1;
+    assert(lines === BULK, `the file has ${lines} lines, the Run ${BULK} records`);
+    assert(text === expected, 'the file differs from the records written');
+    assert(download.suggestedFilename() === `${NS}_${name}.log`, `the file is named ${download.suggestedFilename()}`);
+    await logs.getByText(`Downloaded the whole log: ${BULK.toLocaleString('en-US')} records`).waitFor();
+    const mib = (n) => (n / 1048576).toFixed(1);
+    const figures = `whole-log download of ${BULK} records (${mib(text.length)} MiB of text) in ${seconds.toFixed(1)} s over ${pages.length} requests: JS heap ${mib(before)} MiB before, peak ${mib(peak)} MiB (+${mib(peak - before)}), ${mib(after)} MiB after`;
+    console.log(`     ${figures}`);
+    // A download held as one string would put the whole text (twice over, as UTF-16) in the heap.
+    assert(peak - before < text.length / 2, `the heap grew by ${mib(peak - before)} MiB for a ${mib(text.length)} MiB file: ${figures}`);
+  } finally {
+    await close(page);
+  }
+});
+
+test('log viewer: a whole-log download can be cancelled; NDJSON keeps the records as they came', async (browser) => {
+  const name = 'e2e-log-bulk';
+  const page = await newPage(browser);
+  await page.addInitScript(() => delete window.showSaveFilePicker);
+  try {
+    await login(page, env.viewer, 'viewer');
+    const logs = await openRun(page, name);
+    let downloaded = false;
+    page.on('download', () => (downloaded = true));
+    await logs.locator('.log-download summary').click();
+    await logs.getByRole('button', { name: 'Whole log, NDJSON' }).click();
+    await eventually('some records', async () => /[1-9][\d,]* records so far/.test(await logs.locator('.log-saving').innerText()), 30_000);
+    await logs.locator('.log-saving').getByRole('button', { name: 'Cancel' }).click();
+    await logs.getByText(/Download cancelled after [\d,]+ records/).waitFor();
+    await page.waitForTimeout(500);
+    assert(!downloaded, 'a cancelled download saved a file');
+    // The loaded lines as NDJSON: one record a line, each with its cursor.
+    await logs.locator('.log-download summary').click();
+    const [dl] = await Promise.all([page.waitForEvent('download'), logs.getByRole('button', { name: 'Loaded lines, NDJSON' }).click()]);
+    const recs = readFileSync(await dl.path(), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    assert(recs.length === 100 && recs.every((r) => /^\d+\.\d{9}-\d+$/.test(r.cursor) && r.message.startsWith('bulk record')), `the NDJSON holds ${recs.length} records`);
+    assert(recs[99].message.startsWith(`bulk record ${BULK} of`), `the last record is ${recs[99].message}`);
+  } finally {
+    deleteRun(NS, name);
+    await close(page);
+  }
+});
+
 // --- line numbers and links ---------------------------------------------------
 
 /** A Succeeded Run of its own on bash-pool-0 whose records are "line 1" … "line <count>". */
@@ -242,6 +369,49 @@ test('log viewer: a link to a line outside the loaded tail loads around it and s
     await close(tab);
   } finally {
     deleteRun(NS, name);
+    await close(page);
+  }
+});
+
+// --- the log view's own defects ---------------------------------------------
+
+const logState = (logs) => logs.locator('.log-status').innerText();
+
+test('log viewer: typing a search goes to the first match, which does not read "Following · Paused"', async (browser) => {
+  const page = await newPage(browser, { viewport: { width: 1360, height: 700 } });
+  try {
+    await login(page, env.viewer, 'viewer');
+    const logs = await openRun(page, 'build-running');
+    await eventually('Following', async () => (await logState(logs)).includes('Following'));
+    await eventually('a few ticks', async () => (await logs.locator('.log-line').count()) >= 3);
+    await logs.getByLabel('Search the log').fill('tick');
+    const current = logs.locator('.log-line.current-match');
+    await current.waitFor();
+    assert(await inView(current), 'the first match is not scrolled into view');
+    assert((await logs.locator('.match-count').innerText()).startsWith('1 / '), `the count reads ${await logs.locator('.match-count').innerText()}`);
+    await page.waitForTimeout(1500);
+    const state = await logState(logs);
+    assert(!/Paused/.test(state), `jumping to a match reads: ${state}`);
+    assert(/At a search match/.test(state), `the state does not say the view is at a match: ${state}`);
+  } finally {
+    await close(page);
+  }
+});
+
+test('log viewer: at 390 px, turning Wrap on does not pause following', async (browser) => {
+  const page = await newPage(browser, { viewport: { width: 390, height: 844 } });
+  try {
+    await login(page, env.viewer, 'viewer');
+    const logs = await openRun(page, 'build-running');
+    await eventually('Following', async () => (await logState(logs)).includes('Following'));
+    await eventually('a few ticks', async () => (await logs.locator('.log-line').count()) >= 3);
+    await logs.getByLabel('Wrap').check();
+    await page.waitForTimeout(2500);
+    const state = await logState(logs);
+    assert(!/Paused/.test(state), `Wrap paused following: ${state}`);
+    const last = logs.locator('.log-line').last();
+    await eventually('the newest line in view', () => inView(last), 5000);
+  } finally {
     await close(page);
   }
 });

@@ -1,5 +1,6 @@
-/** The log viewer's controls: tail size, follow, wrap, timestamps, search with a match count and an only-matching filter, download. */
-import { useId, type KeyboardEvent } from 'react';
+/** The log viewer's controls: tail size, follow, wrap, timestamps, search with a match count and an only-matching filter, download (loaded lines or the whole log). */
+import { useId, useRef, type KeyboardEvent } from 'react';
+import type { LogFormat } from '../lib/logDownload';
 import { MAX_TAIL } from '../lib/logs';
 import { DownloadIcon, SearchIcon } from './Icons';
 
@@ -23,9 +24,13 @@ export interface LogToolbarProps {
   /** Show only the lines that match the search. */
   onlyMatching: boolean;
   onOnlyMatching: (only: boolean) => void;
-  /** Download is offered when there are lines. */
+  /** Download of the loaded lines is offered when there are lines. */
   canDownload: boolean;
-  onDownload: () => void;
+  /** How many lines are loaded (the "loaded lines" choice says so). */
+  loadedCount: number;
+  onDownload: (what: 'loaded' | 'whole', format: LogFormat) => void;
+  /** A whole-log download is running: its controls are then disabled. */
+  downloading: boolean;
   /** "Jump to first error" (a failed Run): the action, null when no loaded line is an error; undefined: not offered. */
   firstError?: (() => void) | null;
 }
@@ -116,10 +121,39 @@ export function LogToolbar(p: LogToolbarProps) {
           <input type="checkbox" checked={p.onlyMatching} onChange={(e) => p.onOnlyMatching(e.target.checked)} />
           Only matching lines
         </label>
-        <button type="button" className="button small" onClick={p.onDownload} disabled={!p.canDownload} title="Download every line loaded">
-          <DownloadIcon /> Download
-        </button>
+        <DownloadMenu {...p} />
       </div>
     </div>
+  );
+}
+
+/** "Download": the loaded lines or the whole log, as text or NDJSON. */
+function DownloadMenu(p: LogToolbarProps) {
+  const ref = useRef<HTMLDetailsElement>(null);
+  const pick = (what: 'loaded' | 'whole', format: LogFormat) => {
+    if (ref.current) ref.current.open = false;
+    p.onDownload(what, format);
+  };
+  const loaded = `${p.loadedCount.toLocaleString()} loaded line${p.loadedCount === 1 ? '' : 's'}`;
+  return (
+    <details className="log-download" ref={ref}>
+      <summary className="button small">
+        <DownloadIcon /> Download
+      </summary>
+      <div className="log-download-menu" role="group" aria-label="Download the log">
+        <button type="button" className="button small" disabled={!p.canDownload} onClick={() => pick('loaded', 'text')}>
+          Loaded lines ({loaded}), text
+        </button>
+        <button type="button" className="button small" disabled={!p.canDownload} onClick={() => pick('loaded', 'ndjson')}>
+          Loaded lines, NDJSON
+        </button>
+        <button type="button" className="button small" disabled={p.downloading} onClick={() => pick('whole', 'text')}>
+          Whole log, text
+        </button>
+        <button type="button" className="button small" disabled={p.downloading} onClick={() => pick('whole', 'ndjson')}>
+          Whole log, NDJSON
+        </button>
+      </div>
+    </details>
   );
 }

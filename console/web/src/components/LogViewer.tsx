@@ -243,10 +243,23 @@ export function LogViewer({ run, log, assignedPod, onlyMatching = false, toolbar
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [jump, rows, virtualizer]);
 
+  // A pinned view stays at the bottom when its lines change height (Wrap, a narrow screen, measured rows).
+  const totalSize = virtualizer.getTotalSize();
+  useLayoutEffect(() => {
+    const el = scrollRef.current;
+    if (el && follow.pinned) el.scrollTop = el.scrollHeight;
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [totalSize, wrap, height]);
+
+  // Only the reader moving up leaves the bottom: lines growing under a pinned view (Wrap on) do not pause it.
+  const lastTopRef = useRef(0);
   const onScroll = () => {
     const el = scrollRef.current;
     if (!el) return;
-    onFollowEvent({ type: 'scrolled', atBottom: atBottom(el.scrollTop, el.scrollHeight, el.clientHeight) });
+    const movedUp = el.scrollTop < lastTopRef.current - 1;
+    lastTopRef.current = el.scrollTop;
+    const bottom = atBottom(el.scrollTop, el.scrollHeight, el.clientHeight);
+    if (bottom || movedUp) onFollowEvent({ type: 'scrolled', atBottom: bottom });
   };
 
   const jumpToBottom = () => {
@@ -304,10 +317,15 @@ export function LogViewer({ run, log, assignedPod, onlyMatching = false, toolbar
           <span className="dot" aria-hidden="true" />
           {statusText}
         </span>
-        {paused && (
+        {paused && !follow.heldAt && (
           <span className="log-state is-paused" title="Scrolled up: the view stays here while new lines arrive">
             <span className="dot" aria-hidden="true" />
             Paused
+          </span>
+        )}
+        {paused && follow.heldAt && (
+          <span className="log-state is-held" title="The view stays at this line while new lines arrive below">
+            {follow.heldAt === 'match' ? 'At a search match' : 'At the first error'}
           </span>
         )}
         {status === 'finished' && end?.message && <span className="muted">{end.message}</span>}

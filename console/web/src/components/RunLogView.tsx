@@ -6,12 +6,13 @@
  * "only matching lines" filter, line deep links that name the record's
  * cursor, download of everything loaded.
  */
-import { useDeferredValue, useMemo, useReducer, useState } from 'react';
+import { useDeferredValue, useMemo, useReducer, useRef, useState } from 'react';
 import { useLocation } from 'react-router';
 import { useRunLogStream } from '../api/logStream';
 import { stripAnsi } from '../lib/ansi';
+import { blobSink, downloadWholeLog, fileName, pageText, pickFileSink, saveBlob, type LogFormat } from '../lib/logDownload';
 import { firstError } from '../lib/logFold';
-import { INITIAL_FOLLOW, clampTail, followReducer, logText, parseCursorHash, searchLines, stepMatch } from '../lib/logs';
+import { INITIAL_FOLLOW, clampTail, followReducer, parseCursorHash, searchLines, stepMatch } from '../lib/logs';
 import { LogToolbar } from './LogToolbar';
 import { LogViewer } from './LogViewer';
 
@@ -72,16 +73,30 @@ export function RunLogView({ ns, run, active, defaultTail = 100, anchorPrefix = 
     setPick({ query: deferredQuery, index: next });
     const m = result.matches[next];
     if (m) {
-      dispatch({ type: 'scrolled', atBottom: false });
+      dispatch({ type: 'held', at: 'match' });
       setJump({ line: m.line });
     }
   };
+
+  // Typing a search goes to its first match (once per query; Enter / the arrows step on).
+  const [searched, setSearched] = useState('');
+  if (deferredQuery !== searched && result) {
+    setSearched(deferredQuery);
+    const m = result.matches[0];
+    if (m) {
+      setPick({ query: deferredQuery, index: 0 });
+      dispatch({ type: 'held', at: 'match' });
+      setJump({ line: m.line });
+    }
+  } else if (!deferredQuery && searched) {
+    setSearched('');
+  }
 
   // The first error of what is loaded: the first stderr record, else the first line that reads like one.
   const errorLine = useMemo(() => (failed ? firstError(records.lines) : -1), [failed, records]);
   const jumpToError = () => {
     if (errorLine < 0) return;
-    dispatch({ type: 'scrolled', atBottom: false });
+    dispatch({ type: 'held', at: 'error' });
     setJump({ line: errorLine });
   };
   // A failed Run's log opens at its first error (unless a link names a line): once, when it is loaded.
@@ -91,16 +106,43 @@ export function RunLogView({ ns, run, active, defaultTail = 100, anchorPrefix = 
     jumpToError();
   }
 
-  const download = () => {
-    const blob = new Blob([logText(lines, timestamps)], { type: 'text/plain;charset=utf-8' });
-    const url = URL.createObjectURL(blob);
-    const a = document.createElement('a');
-    a.href = url;
-    a.download = `${ns}_${run}.log`;
-    document.body.appendChild(a);
-    a.click();
-    a.remove();
-    window.setTimeout(() => URL.revokeObjectURL(url), 1000);
+  // A whole-log download: records written so far, and how it ended.
+  const [saving, setSaving] = useState<{ format: LogFormat; records: number; state: 'running' | 'done' | 'cancelled' | 'error'; message?: string } | null>(null);
+  const cancelRef = useRef<AbortController | null>(null);
+
+  const download = (what: 'loaded' | 'whole', format: LogFormat) => {
+    const name = fileName(ns, run, format);
+    const type = format === 'ndjson' ? 'application/x-ndjson' : 'text/plain;charset=utf-8';
+    if (what === 'loaded') {
+      saveBlob(new Blob([pageText(lines, format, timestamps)], { type }), name);
+      return;
+    }
+    const ctrl = new AbortController();
+    cancelRef.current = ctrl;
+    setSaving({ format, records: 0, state: 'running' });
+    void (async () => {
+      try {
+        // The picker first: it needs the click's user activation.
+        const sink = (await pickFileSink(name, format)) ?? blobSink(name, type);
+        const got = await downloadWholeLog(ns, run, sink, {
+          format,
+          timestamps,
+          signal: ctrl.signal,
+          onProgress: (records) => setSaving((s) => (s && s.state === 'running' ? { ...s, records } : s)),
+        });
+        setSaving({
+          format,
+          records: got.records,
+          state: 'done',
+          ...(got.incomplete ? { message: 'the server gives no cursors, so only the first page could be read' } : {}),
+        });
+      } catch (e) {
+        if (e instanceof DOMException && e.name === 'AbortError') setSaving((s) => ({ format, records: s?.records ?? 0, state: 'cancelled' }));
+        else setSaving((s) => ({ format, records: s?.records ?? 0, state: 'error', message: e instanceof Error ? e.message : String(e) }));
+      } finally {
+        if (cancelRef.current === ctrl) cancelRef.current = null;
+      }
+    })();
   };
 
   const applyTail = () => {
@@ -110,6 +152,28 @@ export function RunLogView({ ns, run, active, defaultTail = 100, anchorPrefix = 
     else setTail(n);
   };
 
+  const savingNote = saving && (
+    <div className={`log-saving small ${saving.state === 'error' ? 'danger-text' : ''}`} role="status">
+      {saving.state === 'running' && <>Downloading the whole log: {saving.records.toLocaleString()} records so far… </>}
+      {saving.state === 'done' && (
+        <>
+          Downloaded the whole log: {saving.records.toLocaleString()} records{saving.message ? `; ${saving.message}` : ''}.{' '}
+        </>
+      )}
+      {saving.state === 'cancelled' && <>Download cancelled after {saving.records.toLocaleString()} records. </>}
+      {saving.state === 'error' && <>The download failed after {saving.records.toLocaleString()} records: {saving.message} </>}
+      {saving.state === 'running' ? (
+        <button type="button" className="button small" onClick={() => cancelRef.current?.abort()}>
+          Cancel
+        </button>
+      ) : (
+        <button type="button" className="button small" onClick={() => setSaving(null)}>
+          Dismiss
+        </button>
+      )}
+    </div>
+  );
+
   return (
     <LogViewer
       run={run}
@@ -117,27 +181,32 @@ export function RunLogView({ ns, run, active, defaultTail = 100, anchorPrefix = 
       assignedPod={assignedPod}
       onlyMatching={onlyMatching && !!deferredQuery}
       toolbar={
-        <LogToolbar
-          tailDraft={tailDraft}
-          onTailDraft={setTailDraft}
-          onApplyTail={applyTail}
-          follow={follow.follow}
-          onFollow={(on) => dispatch({ type: 'toggle', follow: on })}
-          wrap={wrap}
-          onWrap={setWrap}
-          timestamps={timestamps}
-          onTimestamps={setTimestamps}
-          query={query}
-          onQuery={setQuery}
-          matchCount={matchCount}
-          currentMatch={current}
-          onStepMatch={goToMatch}
-          onlyMatching={onlyMatching}
-          onOnlyMatching={setOnlyMatching}
-          canDownload={lines.length > 0}
-          onDownload={download}
-          firstError={failed ? (errorLine >= 0 ? jumpToError : null) : undefined}
-        />
+        <>
+          <LogToolbar
+            tailDraft={tailDraft}
+            onTailDraft={setTailDraft}
+            onApplyTail={applyTail}
+            follow={follow.follow}
+            onFollow={(on) => dispatch({ type: 'toggle', follow: on })}
+            wrap={wrap}
+            onWrap={setWrap}
+            timestamps={timestamps}
+            onTimestamps={setTimestamps}
+            query={query}
+            onQuery={setQuery}
+            matchCount={matchCount}
+            currentMatch={current}
+            onStepMatch={goToMatch}
+            onlyMatching={onlyMatching}
+            onOnlyMatching={setOnlyMatching}
+            canDownload={lines.length > 0}
+            loadedCount={lines.length}
+            onDownload={download}
+            downloading={saving?.state === 'running'}
+            firstError={failed ? (errorLine >= 0 ? jumpToError : null) : undefined}
+          />
+          {savingNote}
+        </>
       }
       follow={follow}
       onFollowEvent={dispatch}

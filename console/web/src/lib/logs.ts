@@ -174,28 +174,34 @@ export interface FollowState {
   pinned: boolean;
   /** Lines appended while not pinned. */
   unseen: number;
+  /** The view left the bottom for a jump (a search match, the first error), not a scroll: it is held there, not "paused". */
+  heldAt?: 'match' | 'error' | null;
 }
 
 export type FollowEvent =
   | { type: 'toggle'; follow: boolean }
   | { type: 'scrolled'; atBottom: boolean }
   | { type: 'appended'; count: number }
-  | { type: 'jumpToBottom' };
+  | { type: 'jumpToBottom' }
+  /** A jump moved the view to a line (a search match, the first error). */
+  | { type: 'held'; at: 'match' | 'error' };
 
 export const INITIAL_FOLLOW: FollowState = { follow: false, pinned: true, unseen: 0 };
 
 export function followReducer(state: FollowState, e: FollowEvent): FollowState {
   switch (e.type) {
     case 'toggle':
-      return e.follow ? { follow: true, pinned: true, unseen: 0 } : { ...state, follow: false, unseen: 0 };
+      return e.follow ? { follow: true, pinned: true, unseen: 0, heldAt: null } : { ...state, follow: false, unseen: 0 };
     case 'scrolled':
       if (e.atBottom === state.pinned) return state;
-      return e.atBottom ? { ...state, pinned: true, unseen: 0 } : { ...state, pinned: false };
+      return e.atBottom ? { ...state, pinned: true, unseen: 0, heldAt: null } : { ...state, pinned: false, heldAt: null };
+    case 'held':
+      return { ...state, pinned: false, heldAt: e.at };
     case 'appended':
       if (e.count <= 0 || state.pinned) return state;
       return { ...state, unseen: state.unseen + e.count };
     case 'jumpToBottom':
-      return { ...state, pinned: true, unseen: 0 };
+      return { ...state, pinned: true, unseen: 0, heldAt: null };
   }
 }
 
