@@ -415,3 +415,32 @@ test('log viewer: at 390 px, turning Wrap on does not pause following', async (b
     await close(page);
   }
 });
+
+// --- search in the whole log (runs/log?search=, the server's search) ------------
+
+test('log viewer: search in the whole log counts every match and jumps to one outside the loaded lines', async (browser) => {
+  const page = await newPage(browser, { viewport: { width: 1360, height: 700 } });
+  try {
+    await login(page, env.viewer, 'viewer');
+    // build-running's first records ("step N of build-running") are long before its loaded tail of ticks.
+    const logs = await openRun(page, 'build-running');
+    await eventually('Following', async () => (await logState(logs)).includes('Following'));
+    assert((await logs.getByText('step 1 of build-running: ok').count()) === 0, 'the first step is in the loaded tail already');
+    await logs.getByLabel('Search in').selectOption('whole');
+    await logs.getByLabel('Search the log').fill('step 2 of build-running');
+    await eventually('the count', async () => (await logs.locator('.match-count').innerText()) === '1 of 1 match', 15_000);
+    const current = logs.locator('.log-line.jump-target');
+    await current.waitFor();
+    assert((await current.locator('.msg').innerText()) === 'step 2 of build-running: ok', `the jump went to ${await current.locator('.msg').innerText()}`);
+    assert(await inView(current), 'the match is not scrolled into view');
+    assert(!/Paused/.test(await logState(logs)), `the jump reads: ${await logState(logs)}`);
+    // A pattern matching every tick: the count is the whole log's (capped counts read "N+").
+    await logs.getByLabel('Regex').check();
+    await logs.getByLabel('Search the log').fill('tick \\d+');
+    await eventually('a count of many', async () => /^1 of [\d,]+\+? matches$/.test(await logs.locator('.match-count').innerText()), 15_000);
+    await logs.getByRole('button', { name: 'Next match' }).click();
+    await eventually('the second match', async () => (await logs.locator('.match-count').innerText()).startsWith('2 of '));
+  } finally {
+    await close(page);
+  }
+});

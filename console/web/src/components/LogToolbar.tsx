@@ -20,6 +20,14 @@ export interface LogToolbarProps {
   /** Number of matches of the search and the 0-based current one (-1: none chosen yet). */
   matchCount: number;
   currentMatch: number;
+  /** Where the search looks: the loaded lines, or the whole log (on the server). */
+  scope: 'loaded' | 'whole';
+  onScope: (scope: 'loaded' | 'whole') => void;
+  /** The whole-log search takes a regular expression. */
+  regex: boolean;
+  onRegex: (regex: boolean) => void;
+  /** The count as shown, when not "n / m" of the loaded lines (the whole log's count, an error). */
+  countText?: string | undefined;
   onStepMatch: (direction: 1 | -1) => void;
   /** Show only the lines that match the search. */
   onlyMatching: boolean;
@@ -102,13 +110,13 @@ export function LogToolbar(p: LogToolbarProps) {
             id={`${id}-q`}
             className="input"
             type="search"
-            placeholder="Search loaded lines"
+            placeholder={p.scope === 'whole' ? 'Search the whole log' : 'Search loaded lines'}
             value={p.query}
             onChange={(e) => p.onQuery(e.target.value)}
             onKeyDown={onSearchKey}
           />
           <span className="match-count small" aria-live="polite">
-            {p.query ? (p.matchCount ? `${p.currentMatch >= 0 ? p.currentMatch + 1 : 0} / ${p.matchCount}` : 'No matches') : ''}
+            {p.countText ?? (p.query ? (p.matchCount ? `${p.currentMatch >= 0 ? p.currentMatch + 1 : 0} / ${p.matchCount}` : 'No matches') : '')}
           </span>
           <button type="button" className="button small icon-only" aria-label="Previous match" disabled={!p.matchCount} onClick={() => p.onStepMatch(-1)}>
             ↑
@@ -117,10 +125,24 @@ export function LogToolbar(p: LogToolbarProps) {
             ↓
           </button>
         </div>
-        <label className="check">
-          <input type="checkbox" checked={p.onlyMatching} onChange={(e) => p.onOnlyMatching(e.target.checked)} />
-          Only matching lines
+        <label htmlFor={`${id}-scope`} className="visually-hidden">
+          Search in
         </label>
+        <select id={`${id}-scope`} className="input log-scope" value={p.scope} onChange={(e) => p.onScope(e.target.value === 'whole' ? 'whole' : 'loaded')}>
+          <option value="loaded">Loaded lines</option>
+          <option value="whole">Whole log</option>
+        </select>
+        {p.scope === 'whole' ? (
+          <label className="check">
+            <input type="checkbox" checked={p.regex} onChange={(e) => p.onRegex(e.target.checked)} />
+            Regex
+          </label>
+        ) : (
+          <label className="check">
+            <input type="checkbox" checked={p.onlyMatching} onChange={(e) => p.onOnlyMatching(e.target.checked)} />
+            Only matching lines
+          </label>
+        )}
         <DownloadMenu {...p} />
       </div>
     </div>

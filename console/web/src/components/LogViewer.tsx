@@ -205,6 +205,8 @@ export function LogViewer({ run, log, assignedPod, onlyMatching = false, toolbar
   // Stay at the bottom while pinned (and on the first load of a tail); a deep
   // link scrolls to its line once (opening its group); lines put in front keep the view in place.
   const jumpedRef = useRef(false);
+  // Set when this commit scrolled to a linked line: the view is no longer pinned, whatever this render says.
+  const linkScrolledRef = useRef(false);
   const prependedRef = useRef(prepended);
   useLayoutEffect(() => {
     const el = scrollRef.current;
@@ -215,6 +217,7 @@ export function LogViewer({ run, log, assignedPod, onlyMatching = false, toolbar
       const idx = reveal(selIndex);
       if (idx >= 0 && idx < count) {
         jumpedRef.current = true;
+        linkScrolledRef.current = true;
         onFollowEvent({ type: 'scrolled', atBottom: false });
         virtualizer.scrollToIndex(idx, { align: 'center' });
         return;
@@ -247,7 +250,9 @@ export function LogViewer({ run, log, assignedPod, onlyMatching = false, toolbar
   const totalSize = virtualizer.getTotalSize();
   useLayoutEffect(() => {
     const el = scrollRef.current;
-    if (el && follow.pinned) el.scrollTop = el.scrollHeight;
+    const linked = linkScrolledRef.current;
+    linkScrolledRef.current = false;
+    if (el && follow.pinned && !linked) el.scrollTop = el.scrollHeight;
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [totalSize, wrap, height]);
 
