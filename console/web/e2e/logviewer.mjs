@@ -142,7 +142,8 @@ test('log viewer: screenshots of colours and groups in every Style x Theme and a
 // --- whole-log download ------------------------------------------------------
 
 const BULK_POD = 'bulk-pool-0';
-const BULK = 200_000;
+// E2E_BULK_RECORDS: the Run's size (a smaller one for a quick check: every page costs the server a read of the Pod log).
+const BULK = Number(process.env.E2E_BULK_RECORDS ?? 200_000);
 
 /** A Pod of its own with a Succeeded Run of `count` records in its log (written here, as runtimed would): the expected text. */
 function bulkRun(name, count) {
@@ -183,7 +184,7 @@ function bulkRun(name, count) {
   return expected;
 }
 
-test('log viewer: "Whole log" downloads every record of a 200,000-record Run, page by page, with progress; the heap stays small', async (browser) => {
+test(`log viewer: "Whole log" downloads every record of a ${BULK.toLocaleString('en-US')}-record Run, page by page, with progress; the heap stays small`, async (browser) => {
   const name = 'e2e-log-bulk';
   const expected = bulkRun(name, BULK);
   const page = await newPage(browser);
@@ -211,7 +212,7 @@ test('log viewer: "Whole log" downloads every record of a 200,000-record Run, pa
     page.on('request', (r) => r.url().includes(`/runs/${name}/logs?`) && pages.push(new URL(r.url()).searchParams));
     const started = Date.now();
     await logs.locator('.log-download summary').click();
-    const downloading = page.waitForEvent('download', { timeout: 300_000 });
+    const downloading = page.waitForEvent('download', { timeout: 3_600_000 });
     await logs.getByRole('button', { name: 'Whole log, text' }).click();
     // Progress is shown while it runs.
     await eventually('progress', async () => /Downloading the whole log: [\d,]+ records so far/.test(await logs.locator('.log-saving').innerText()), 30_000);
@@ -230,8 +231,10 @@ test('log viewer: "Whole log" downloads every record of a 200,000-record Run, pa
     const mib = (n) => (n / 1048576).toFixed(1);
     const figures = `whole-log download of ${BULK} records (${mib(text.length)} MiB of text) in ${seconds.toFixed(1)} s over ${pages.length} requests: JS heap ${mib(before)} MiB before, peak ${mib(peak)} MiB (+${mib(peak - before)}), ${mib(after)} MiB after`;
     console.log(`     ${figures}`);
-    // A download held as one string would put the whole text (twice over, as UTF-16) in the heap.
-    assert(peak - before < text.length / 2, `the heap grew by ${mib(peak - before)} MiB for a ${mib(text.length)} MiB file: ${figures}`);
+    // A download held as one string would put the whole text (twice over, as UTF-16) and every record in
+    // the heap; page by page it holds one page (a few MiB whatever the log's size).
+    const bound = Math.max(4 << 20, text.length / 2);
+    assert(peak - before < bound, `the heap grew by ${mib(peak - before)} MiB (bound ${mib(bound)} MiB) for a ${mib(text.length)} MiB file: ${figures}`);
   } finally {
     await close(page);
   }
@@ -248,7 +251,7 @@ test('log viewer: a whole-log download can be cancelled; NDJSON keeps the record
     page.on('download', () => (downloaded = true));
     await logs.locator('.log-download summary').click();
     await logs.getByRole('button', { name: 'Whole log, NDJSON' }).click();
-    await eventually('some records', async () => /[1-9][\d,]* records so far/.test(await logs.locator('.log-saving').innerText()), 30_000);
+    await eventually('some records', async () => /[1-9][\d,]* records so far/.test(await logs.locator('.log-saving').innerText()), 600_000);
     await logs.locator('.log-saving').getByRole('button', { name: 'Cancel' }).click();
     await logs.getByText(/Download cancelled after [\d,]+ records/).waitFor();
     await page.waitForTimeout(500);

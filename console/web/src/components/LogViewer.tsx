@@ -175,7 +175,9 @@ export function LogViewer({ run, log, assignedPod, onlyMatching = false, toolbar
   // A record's number: the server's stable `line`; without one, its place
   // when the first loaded record is known to be the Run's first; else none
   // (a number counted from what happens to be loaded would change).
-  const numberOf = (index: number): number | undefined => lines[index]!.line ?? (older.start && dropped === 0 ? index + 1 : undefined);
+  // (and no gap where records may be missing lies before it).
+  const firstGap = gaps.size > 0 ? Math.min(...gaps) : Infinity;
+  const numberOf = (index: number): number | undefined => lines[index]!.line ?? (older.start && dropped === 0 && index < firstGap ? index + 1 : undefined);
   // The state at the top, above the first line: "Load older", or the start of the log, or older records gone.
   const showTop = !onlyMatching && count > 0 && (older.available || older.loading || older.error != null || older.start || older.gone);
   const offerOlder = older.available || older.loading || older.error != null;
