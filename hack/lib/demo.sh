@@ -414,16 +414,16 @@ stdout|Runner: bash-pool-1
 stdout|Image: kruntimes/bash:5.2
 stdout|::endgroup::
 stdout|::group::Install dependencies
-stdout|$e[36mfetching$e[0m 12 packages
-stdout|$e[32m✓$e[0m installed 12 packages in 3.2s
+stdout|${e}[36mfetching${e}[0m 12 packages
+stdout|${e}[32m✓${e}[0m installed 12 packages in 3.2s
 stdout|::endgroup::
-stdout|$e[1mCompiling$e[0m demo-service v0.4.1
-stdout|$e[38;5;208mwarning$e[0m: unused variable \`retries\`
-stdout|$e[38;2;30;30;160mnote$e[0m: truecolour, drawn readable on every theme
-stdout|$e[2K$e[1G$e[4mlinking$e[24m and $e[3mchecking$e[23m
-stderr|$e[1;31merror[E0308]$e[0m: mismatched types: expected \`u32\`, found \`String\`
-stderr|$e[1;31mERROR$e[0m build failed with 1 error
-stdout|$e[90mexit status 2$e[0m
+stdout|${e}[1mCompiling${e}[0m demo-service v0.4.1
+stdout|${e}[38;5;208mwarning${e}[0m: unused variable \`retries\`
+stdout|${e}[38;2;30;30;160mnote${e}[0m: truecolour, drawn readable on every theme
+stdout|${e}[2K${e}[1G${e}[4mlinking${e}[24m and ${e}[3mchecking${e}[23m
+stderr|${e}[1;31merror[E0308]${e}[0m: mismatched types: expected \`u32\`, found \`String\`
+stderr|${e}[1;31mERROR${e}[0m build failed with 1 error
+stdout|${e}[90mexit status 2${e}[0m
 LINES
 }
 
