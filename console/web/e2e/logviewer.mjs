@@ -236,12 +236,16 @@ test(`log viewer: "Whole log" downloads every record of a ${BULK.toLocaleString(
     const bound = Math.max(4 << 20, text.length / 2);
     assert(peak - before < bound, `the heap grew by ${mib(peak - before)} MiB (bound ${mib(bound)} MiB) for a ${mib(text.length)} MiB file: ${figures}`);
   } finally {
+    deleteRun(NS, name);
+    kubectl(['-n', NS, 'delete', 'pod', BULK_POD, '--ignore-not-found', '--grace-period=0', '--force', '--wait=false']);
     await close(page);
   }
 });
 
 test('log viewer: a whole-log download can be cancelled; NDJSON keeps the records as they came', async (browser) => {
-  const name = 'e2e-log-bulk';
+  const name = 'e2e-log-bulk-cancel';
+  const count = 20_000;
+  bulkRun(name, count);
   const page = await newPage(browser);
   await page.addInitScript(() => delete window.showSaveFilePicker);
   try {
@@ -261,9 +265,11 @@ test('log viewer: a whole-log download can be cancelled; NDJSON keeps the record
     const [dl] = await Promise.all([page.waitForEvent('download'), logs.getByRole('button', { name: 'Loaded lines, NDJSON' }).click()]);
     const recs = readFileSync(await dl.path(), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     assert(recs.length === 100 && recs.every((r) => /^\d+\.\d{9}-\d+$/.test(r.cursor) && r.message.startsWith('bulk record')), `the NDJSON holds ${recs.length} records`);
-    assert(recs[99].message.startsWith(`bulk record ${BULK} of`), `the last record is ${recs[99].message}`);
+    assert(recs[99].message.startsWith(`bulk record ${count} of`), `the last record is ${recs[99].message}`);
   } finally {
     deleteRun(NS, name);
+    // The Pod is the test's own: the bash Runtime counts its Pods.
+    kubectl(['-n', NS, 'delete', 'pod', BULK_POD, '--ignore-not-found', '--grace-period=0', '--force', '--wait=false']);
     await close(page);
   }
 });
