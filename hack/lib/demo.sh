@@ -152,6 +152,8 @@ demo_seed() {
 		"\"completionTime\":\"@done@\",\"outputs\":{\"result\":\"42 tests passed\",\"coverage\":\"87%\"},\"artifactRefs\":[{\"name\":\"junit\",\"driver\":\"s3\",\"type\":\"file\",\"location\":{\"s3\":{\"bucket\":\"demo-artifacts\",\"key\":\"team-a/test-succeeded/junit.xml\"}},\"sizeBytes\":18231,\"digest\":\"sha256:3f1d0c9a5b7e2d4f6a8c0e1b3d5f7a9c2e4b6d8f0a1c3e5b7d9f1a2c4e6b8d0f\",\"contentType\":\"application/xml\",\"createdAt\":\"@done@\"}]"
 	demo_run $ns lint-failed bash task Failed bash-pool-1 \
 		"\"completionTime\":\"@done@\",\"attempt\":3,\"outputs\":{\"result\":\"3 lint errors\"}"
+	# A failed build whose log has ANSI colours, ::group:: folds and errors on stderr.
+	demo_run $ns compile-failed bash task Failed bash-pool-1 "\"completionTime\":\"@done@\""
 	demo_run $ns slow-timeout python task Timeout python-pool-0 "\"completionTime\":\"@done@\""
 	demo_run $ns deploy-cancelled bash task Cancelled bash-pool-0 "\"completionTime\":\"@done@\""
 	# The two steps of the Action release-1-4's unit job calls.
@@ -367,7 +369,7 @@ YAML
 # are taken oldest first, and no line is stamped before the last one of its
 # file (a Run seeded later, e.g. by a second seed, gets lines stamped then).
 demo_seed_logs() {
-	local ns=$1 name uid created pod rt file base ts i
+	local ns=$1 name uid created pod rt file base ts i step stream msg
 	local -A last=()
 	while read -r name uid created pod rt; do
 		[[ -z "$pod" ]] && continue
@@ -376,21 +378,53 @@ demo_seed_logs() {
 		[[ -v "last[$pod]" ]] || last[$pod]=$(demo_last_stamp "$file")
 		# Seeded once: a second seed leaves the Runs it already wrote.
 		grep -qs "\"run_uid\":\"$uid\"" "$file" && continue
-		# Written while the Run ran: a tenth of a second apart from its
-		# creation on (no line of a Run is older than the Run).
+		# Written while the Run ran: a tenth of a second apart (a twentieth for
+		# the longer build log) from its creation on (no line of a Run is older than the Run).
 		base=$(date -u -d "$created" +%Y-%m-%dT%H:%M:%S)
-		for i in 1 2 3 4 5; do
-			ts=$(printf '%s.%09dZ' "$base" $((i * 100000000)))
+		i=0 step=100000000
+		[[ $name == compile-failed ]] && step=50000000
+		while IFS='|' read -r stream msg; do
+			i=$((i + 1))
+			ts=$(printf '%s.%09dZ' "$base" $((i * step)))
 			[[ $ts < ${last[$pod]} ]] && ts=${last[$pod]}
 			last[$pod]=$ts
-			printf '%s stdout F {"run_uid":"%s","run_name":"%s","namespace":"%s","runtime":"%s","pod":"%s","stream":"stdout","message":"step %d of %s: ok"}\n' \
-				"$ts" "$uid" "$name" "$ns" "$rt" "$pod" "$i" "$name" >>"$file"
-		done
+			printf '%s %s F {"run_uid":"%s","run_name":"%s","namespace":"%s","runtime":"%s","pod":"%s","stream":"%s","message":"%s"}\n' \
+				"$ts" "$stream" "$uid" "$name" "$ns" "$rt" "$pod" "$stream" "$msg" >>"$file"
+		done < <(demo_log_lines "$name")
 	done < <(K -n "$ns" get runs --sort-by=.metadata.creationTimestamp \
 		-o jsonpath='{range .items[*]}{.metadata.name} {.metadata.uid} {.metadata.creationTimestamp} {.status.assignedPod} {.spec.runtime}{"\n"}{end}')
 	for pod in "${!last[@]}"; do
 		printf '%s stdout F runtimed: health probe ok\n' "$(demo_ts)" >>"$TESTENV_LOGS/${ns}_$pod/runtimed.log"
 	done
+}
+
+# demo_log_lines name: the seeded records of a Run, `stream|message` (the
+# message JSON-escaped): five steps, or for compile-failed a build log with
+# ANSI colours (16, 256, truecolour, bold, italic, underline, a cursor
+# movement to strip), ::group:: folds and errors on stderr.
+demo_log_lines() {
+	if [[ $1 != compile-failed ]]; then
+		for i in 1 2 3 4 5; do echo "stdout|step $i of $1: ok"; done
+		return
+	fi
+	local e='\u001b'
+	cat <<LINES
+stdout|::group::Set up job
+stdout|Runner: bash-pool-1
+stdout|Image: kruntimes/bash:5.2
+stdout|::endgroup::
+stdout|::group::Install dependencies
+stdout|${e}[36mfetching${e}[0m 12 packages
+stdout|${e}[32m✓${e}[0m installed 12 packages in 3.2s
+stdout|::endgroup::
+stdout|${e}[1mCompiling${e}[0m demo-service v0.4.1
+stdout|${e}[38;5;208mwarning${e}[0m: unused variable \`retries\`
+stdout|${e}[38;2;30;30;160mnote${e}[0m: truecolour, drawn readable on every theme
+stdout|${e}[2K${e}[1G${e}[4mlinking${e}[24m and ${e}[3mchecking${e}[23m
+stderr|${e}[1;31merror[E0308]${e}[0m: mismatched types: expected \`u32\`, found \`String\`
+stderr|${e}[1;31mERROR${e}[0m build failed with 1 error
+stdout|${e}[90mexit status 2${e}[0m
+LINES
 }
 
 # The timestamp of the last line of a CRI log file (empty when none).

@@ -112,7 +112,17 @@ const PAGES = [
   ],
   ['runtime-queue', `/namespaces/${NS}/runtimes/bash#queue`, 'operator', (p) => p.locator('#queue').waitFor()],
   ['runtime-default-capacity', `/namespaces/${NS}/runtimes/python`, 'operator', (p) => p.getByText('python-pool-0').first().waitFor()],
-  ['run-failed-attempts', `/namespaces/${NS}/runs/lint-failed`, 'operator', (p) => p.locator('.attempts').waitFor()],
+  [
+    'run-failed-attempts',
+    `/namespaces/${NS}/runs/lint-failed`,
+    'operator',
+    async (p) => {
+      // The overview folds above the logs on a narrow screen: open it.
+      const overview = p.locator('details.run-overview');
+      if (!(await overview.evaluate((d) => d.open))) await overview.locator('summary').click();
+      await p.locator('.attempts').waitFor();
+    },
+  ],
   ['job-action-steps', `/namespaces/${NS}/workflowruns/release-1-4/jobs/unit?step=1`, 'operator', (p) => p.locator('.action-steps').waitFor()],
   ['workflowrun-failed', `/namespaces/${NS}/workflowruns/nightly-docs-x7k2p`, 'operator', (p) => p.locator('#wr-message').waitFor()],
   ['runs-sorted-searched', `/namespaces/${NS}/runs?labelSelector=app%3Ddemo&sort=-age&name=build`, 'operator', (p) => p.locator('table.table tbody tr').first().waitFor()],

@@ -6,6 +6,7 @@
 import { runAll } from './harness.mjs';
 import './flows.mjs';
 import './logs.mjs';
+import './logviewer.mjs';
 import './defects.mjs';
 import './dag.mjs';
 import './yaml.mjs';

@@ -35,6 +35,7 @@ const PAIRS: Array<[string, string, number, string]> = [
   ['--focus', '--dag-card', 3, 'the focused DAG row outline'],
   ['--dag-edge-hl', '--dag-card', 3, 'highlighted edges and rows'],
   ['--dag-edge-hl', '--dag-canvas', 3, 'highlighted edges on the canvas'],
+  ...Array.from({ length: 16 }, (_, i): [string, string, number, string] => [`--ansi-${i}`, '--log-bg', 4.5, `ANSI colour ${i} in a log line`]),
 ];
 
 const HEX = /^#[0-9a-fA-F]{6}$/;

@@ -249,3 +249,53 @@ describe('a Run that finishes while followed', () => {
     expect(messages(result.current.records.lines)).toEqual(['a', 'b']);
   });
 });
+
+describe('gaps and the top of the log', () => {
+  const gone = () =>
+    json({ error: { code: 410, reason: 'Gone', message: 'the record of sinceCursor is no longer in the Pod log' } }, 410);
+
+  it('a whole Run in one read is the start of the log; a cut one offers Load older', async () => {
+    stubFetch(() => page(false, rec('a', 1), rec('b', 2)));
+    const { result } = render({ tail: 50, follow: false, active: false });
+    await waitFor(() => expect(result.current.status).toBe('ready'));
+    expect(result.current.older).toMatchObject({ available: false, start: true, gone: false });
+  });
+
+  it('Load older answered 410 says older records are gone and stops offering Load older', async () => {
+    const calls = stubFetch((u) => (params(u).beforeCursor ? gone() : page(true, rec('b', 2), rec('c', 3))));
+    const { result } = render({ tail: 2, follow: false, active: false });
+    await waitFor(() => expect(result.current.older.available).toBe(true));
+    act(() => result.current.loadOlder());
+    await waitFor(() => expect(result.current.older.gone).toBe(true));
+    expect(result.current.older).toMatchObject({ available: false, loading: false, start: false, error: null });
+    expect(params(calls[1]!)).toEqual({ tail: '2', beforeCursor: cur(2) });
+    expect(messages(result.current.records.lines)).toEqual(['b', 'c']);
+  });
+
+  it('Load older reaching the Run start says so', async () => {
+    stubFetch((u) => (params(u).beforeCursor ? page(false, rec('a', 1)) : page(true, rec('b', 2))));
+    const { result } = render({ tail: 1, follow: false, active: false });
+    await waitFor(() => expect(result.current.older.available).toBe(true));
+    act(() => result.current.loadOlder());
+    await waitFor(() => expect(result.current.older.start).toBe(true));
+    expect(result.current.older.available).toBe(false);
+    expect(messages(result.current.records.lines)).toEqual(['a', 'b']);
+  });
+
+  it('a follow whose resume cursor is gone (410) restarts from the tail behind a gap mark', async () => {
+    const first = new LiveBody();
+    const third = new LiveBody();
+    const calls = stubFetch((_u, n) => (n === 0 ? first.response : n === 1 ? gone() : third.response));
+    const { result } = render({ tail: 10, follow: true, active: true });
+    await waitFor(() => expect(result.current.status).toBe('following'));
+    first.send(rec('a', 1), rec('b', 2));
+    await waitFor(() => expect(result.current.records.lines).toHaveLength(2));
+    first.close();
+    await waitFor(() => expect(calls).toHaveLength(3), { timeout: 5000 });
+    expect(params(calls[1]!)).toEqual({ follow: 'true', sinceCursor: cur(2) });
+    expect(params(calls[2]!)).toEqual({ follow: 'true', tail: '10' });
+    third.send(rec('x', 40), rec('y', 41));
+    await waitFor(() => expect(messages(result.current.records.lines)).toEqual(['a', 'b', 'x', 'y']));
+    expect([...result.current.records.gaps]).toEqual([2]);
+  });
+});

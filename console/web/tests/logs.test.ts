@@ -142,6 +142,12 @@ describe('follow and paused state', () => {
     expect(isPaused(followReducer(paused, { type: 'jumpToBottom' }))).toBe(false);
   });
 
+  it('a jump holds the view at its line: not "paused" by a scroll, resumed at the bottom', () => {
+    const held = run([{ type: 'toggle', follow: true }, { type: 'held', at: 'match' }, { type: 'scrolled', atBottom: false }, { type: 'appended', count: 2 }]);
+    expect(held).toMatchObject({ pinned: false, heldAt: 'match', unseen: 2 });
+    expect(followReducer(held, { type: 'scrolled', atBottom: true })).toMatchObject({ pinned: true, heldAt: null });
+  });
+
   it('is never paused when not following', () => {
     expect(isPaused(run([{ type: 'scrolled', atBottom: false }]))).toBe(false);
   });

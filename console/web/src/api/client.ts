@@ -8,7 +8,7 @@
  */
 import { ApiError, isApiErrorBody, toApiError } from './errors';
 import { NdjsonSplitter } from '../lib/ndjson';
-import { isLogEndStatus, type CursorRecord, type CursorRunLog, type LogEndStatus, type LogWindow } from './logTypes';
+import { isLogEndStatus, type CursorRecord, type CursorRunLog, type LogEndStatus, type LogSearchQuery, type LogWindow } from './logTypes';
 import type {
   AccessDecision,
   AccessRequest,
@@ -166,7 +166,27 @@ export function logAccess(ns: string, name: string): AccessRequest {
 export function getRunLogTail(ns: string, name: string, w: number | LogWindow): Promise<CursorRunLog> {
   const win = typeof w === 'number' ? { tail: w } : w;
   return request<CursorRunLog>(
-    `/api/namespaces/${seg(ns)}/runs/${seg(name)}/logs${query({ tail: win.tail, sinceCursor: win.sinceCursor, beforeCursor: win.beforeCursor })}`,
+    `/api/namespaces/${seg(ns)}/runs/${seg(name)}/logs${query({
+      tail: win.tail,
+      sinceCursor: win.sinceCursor,
+      beforeCursor: win.beforeCursor,
+      fromStart: win.fromStart ? true : undefined,
+    })}`,
+    { access: logAccess(ns, name) },
+  );
+}
+
+/** A search of a Run's whole log: matching records (`match: true`) with context, and the count (`search`). */
+export function searchRunLog(ns: string, name: string, q: LogSearchQuery): Promise<CursorRunLog> {
+  return request<CursorRunLog>(
+    `/api/namespaces/${seg(ns)}/runs/${seg(name)}/logs${query({
+      search: q.search,
+      regex: q.regex ? true : undefined,
+      ignoreCase: q.ignoreCase ? true : undefined,
+      context: q.context ?? 2,
+      tail: q.tail,
+      sinceCursor: q.sinceCursor,
+    })}`,
     { access: logAccess(ns, name) },
   );
 }

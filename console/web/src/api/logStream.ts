@@ -49,7 +49,7 @@ export interface LogLines {
   version: number;
   /** Older lines dropped from memory (the first kept line is number `dropped + 1`). */
   dropped: number;
-  /** Indexes into `lines` before which records may be missing (a reconnect found no overlap). */
+  /** Indexes into `lines` before which records may be missing (a reconnect found no overlap, or restarted from the tail). */
   gaps: ReadonlySet<number>;
   /** Records put before the first one so far ("load older"), for keeping the view in place. */
   prepended: number;
@@ -68,11 +68,28 @@ export interface RunLogStreamOptions {
   anchor?: string | null;
 }
 
-/** "Load older": whether records before the first loaded one may exist, and the state of reading them. */
+/**
+ * The top of what is loaded: whether records before the first loaded one may
+ * exist ("Load older"), whether the first loaded record is the Run's first
+ * (`start`), or whether older ones are gone from the Pod log (`gone`: the
+ * server answered 410), and the state of reading them.
+ */
 export interface OlderState {
   available: boolean;
   loading: boolean;
   error: unknown;
+  /** The first loaded record is the Run's first record. */
+  start: boolean;
+  /** The records before the first loaded one are no longer in the Pod log. */
+  gone: boolean;
+}
+
+const NO_OLDER: OlderState = { available: false, loading: false, error: null, start: false, gone: false };
+
+/** The top state after a plain read that ends at the newest record (or a page back): older records exist, or this is the start. */
+function topAfter(log: CursorRunLog): OlderState {
+  const more = olderAfter(log);
+  return { ...NO_OLDER, available: more, start: !log.truncated };
 }
 
 export interface RunLogStream {
@@ -283,7 +300,7 @@ export function useRunLogStream(ns: string, run: string, { tail, follow, active,
   const [truncated, setTruncated] = useState<{ cut: boolean; by?: string }>({ cut: false });
   const [notes, setNotes] = useState<readonly LogNote[]>([]);
   const [end, setEnd] = useState<{ key: string; status: LogEndStatus } | null>(null);
-  const [older, setOlder] = useState<OlderState>({ available: false, loading: false, error: null });
+  const [older, setOlder] = useState<OlderState>(NO_OLDER);
   const [found, setFound] = useState<{ base: string; found: boolean } | null>(null);
 
   const isActive = useEffectEvent(() => active);
@@ -315,7 +332,7 @@ export function useRunLogStream(ns: string, run: string, { tail, follow, active,
       if (follow && !anchor) {
         // A follow without an anchor starts with the tail itself.
         buffer.replace([]);
-        setOlder({ available: false, loading: false, error: null });
+        setOlder(NO_OLDER);
         setNotes([]);
         loadedRef.current = base;
         return true;
@@ -326,14 +343,14 @@ export function useRunLogStream(ns: string, run: string, { tail, follow, active,
           if (ctrl.signal.aborted) return false;
           buffer.replace(got.records);
           setFound({ base, found: indexOfCursor(got.records, anchor) >= 0 });
-          setOlder({ available: got.older, loading: false, error: null });
+          setOlder({ ...NO_OLDER, available: got.older, start: !got.older && got.records.length > 0 });
           setTruncated({ cut: got.truncated.truncated, ...(got.truncated.truncatedBy ? { by: got.truncated.truncatedBy } : {}) });
           setNotes(got.truncated.notes ?? []);
         } else {
           const log = await getRunLogTail(ns, run, tail);
           if (ctrl.signal.aborted) return false;
           buffer.replace(log.records);
-          setOlder({ available: olderAfter(log), loading: false, error: null });
+          setOlder(topAfter(log));
           setTruncated({ cut: log.truncated, ...(log.truncatedBy ? { by: log.truncatedBy } : {}) });
           setNotes(log.notes ?? []);
         }
@@ -352,9 +369,14 @@ export function useRunLogStream(ns: string, run: string, { tail, follow, active,
     const followLoop = async () => {
       let failures = 0;
       let connected = false;
+      // Set when the record to resume after is gone from the Pod log (410):
+      // the next connection starts from the tail, after a gap mark.
+      let fromTail = false;
       while (!ctrl.signal.aborted) {
         buffer.flush();
-        const since = lastCursor(buffer.records);
+        const since = fromTail ? undefined : lastCursor(buffer.records);
+        if (fromTail && buffer.length > 0) buffer.markGap();
+        fromTail = false;
         // Without cursors, a reconnect re-reads the tail and skips what it re-sends.
         const matcher = since ? null : new ResumeMatcher(buffer.records, tail);
         let gapMarked = false;
@@ -377,7 +399,7 @@ export function useRunLogStream(ns: string, run: string, { tail, follow, active,
               if (startedEmpty && out[0]?.cursor) {
                 // The first records of a follow from the tail: older ones may exist.
                 startedEmpty = false;
-                setOlder((o) => ({ ...o, available: true }));
+                setOlder({ ...NO_OLDER, available: true });
               }
               buffer.enqueue(out);
             },
@@ -398,6 +420,7 @@ export function useRunLogStream(ns: string, run: string, { tail, follow, active,
           }
           if (ended) {
             error = new ApiError(ended.code, ended.reason ?? 'Error', ended.message ?? `the log stream ended (${ended.code})`, logAccess(ns, run));
+            if (ended.code === 410) fromTail = true;
             if (ended.code === 401 || ended.code === 403 || ended.code === 404) {
               setEnd({ key, status: ended });
               report('error');
@@ -413,6 +436,12 @@ export function useRunLogStream(ns: string, run: string, { tail, follow, active,
         } catch (e) {
           if (ctrl.signal.aborted) return;
           error = e;
+          if (e instanceof ApiError && e.status === 410 && since) {
+            // The record to resume after is gone: start again from the tail, marking the gap.
+            fromTail = true;
+            failures = 0;
+            continue;
+          }
           if (e instanceof ApiError && e.status >= 400 && e.status < 500 && e.status !== 409) {
             report('error');
             return;
@@ -446,9 +475,14 @@ export function useRunLogStream(ns: string, run: string, { tail, follow, active,
         // Another read replaced the lines meanwhile: these belong to nothing shown.
         if (firstCursor(buffer.records) !== first) return;
         buffer.prepend(log.records);
-        setOlder({ available: log.truncated && log.records.length > 0, loading: false, error: null });
+        setOlder(topAfter(log));
       },
-      (e: unknown) => setOlder((o) => ({ ...o, loading: false, error: e })),
+      (e: unknown) => {
+        if (firstCursor(buffer.records) !== first) return;
+        // 410: the records before the first loaded one are no longer in the Pod log.
+        if (e instanceof ApiError && e.status === 410) setOlder({ ...NO_OLDER, gone: true });
+        else setOlder((o) => ({ ...o, loading: false, error: e }));
+      },
     );
   };
 

@@ -6,11 +6,26 @@
  */
 import type { LogRecord, RunLog } from './types';
 
-/** A record as a server sends it: with its cursor (`"<secs>.<nanos9>-<seq>"`, opaque to clients), or without on an older server. */
-export type CursorRecord = Omit<LogRecord, 'cursor'> & { cursor?: string };
+/**
+ * A record as a server sends it: with its cursor (`"<secs>.<nanos9>-<seq>"`,
+ * opaque to clients), or without on an older server; `line` is its stable
+ * 1-based number among the Run's records (absent when the server does not
+ * know it, or is older); `match` marks a record that matches a search.
+ */
+export type CursorRecord = Omit<LogRecord, 'cursor'> & { cursor?: string; line?: number; match?: boolean };
+
+/** What a search of the whole log found (`runs/log?search=`). */
+export interface LogSearchSummary {
+  /** Matches in this answer. */
+  matches: number;
+  /** Matches in the Run's whole log, counted up to a cap. */
+  total: number;
+  /** Counting stopped at the cap: `total` is a lower bound. */
+  totalCapped: boolean;
+}
 
 /** A plain read whose records carry cursors. */
-export type CursorRunLog = Omit<RunLog, 'records'> & { records: CursorRecord[] };
+export type CursorRunLog = Omit<RunLog, 'records'> & { records: CursorRecord[]; search?: LogSearchSummary };
 
 /** The last line of a follow that the server ended: a Kubernetes `Status`. */
 export interface LogEndStatus {
@@ -30,6 +45,21 @@ export interface LogWindow {
   tail: number;
   sinceCursor?: string;
   beforeCursor?: string;
+  /** The first `tail` records of the Run, oldest first (plain reads only). */
+  fromStart?: boolean;
+}
+
+/** A search of the whole log (`runs/log?search=`): its text and how it matches. */
+export interface LogSearchQuery {
+  search: string;
+  regex?: boolean;
+  ignoreCase?: boolean;
+  /** Records of context before and after each match (0..10). */
+  context?: number;
+  /** Matches per answer (1..500). */
+  tail: number;
+  /** The next page: after this record (the last match of the previous page). */
+  sinceCursor?: string;
 }
 
 /** A cursor is `[0-9.-]` only; anything else in a URL fragment is not one. */

@@ -1,5 +1,6 @@
-/** The log viewer's controls: tail size, follow, wrap, timestamps, search with a match count and an only-matching filter, download. */
-import { useId, type KeyboardEvent } from 'react';
+/** The log viewer's controls: tail size, follow, wrap, timestamps, search with a match count and an only-matching filter, download (loaded lines or the whole log). */
+import { useId, useRef, type KeyboardEvent } from 'react';
+import type { LogFormat } from '../lib/logDownload';
 import { MAX_TAIL } from '../lib/logs';
 import { DownloadIcon, SearchIcon } from './Icons';
 
@@ -19,13 +20,27 @@ export interface LogToolbarProps {
   /** Number of matches of the search and the 0-based current one (-1: none chosen yet). */
   matchCount: number;
   currentMatch: number;
+  /** Where the search looks: the loaded lines, or the whole log (on the server). */
+  scope: 'loaded' | 'whole';
+  onScope: (scope: 'loaded' | 'whole') => void;
+  /** The whole-log search takes a regular expression. */
+  regex: boolean;
+  onRegex: (regex: boolean) => void;
+  /** The count as shown, when not "n / m" of the loaded lines (the whole log's count, an error). */
+  countText?: string | undefined;
   onStepMatch: (direction: 1 | -1) => void;
   /** Show only the lines that match the search. */
   onlyMatching: boolean;
   onOnlyMatching: (only: boolean) => void;
-  /** Download is offered when there are lines. */
+  /** Download of the loaded lines is offered when there are lines. */
   canDownload: boolean;
-  onDownload: () => void;
+  /** How many lines are loaded (the "loaded lines" choice says so). */
+  loadedCount: number;
+  onDownload: (what: 'loaded' | 'whole', format: LogFormat) => void;
+  /** A whole-log download is running: its controls are then disabled. */
+  downloading: boolean;
+  /** "Jump to first error" (a failed Run): the action, null when no loaded line is an error; undefined: not offered. */
+  firstError?: (() => void) | null;
 }
 
 export function LogToolbar(p: LogToolbarProps) {
@@ -73,6 +88,17 @@ export function LogToolbar(p: LogToolbarProps) {
           <input type="checkbox" checked={p.timestamps} onChange={(e) => p.onTimestamps(e.target.checked)} />
           Timestamps
         </label>
+        {p.firstError !== undefined && (
+          <button
+            type="button"
+            className="button small"
+            onClick={p.firstError ?? undefined}
+            disabled={!p.firstError}
+            title={p.firstError ? 'The first stderr record, else the first line with error, fatal, panic or exception' : 'No loaded line is an error'}
+          >
+            Jump to first error
+          </button>
+        )}
       </div>
       <div className="log-tools">
         <div className="search">
@@ -84,13 +110,13 @@ export function LogToolbar(p: LogToolbarProps) {
             id={`${id}-q`}
             className="input"
             type="search"
-            placeholder="Search loaded lines"
+            placeholder={p.scope === 'whole' ? 'Search the whole log' : 'Search loaded lines'}
             value={p.query}
             onChange={(e) => p.onQuery(e.target.value)}
             onKeyDown={onSearchKey}
           />
           <span className="match-count small" aria-live="polite">
-            {p.query ? (p.matchCount ? `${p.currentMatch >= 0 ? p.currentMatch + 1 : 0} / ${p.matchCount}` : 'No matches') : ''}
+            {p.countText ?? (p.query ? (p.matchCount ? `${p.currentMatch >= 0 ? p.currentMatch + 1 : 0} / ${p.matchCount}` : 'No matches') : '')}
           </span>
           <button type="button" className="button small icon-only" aria-label="Previous match" disabled={!p.matchCount} onClick={() => p.onStepMatch(-1)}>
             ↑
@@ -99,14 +125,57 @@ export function LogToolbar(p: LogToolbarProps) {
             ↓
           </button>
         </div>
-        <label className="check">
-          <input type="checkbox" checked={p.onlyMatching} onChange={(e) => p.onOnlyMatching(e.target.checked)} />
-          Only matching lines
+        <label htmlFor={`${id}-scope`} className="visually-hidden">
+          Search in
         </label>
-        <button type="button" className="button small" onClick={p.onDownload} disabled={!p.canDownload} title="Download every line loaded">
-          <DownloadIcon /> Download
-        </button>
+        <select id={`${id}-scope`} className="input log-scope" value={p.scope} onChange={(e) => p.onScope(e.target.value === 'whole' ? 'whole' : 'loaded')}>
+          <option value="loaded">Loaded lines</option>
+          <option value="whole">Whole log</option>
+        </select>
+        {p.scope === 'whole' ? (
+          <label className="check">
+            <input type="checkbox" checked={p.regex} onChange={(e) => p.onRegex(e.target.checked)} />
+            Regex
+          </label>
+        ) : (
+          <label className="check">
+            <input type="checkbox" checked={p.onlyMatching} onChange={(e) => p.onOnlyMatching(e.target.checked)} />
+            Only matching lines
+          </label>
+        )}
+        <DownloadMenu {...p} />
       </div>
     </div>
+  );
+}
+
+/** "Download": the loaded lines or the whole log, as text or NDJSON. */
+function DownloadMenu(p: LogToolbarProps) {
+  const ref = useRef<HTMLDetailsElement>(null);
+  const pick = (what: 'loaded' | 'whole', format: LogFormat) => {
+    if (ref.current) ref.current.open = false;
+    p.onDownload(what, format);
+  };
+  const loaded = `${p.loadedCount.toLocaleString()} loaded line${p.loadedCount === 1 ? '' : 's'}`;
+  return (
+    <details className="log-download" ref={ref}>
+      <summary className="button small">
+        <DownloadIcon /> Download
+      </summary>
+      <div className="log-download-menu" role="group" aria-label="Download the log">
+        <button type="button" className="button small" disabled={!p.canDownload} onClick={() => pick('loaded', 'text')}>
+          Loaded lines ({loaded}), text
+        </button>
+        <button type="button" className="button small" disabled={!p.canDownload} onClick={() => pick('loaded', 'ndjson')}>
+          Loaded lines, NDJSON
+        </button>
+        <button type="button" className="button small" disabled={p.downloading} onClick={() => pick('whole', 'text')}>
+          Whole log, text
+        </button>
+        <button type="button" className="button small" disabled={p.downloading} onClick={() => pick('whole', 'ndjson')}>
+          Whole log, NDJSON
+        </button>
+      </div>
+    </details>
   );
 }

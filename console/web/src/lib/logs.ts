@@ -174,28 +174,34 @@ export interface FollowState {
   pinned: boolean;
   /** Lines appended while not pinned. */
   unseen: number;
+  /** The view left the bottom for a jump (a search match, the first error), not a scroll: it is held there, not "paused". */
+  heldAt?: 'match' | 'error' | null;
 }
 
 export type FollowEvent =
   | { type: 'toggle'; follow: boolean }
   | { type: 'scrolled'; atBottom: boolean }
   | { type: 'appended'; count: number }
-  | { type: 'jumpToBottom' };
+  | { type: 'jumpToBottom' }
+  /** A jump moved the view to a line (a search match, the first error). */
+  | { type: 'held'; at: 'match' | 'error' };
 
 export const INITIAL_FOLLOW: FollowState = { follow: false, pinned: true, unseen: 0 };
 
 export function followReducer(state: FollowState, e: FollowEvent): FollowState {
   switch (e.type) {
     case 'toggle':
-      return e.follow ? { follow: true, pinned: true, unseen: 0 } : { ...state, follow: false, unseen: 0 };
+      return e.follow ? { follow: true, pinned: true, unseen: 0, heldAt: null } : { ...state, follow: false, unseen: 0 };
     case 'scrolled':
       if (e.atBottom === state.pinned) return state;
-      return e.atBottom ? { ...state, pinned: true, unseen: 0 } : { ...state, pinned: false };
+      return e.atBottom ? { ...state, pinned: true, unseen: 0, heldAt: null } : { ...state, pinned: false, heldAt: null };
+    case 'held':
+      return { ...state, pinned: false, heldAt: e.at };
     case 'appended':
       if (e.count <= 0 || state.pinned) return state;
       return { ...state, unseen: state.unseen + e.count };
     case 'jumpToBottom':
-      return { ...state, pinned: true, unseen: 0 };
+      return { ...state, pinned: true, unseen: 0, heldAt: null };
   }
 }
 
@@ -248,9 +254,23 @@ export function parseCursorHash(hash: string, prefix = 'L'): string | null {
   return CURSOR_RE.test(c) ? c : null;
 }
 
-/** The deep link of a record: its cursor when it has one, else its line number. */
-export function recordHash(r: CursorRecord, n: number, prefix = 'L'): string {
-  return r.cursor ? cursorHash(r.cursor, prefix) : lineHash(n, prefix);
+/** The deep link of a record: its cursor when it has one, else its (stable) line number; '' without either. */
+export function recordHash(r: CursorRecord, n: number | undefined, prefix = 'L'): string {
+  return r.cursor ? cursorHash(r.cursor, prefix) : n !== undefined ? lineHash(n, prefix) : '';
+}
+
+/**
+ * Index of the record numbered `n`: the one whose `line` is `n`; without
+ * `line` numbers, the `n`th loaded record when `start` (the first loaded
+ * record's number minus one) is known (>= 0); else -1.
+ */
+export function indexOfLine(records: readonly CursorRecord[], n: number, start = -1): number {
+  for (let i = 0; i < records.length; i++) if (records[i]!.line === n) return i;
+  if (start >= 0 && records.every((r) => r.line === undefined)) {
+    const i = n - 1 - start;
+    return i >= 0 && i < records.length ? i : -1;
+  }
+  return -1;
 }
 
 /** Index of the record with `cursor` in `records`, or -1. */

@@ -198,6 +198,8 @@ export function RunDetailPage() {
   const { ns = 'default', name = '' } = useParams();
   const q = useRun(ns, name);
   const run = q.data;
+  // The logs are the page's main content: the overview folds beside them (wide, open) or above them (narrow, folded).
+  const [overviewOpen, setOverviewOpen] = useState(() => typeof window === 'undefined' || window.matchMedia?.('(min-width: 1280px)').matches !== false);
 
   const crumbs = [{ label: ns }, { label: 'Runs', to: `/namespaces/${ns}/runs` }, { label: name }];
   if (q.isPending) return (<><PageHeader title={name} crumbs={crumbs} /><Loading what="the Run" /></>);
@@ -222,6 +224,9 @@ export function RunDetailPage() {
           <WhyWaiting run={run} ns={ns} />
         </Panel>
       )}
+      <div className="run-page">
+      <details className="run-overview" open={overviewOpen} onToggle={(e) => setOverviewOpen(e.currentTarget.open)}>
+      <summary className="run-overview-toggle">Overview and conditions</summary>
       <div className="grid-2">
         <Panel title="Overview" id="overview">
           <KeyValues
@@ -279,6 +284,7 @@ export function RunDetailPage() {
           <ConditionsTimeline conditions={st.conditions} phase={st.phase ?? ''} />
         </Panel>
       </div>
+      </details>
 
       {mode === 'session' && (
         <Panel title="Session" id="session">
@@ -287,8 +293,9 @@ export function RunDetailPage() {
       )}
 
       <Panel title="Logs" id="logs">
-        <RunLogView ns={ns} run={name} active={active} assignedPod={st.assignedPod || null} />
+        <RunLogView ns={ns} run={name} active={active} assignedPod={st.assignedPod || null} failed={st.phase === 'Failed'} height="fill" />
       </Panel>
+      </div>
 
       <div className="grid-2">
         <Panel title={`Outputs${outputs.length ? ` (${outputs.length})` : ''}`} id="outputs">
