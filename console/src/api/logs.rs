@@ -19,8 +19,8 @@ use crate::api::types::AccessRequest;
 use crate::error::ConsoleError;
 use crate::state::{ConsoleState, RequestCredentials};
 
-/// `tail`, `follow`, `sinceCursor`, `beforeCursor` and the search
-/// parameters of the logs endpoint.
+/// `tail`, `follow`, `sinceCursor`, `beforeCursor`, `fromStart` and the
+/// search parameters of the logs endpoint.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct LogsQuery {
     pub tail: u32,
@@ -28,6 +28,8 @@ pub struct LogsQuery {
     /// Passed on as it came (checked to be a cursor first).
     pub since_cursor: Option<String>,
     pub before_cursor: Option<String>,
+    /// The Run's first records instead of its last (plain only).
+    pub from_start: bool,
     /// `search`, `regex`, `ignoreCase`, `context`: parsed as the Run-log
     /// API parses them, and passed on.
     pub search: Option<Search>,
@@ -77,9 +79,14 @@ pub fn parse(raw: Option<&str>) -> Result<LogsQuery, ConsoleError> {
             }
             "sinceCursor" => q.since_cursor = Some(cursor("sinceCursor", v)?),
             "beforeCursor" => q.before_cursor = Some(cursor("beforeCursor", v)?),
+            "fromStart" => {
+                q.from_start = query::boolean(&v).ok_or_else(|| {
+                    ConsoleError::bad_request(format!("fromStart must be true or false, got {v:?}"))
+                })?;
+            }
             other => {
                 return Err(ConsoleError::bad_request(format!(
-                    "unknown parameter {other:?}; logs accepts tail, follow, sinceCursor, beforeCursor, search, regex, ignoreCase and context"
+                    "unknown parameter {other:?}; logs accepts tail, follow, sinceCursor, beforeCursor, fromStart, search, regex, ignoreCase and context"
                 )));
             }
         }
@@ -98,6 +105,14 @@ pub fn parse(raw: Option<&str>) -> Result<LogsQuery, ConsoleError> {
     q.search = search
         .finish()
         .map_err(|e| ConsoleError::bad_request(e.to_string()))?;
+    if q.from_start
+        && (q.follow || q.since_cursor.is_some() || q.before_cursor.is_some() || q.search.is_some())
+    {
+        // The same words as the Run-log API's.
+        return Err(ConsoleError::bad_request(
+            "fromStart=true reads the first records of a plain answer: it cannot be combined with follow=true, sinceCursor, beforeCursor or search",
+        ));
+    }
     if q.search.is_some() {
         // The same words as the Run-log API's.
         if q.before_cursor.is_some() {
@@ -151,6 +166,9 @@ pub async fn logs(
     if let Some(c) = &q.before_cursor {
         path.push_str("&beforeCursor=");
         path.push_str(c);
+    }
+    if q.from_start {
+        path.push_str("&fromStart=true");
     }
     if let Some(s) = &q.search {
         path.push_str(&s.to_query());
@@ -291,6 +309,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn from_start_is_passed_on_for_plain_reads() {
+        let q = parse(Some("fromStart=true&tail=500")).unwrap();
+        assert!(q.from_start);
+        assert_eq!(q.tail, 500);
+        assert!(!parse(Some("fromStart=false")).unwrap().from_start);
+    }
+
+    #[test]
     fn parses_tail_and_follow() {
         assert_eq!(
             parse(None).unwrap(),
@@ -339,6 +365,10 @@ mod tests {
             "beforeCursor=1764601040.123456789-0&follow=true",
             "sinceCursor=1764601040.123456789-0&beforeCursor=1764601040.123456789-1",
             "sinceCursor=1764601040.123456789-0%26tail%3D1",
+            "fromStart=yes",
+            "fromStart=true&follow=true",
+            "fromStart=true&sinceCursor=1764601040.123456789-0",
+            "fromStart=true&search=x",
         ] {
             assert!(parse(Some(bad)).is_err(), "{bad}");
         }
