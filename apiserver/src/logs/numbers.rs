@@ -104,6 +104,7 @@ mod tests {
                 time: None,
                 cursor: format!("10.000000000-{i}"),
                 line: None,
+                is_match: false,
                 truncated: false,
                 source: None,
                 written_at_end: false,

@@ -485,3 +485,24 @@ test('log viewer: search in the whole log counts every match and jumps to one ou
     await close(page);
   }
 });
+
+test('log viewer: screenshots of search in the whole log in every Style x Theme and at 390 px', async (browser) => {
+  for (const style of STYLES) {
+    for (const theme of THEMES) {
+      for (const width of [1360, 390]) {
+        const page = await newPage(browser, { style, theme, viewport: { width, height: 900 } });
+        try {
+          await login(page, env.viewer, 'viewer');
+          const logs = await openRun(page, 'build-running');
+          await logs.getByLabel('Search in').selectOption('whole');
+          await logs.getByLabel('Search the log').fill('step 2 of build-running');
+          await eventually('the count', async () => (await logs.locator('.match-count').innerText()) === '1 of 1 match', 15_000);
+          await logs.locator('.log-line.jump-target').waitFor();
+          await page.screenshot({ path: join(env.shots, `log-search-whole--${style}-${theme}${width === 390 ? '--390' : ''}.png`), fullPage: false });
+        } finally {
+          await close(page);
+        }
+      }
+    }
+  }
+});
