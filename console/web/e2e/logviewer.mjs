@@ -459,6 +459,16 @@ test('log viewer: at 390 px, turning Wrap on does not pause following', async (b
 
 // --- search in the whole log (runs/log?search=, the server's search) ------------
 
+/** Searches the whole log for `text`, found once: the line jumped to. */
+async function searchWholeLog(logs, text) {
+  await logs.getByLabel('Search in').selectOption('whole');
+  await logs.getByLabel('Search the log').fill(text);
+  await eventually('the count', async () => (await logs.locator('.match-count').innerText()) === '1 of 1 match', 15_000);
+  const current = logs.locator('.log-line.jump-target');
+  await current.waitFor();
+  return current;
+}
+
 test('log viewer: search in the whole log counts every match and jumps to one outside the loaded lines', async (browser) => {
   const page = await newPage(browser, { viewport: { width: 1360, height: 700 } });
   try {
@@ -466,12 +476,12 @@ test('log viewer: search in the whole log counts every match and jumps to one ou
     // build-running's first records ("step N of build-running") are long before its loaded tail of ticks.
     const logs = await openRun(page, 'build-running');
     await eventually('Following', async () => (await logState(logs)).includes('Following'));
+    // A short tail, so the first steps are outside the loaded lines whatever the demo writer has added so far.
+    await logs.getByLabel('Tail').fill('3');
+    await logs.getByRole('button', { name: 'Load', exact: true }).click();
+    await eventually('a 3-line tail', async () => (await logs.locator('.log-line').count()) <= 4);
     assert((await logs.getByText('step 1 of build-running: ok').count()) === 0, 'the first step is in the loaded tail already');
-    await logs.getByLabel('Search in').selectOption('whole');
-    await logs.getByLabel('Search the log').fill('step 2 of build-running');
-    await eventually('the count', async () => (await logs.locator('.match-count').innerText()) === '1 of 1 match', 15_000);
-    const current = logs.locator('.log-line.jump-target');
-    await current.waitFor();
+    const current = await searchWholeLog(logs, 'step 2 of build-running');
     assert((await current.locator('.msg').innerText()) === 'step 2 of build-running: ok', `the jump went to ${await current.locator('.msg').innerText()}`);
     assert(await inView(current), 'the match is not scrolled into view');
     assert(!/Paused/.test(await logState(logs)), `the jump reads: ${await logState(logs)}`);
@@ -494,10 +504,7 @@ test('log viewer: screenshots of search in the whole log in every Style x Theme 
         try {
           await login(page, env.viewer, 'viewer');
           const logs = await openRun(page, 'build-running');
-          await logs.getByLabel('Search in').selectOption('whole');
-          await logs.getByLabel('Search the log').fill('step 2 of build-running');
-          await eventually('the count', async () => (await logs.locator('.match-count').innerText()) === '1 of 1 match', 15_000);
-          await logs.locator('.log-line.jump-target').waitFor();
+          await searchWholeLog(logs, 'step 2 of build-running');
           await page.screenshot({ path: join(env.shots, `log-search-whole--${style}-${theme}${width === 390 ? '--390' : ''}.png`), fullPage: false });
         } finally {
           await close(page);
