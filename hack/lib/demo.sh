@@ -401,7 +401,9 @@ demo_seed_logs() {
 # demo_log_lines name: the seeded records of a Run, `stream|message` (the
 # message JSON-escaped): five steps, or for compile-failed a build log with
 # ANSI colours (16, 256, truecolour, bold, italic, underline, a cursor
-# movement to strip), ::group:: folds and errors on stderr.
+# movement to strip), ::group:: folds and errors on stderr. In the engine's
+# order: runtimed writes a Run's stdout lines, then its stderr lines, when
+# the Run ends (the exit status is the Run's status.message, not a line).
 demo_log_lines() {
 	if [[ $1 != compile-failed ]]; then
 		for i in 1 2 3 4 5; do echo "stdout|step $i of $1: ok"; done
@@ -421,9 +423,9 @@ stdout|${e}[1mCompiling${e}[0m demo-service v0.4.1
 stdout|${e}[38;5;208mwarning${e}[0m: unused variable \`retries\`
 stdout|${e}[38;2;30;30;160mnote${e}[0m: truecolour, drawn readable on every theme
 stdout|${e}[2K${e}[1G${e}[4mlinking${e}[24m and ${e}[3mchecking${e}[23m
+stdout|${e}[90mbuild step exited${e}[0m
 stderr|${e}[1;31merror[E0308]${e}[0m: mismatched types: expected \`u32\`, found \`String\`
 stderr|${e}[1;31mERROR${e}[0m build failed with 1 error
-stdout|${e}[90mexit status 2${e}[0m
 LINES
 }
 
