@@ -4,28 +4,20 @@
  * is still shown, so here the cursor may be missing; a follow ends with a
  * Kubernetes `Status` line.
  */
-import type { LogRecord, RunLog } from './types';
+import type { LogRecord, RunLog, SearchSummary } from './types';
 
 /**
  * A record as a server sends it: with its cursor (`"<secs>.<nanos9>-<seq>"`,
- * opaque to clients), or without on an older server; `line` is its stable
- * 1-based number among the Run's records (absent when the server does not
- * know it, or is older); `match` marks a record that matches a search.
+ * opaque to clients), or without on an older server. `line` (its stable
+ * number) and `match` (a search hit) come from `./types`.
  */
-export type CursorRecord = Omit<LogRecord, 'cursor'> & { cursor?: string; line?: number; match?: boolean };
+export type CursorRecord = Omit<LogRecord, 'cursor'> & { cursor?: string };
 
 /** What a search of the whole log found (`runs/log?search=`). */
-export interface LogSearchSummary {
-  /** Matches in this answer. */
-  matches: number;
-  /** Matches in the Run's whole log, counted up to a cap. */
-  total: number;
-  /** Counting stopped at the cap: `total` is a lower bound. */
-  totalCapped: boolean;
-}
+export type LogSearchSummary = SearchSummary;
 
 /** A plain read whose records carry cursors. */
-export type CursorRunLog = Omit<RunLog, 'records'> & { records: CursorRecord[]; search?: LogSearchSummary };
+export type CursorRunLog = Omit<RunLog, 'records'> & { records: CursorRecord[] };
 
 /** The last line of a follow that the server ended: a Kubernetes `Status`. */
 export interface LogEndStatus {
