@@ -28,8 +28,11 @@ COPY Cargo.toml Cargo.lock ./
 # Build settings: mimalloc's lazily committed arenas (see the file).
 COPY .cargo/ .cargo/
 COPY core/ core/
+COPY transport/ transport/
 COPY apiserver/ apiserver/
 COPY console/ console/
+COPY dashboard/ dashboard/
+COPY kruntimes-console/ kruntimes-console/
 COPY tests/ tests/
 COPY bench/ bench/
 COPY --from=web /src/console/web/dist/ console/web/dist/

@@ -13,8 +13,8 @@ use crate::discovery;
 use crate::logs::handler::{LogApi, get_run_log};
 use kruntimes_core::auth::{AuthError, Authenticator, RequestHeaderSource};
 use kruntimes_core::observe::{Observer, observe};
-use kruntimes_core::serve::PeerCertificates;
 use kruntimes_core::status::ApiError;
+use kruntimes_core::tls::PeerCertificates;
 
 /// Maps an authentication failure to a `Status`.
 pub fn auth_error(e: &AuthError) -> ApiError {

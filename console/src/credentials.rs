@@ -5,7 +5,7 @@
 
 use http::HeaderMap;
 use kruntimes_core::auth::{AuthError, Authenticator, BearerToken, Caller, bearer_token};
-use kruntimes_core::serve::PeerCertificates;
+use kruntimes_core::tls::PeerCertificates;
 
 use crate::error::ConsoleError;
 use crate::session::SessionSealer;

@@ -6,8 +6,8 @@ use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 
 use crate::api::types::{AccessRequest, ApiErrorBody, ApiErrorInfo, Section};
-use crate::v1::gateway::GatewayError;
-use crate::v1::runs::RunUnavailable;
+use crate::runtime_access::gateway::GatewayError;
+use crate::runtime_access::runs::RunUnavailable;
 
 /// A Console failure.
 #[derive(Clone, Debug, thiserror::Error)]

@@ -8,7 +8,7 @@ use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
 use http::{HeaderMap, Method, header};
-use kruntimes_core::serve::PeerCertificates;
+use kruntimes_core::tls::PeerCertificates;
 
 use crate::credentials::{Credentials, Source, resolve};
 use crate::error::{ConsoleError, refuse};

@@ -134,15 +134,15 @@ pub static API_ROUTES: &[Route<Arc<ConsoleState>>] = &[
 /// The metrics name of a matched route template (never the path itself).
 fn route_name(path: &str) -> &'static str {
     routes::name_of(API_ROUTES, path)
-        .or_else(|| routes::name_of(crate::v1::ROUTES, path))
+        .or_else(|| routes::name_of(crate::runtime_access::ROUTES, path))
         .unwrap_or("other")
 }
 
 /// The Console listener's router: `/api` and `/v1` behind the credentials
 /// layer, the embedded UI for everything else.
-pub fn router(state: Arc<ConsoleState>, v1: Router, max_header_bytes: usize) -> Router {
+pub fn router(state: Arc<ConsoleState>, access: Router, max_header_bytes: usize) -> Router {
     let observer = observer(&state);
-    router_with(state, v1, max_header_bytes, observer)
+    router_with(state, access, max_header_bytes, observer)
 }
 
 /// The Console listener's request observer (metrics and the access log).
@@ -158,13 +158,13 @@ pub fn observer(state: &ConsoleState) -> Arc<Observer> {
 /// [`router`] with the observer it shares with the `/v1` invoke fast path.
 pub fn router_with(
     state: Arc<ConsoleState>,
-    v1: Router,
+    access: Router,
     max_header_bytes: usize,
     observer: Arc<Observer>,
 ) -> Router {
     let api = routes::register(API_ROUTES, Router::new())
         .with_state(state.clone())
-        .merge(v1)
+        .merge(access)
         .layer(middleware::from_fn_with_state(state, credentials))
         .layer(DefaultBodyLimit::max(MAX_LOGIN_BODY));
     Router::new()

@@ -22,8 +22,8 @@ pub use recheck::{Recheck, Revoked};
 pub use requestheader::{RequestHeaderConfig, RequestHeaderSource};
 pub use token::TokenReviewer;
 
-use crate::serve::PeerCertificates;
 use crate::tls::DynamicClientVerifier;
+use crate::tls::PeerCertificates;
 
 /// Longest bearer token accepted.
 pub const MAX_TOKEN_BYTES: usize = 16 << 10;

@@ -1,6 +1,6 @@
 //! What both listeners of kruntimes-console share: authentication and
-//! authorization (`auth`), TLS (`tls`), the accept loop (`serve`), the
-//! request observer (`observe`), metrics, the process lifecycle, limits,
+//! authorization (`auth`), TLS configuration (`tls`), the request observer
+//! (`observe`), metrics, the process lifecycle, limits,
 //! Kubernetes `Status` errors, strict request parsing (`query`, `names`) and
 //! the typed kruntimes kinds (`Run`, `Runtime`, `WorkflowRun`, and the
 //! `Action` and `PersistentWorkspace` the Console reads).
@@ -10,8 +10,8 @@
 
 pub mod action;
 pub mod auth;
+pub mod flags;
 pub mod guard;
-pub mod h1;
 pub mod lifecycle;
 pub mod limit;
 pub mod metrics;
@@ -23,11 +23,8 @@ pub mod routes;
 pub mod run;
 pub mod runtime;
 pub mod runtimed;
-pub mod serve;
 pub mod status;
 pub mod tls;
-pub mod tls_stream;
 pub mod ttlmap;
-pub mod workers;
 pub mod workflowrun;
 pub mod workspace;

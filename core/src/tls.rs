@@ -16,6 +16,11 @@ use rustls::{DigitallySignedStruct, DistinguishedName, RootCertStore, SignatureS
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
 
+/// The certificate chain the client presented during the TLS handshake
+/// (empty when none), carried by each request as an extension.
+#[derive(Clone, Debug, Default)]
+pub struct PeerCertificates(pub Arc<Vec<rustls_pki_types::CertificateDer<'static>>>);
+
 /// A TLS file problem, naming the file.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {

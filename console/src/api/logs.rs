@@ -147,7 +147,7 @@ pub async fn logs(
             state
                 .follows
                 .acquire(&c.caller.user)
-                .map_err(|e| crate::v1::cap_reached(&e))?,
+                .map_err(|e| crate::runtime_access::cap_reached(&e))?,
         ),
         _ => None,
     };

@@ -217,7 +217,7 @@ pub async fn watch(
     let slot = state
         .watches
         .acquire(&creds.caller.user)
-        .map_err(|e| crate::v1::cap_reached(&e))?;
+        .map_err(|e| crate::runtime_access::cap_reached(&e))?;
 
     // Start every kind first, so a refusal is an ordinary error answer.
     let mut starts = Vec::new();

@@ -14,7 +14,7 @@ use kruntimes_core::auth::{AccessReview, Authenticator, Recheck, TokenReviewer};
 use kruntimes_core::lifecycle::Lifecycle;
 use kruntimes_core::limit::Caps;
 use kruntimes_core::metrics::Metrics;
-use kruntimes_core::serve::PeerCertificates;
+use kruntimes_core::tls::PeerCertificates;
 use kruntimes_core::tls::{ClientRoots, DynamicClientVerifier, client_verifier, root_store};
 use rustls_pki_types::CertificateDer;
 use serde_json::{Value, json};

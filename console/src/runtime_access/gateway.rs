@@ -226,7 +226,7 @@ fn load_key(path: &Path) -> anyhow::Result<rustls::pki_types::PrivateKeyDer<'sta
 }
 
 /// A TLS connection to a gateway.
-pub type GatewayStream = kruntimes_core::tls_stream::ClientStream<tokio::net::TcpStream>;
+pub type GatewayStream = kruntimes_transport::tls_stream::ClientStream<tokio::net::TcpStream>;
 
 /// Opens a TLS connection to the target, dialling its addresses in turn.
 pub async fn connect(
@@ -251,7 +251,7 @@ pub async fn connect(
     let name = ServerName::try_from(target.host.clone()).map_err(|e| unreachable(e.to_string()))?;
     tokio::time::timeout(
         timeout,
-        kruntimes_core::tls_stream::connect(tls.clone(), name, tcp),
+        kruntimes_transport::tls_stream::connect(tls.clone(), name, tcp),
     )
     .await
     .map_err(|_| unreachable("TLS handshake timed out".into()))?

@@ -14,6 +14,7 @@
 //! and every port-forward, and waits (at most `--shutdown-timeout`) until
 //! none is open.
 
+pub mod args;
 pub mod guard;
 pub mod serve;
 pub mod upstream;
@@ -28,7 +29,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::args::DashboardArgs;
+pub use args::DashboardArgs;
 use guard::Own;
 use serve::Limits;
 use upstream::{Credential, Upstream};

@@ -14,13 +14,14 @@ use kruntimes_core::lifecycle::{Lifecycle, Phase};
 use kruntimes_core::limit::Caps;
 use kruntimes_core::metrics::Metrics;
 use kruntimes_core::ready::Readiness;
-use kruntimes_core::serve::{FastPath, serve_tls};
 use kruntimes_core::tls::{ClientRoots, DynamicClientVerifier, ReloadingCert, server_config};
-use kruntimes_core::workers::Workers;
+use kruntimes_transport::serve::{FastPath, serve_tls};
+use kruntimes_transport::workers::Workers;
 use tokio::net::TcpListener;
 
+use crate::admin;
 use crate::args::Args;
-use crate::{admin, clients, router, session, state, v1};
+use kruntimes_console_http::{clients, router, runtime_access, session, state};
 
 /// Builds the server's own Kubernetes configuration (its ServiceAccount
 /// identity): `kubeconfig`, or the in-cluster configuration without it.
@@ -230,7 +231,7 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
         recheck: recheck.clone(),
         lifecycle: lifecycle.clone(),
     });
-    let gateway_tls = v1::gateway::client_tls(
+    let gateway_tls = runtime_access::gateway::client_tls(
         args.gateway_ca_file.as_deref(),
         args.gateway_client_cert.as_deref(),
         args.gateway_client_key.as_deref(),
@@ -244,22 +245,22 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
             Workers::start(n, "console-conn").context("--console-threads: cannot start threads")?,
         ),
     };
-    let run_cache = v1::runs::RunCache::start(sa.clone());
+    let run_cache = runtime_access::runs::RunCache::start(sa.clone());
     readiness.add("the /v1 Run cache", {
         let run_cache = run_cache.clone();
         move || run_cache.is_ready()
     });
     let v1_state = Arc::new(
-        v1::V1State::new(
+        runtime_access::AccessState::new(
             run_cache,
-            v1::gateway::GatewayResolver::new(
+            runtime_access::gateway::GatewayResolver::new(
                 sa.clone(),
                 args.gateway_port_name.clone(),
                 args.access_connect_timeout.into(),
             ),
             access.clone(),
             gateway_tls,
-            v1::AccessBounds {
+            runtime_access::AccessBounds {
                 max_request_bytes: args.access_max_request_bytes,
                 max_response_bytes: args.access_max_response_bytes,
                 max_ws_message_bytes: args.access_max_ws_message_bytes,
@@ -282,7 +283,7 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
     );
     let observer = router::observer(&console_state);
     let fast: Option<Arc<dyn FastPath>> = args.access_fast_path.then(|| {
-        Arc::new(v1::fast::InvokeFastPath::new(
+        Arc::new(runtime_access::fast::InvokeFastPath::new(
             console_state.clone(),
             v1_state.clone(),
             observer.clone(),
@@ -292,7 +293,7 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
     });
     let console_router = router::router_with(
         console_state,
-        v1::router(v1_state),
+        runtime_access::router(v1_state),
         args.max_header_bytes,
         observer,
     );

@@ -8,7 +8,7 @@ use http::{HeaderValue, StatusCode, header};
 use kruntimes_core::lifecycle::{Lifecycle, Phase};
 use kruntimes_core::metrics::Metrics;
 use kruntimes_core::ready::Readiness;
-use kruntimes_core::serve::{ConnLimits, serve_plain};
+use kruntimes_transport::serve::{ConnLimits, serve_plain};
 use prometheus_client::registry::Registry;
 use std::sync::Arc;
 use tokio::net::TcpListener;

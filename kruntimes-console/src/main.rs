@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 use clap::Parser;
+use kruntimes_console::args::Command;
 
 /// mimalloc: a proxied `/v1` call costs ~25% less CPU than with glibc's
 /// allocator. Its arenas are committed lazily (`.cargo/config.toml`), which
@@ -21,26 +22,28 @@ fn main() -> anyhow::Result<()> {
     let _profiler = dhat::Profiler::new_heap();
     // One crypto provider for every rustls user in the process.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if argv.get(1).is_some_and(|a| a == "check") {
-        argv.remove(1);
-        let args = kruntimes_console::check::CheckArgs::parse_from(argv);
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        return runtime.block_on(kruntimes_console::check::run(args));
+    let mut args = kruntimes_console::Args::parse();
+    match args.command.take() {
+        Some(Command::Check(args)) => {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            runtime.block_on(kruntimes_console::check::run(args))
+        }
+        Some(Command::Dashboard(args)) => {
+            let _log = kruntimes_console::logging::init("text");
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()?;
+            runtime.block_on(kruntimes_dashboard::run(*args))
+        }
+        None => serve(args),
     }
-    if argv.get(1).is_some_and(|a| a == "dashboard") {
-        argv.remove(1);
-        let args = kruntimes_console::args::DashboardArgs::parse_from(argv);
-        let _log = kruntimes_console::logging::init("text");
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()?;
-        return runtime.block_on(kruntimes_console::dashboard::run(args));
-    }
-    let args = kruntimes_console::Args::parse_from(argv);
+}
+
+/// The server: both listeners and the admin listener until SIGTERM.
+fn serve(args: kruntimes_console::Args) -> anyhow::Result<()> {
     // Kept to the end: dropping it writes the log lines still pending.
     let _log = kruntimes_console::logging::init(&args.log_format);
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -30,7 +30,7 @@ use kruntimes_core::lifecycle::Lifecycle;
 use kruntimes_core::limit::{CapReached, Caps, Slot};
 use kruntimes_core::names::{is_dns1123_label, is_dns1123_subdomain};
 use kruntimes_core::routes::{self, Route};
-use kruntimes_core::workers::PerThread;
+use kruntimes_transport::workers::PerThread;
 use rustls::ClientConfig;
 
 use self::gateway::{GatewayResolver, GatewayTarget};
@@ -59,7 +59,7 @@ pub struct AccessBounds {
 }
 
 /// What the handler shares.
-pub struct V1State {
+pub struct AccessState {
     pub runs: RunCache,
     pub gateways: GatewayResolver,
     pub access: AccessReview,
@@ -76,7 +76,7 @@ pub struct V1State {
     pub lifecycle: Lifecycle,
 }
 
-impl V1State {
+impl AccessState {
     pub fn new(
         runs: RunCache,
         gateways: GatewayResolver,
@@ -138,7 +138,7 @@ fn gateway_client(
 }
 
 /// The `/v1` routes; every one is counted as `v1`.
-pub static ROUTES: &[Route<Arc<V1State>>] = &[
+pub static ROUTES: &[Route<Arc<AccessState>>] = &[
     Route {
         path: "/v1/namespaces/{ns}/runs/{name}/{uid}/invoke",
         name: "v1",
@@ -151,7 +151,7 @@ pub static ROUTES: &[Route<Arc<V1State>>] = &[
     },
 ];
 
-pub fn router(state: Arc<V1State>) -> Router {
+pub fn router(state: Arc<AccessState>) -> Router {
     routes::register(ROUTES, Router::new()).with_state(state)
 }
 
@@ -191,7 +191,7 @@ fn run_attributes(ns: &str, name: &str, sub: &'static str) -> ResourceAttributes
 
 /// Authenticates and authorizes a `/v1` call: `create` on `runs/<sub>`.
 async fn admit<'a>(
-    state: &V1State,
+    state: &AccessState,
     caller: &'a RequestCredentials,
     ns: &str,
     name: &str,
@@ -252,7 +252,7 @@ pub fn cap_reached(e: &CapReached) -> ConsoleError {
     err
 }
 
-fn take_slot(state: &V1State, identity: &Identity) -> Result<Slot, ConsoleError> {
+fn take_slot(state: &AccessState, identity: &Identity) -> Result<Slot, ConsoleError> {
     state
         .calls
         .acquire(&identity.user)
@@ -394,7 +394,7 @@ pub(crate) fn too_large(max: usize) -> ConsoleError {
 }
 
 async fn invoke(
-    State(state): State<Arc<V1State>>,
+    State(state): State<Arc<AccessState>>,
     Extension(caller): Extension<RequestCredentials>,
     Path((ns, name, uid)): Path<(String, String, String)>,
     req: Request,
@@ -438,7 +438,7 @@ pub(crate) struct AdmittedInvoke {
 }
 
 pub(crate) async fn admit_invoke(
-    state: &V1State,
+    state: &AccessState,
     caller: &RequestCredentials,
     ns: &str,
     name: &str,
@@ -466,7 +466,7 @@ pub(crate) async fn admit_invoke(
 /// The second half of an invoke: reads the body within its bound and its
 /// deadline and relays it to the gateway (admission came from the headers).
 async fn forward_invoke(
-    state: &V1State,
+    state: &AccessState,
     admitted: AdmittedInvoke,
     parts: http::request::Parts,
     body: Body,
@@ -642,7 +642,7 @@ where
 }
 
 async fn operations(
-    State(state): State<Arc<V1State>>,
+    State(state): State<Arc<AccessState>>,
     Extension(caller): Extension<RequestCredentials>,
     Path((ns, name, uid)): Path<(String, String, String)>,
     req: Request,

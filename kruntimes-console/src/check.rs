@@ -7,49 +7,13 @@
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use clap::Parser;
 use http_body_util::{BodyExt, Empty};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use kube::Api;
 use kube::api::ListParams;
 
-use crate::args::DurationArg;
-
-/// Checks an installation: the APIService is Available, discovery of
-/// logs.kruntimes.io answers through kube-apiserver, and every ready Console
-/// Pod answers /ready. Exits non-zero with the reason otherwise.
-#[derive(Clone, Debug, Parser)]
-#[command(
-    name = "kruntimes-console check",
-    bin_name = "kruntimes-console check",
-    version
-)]
-pub struct CheckArgs {
-    /// Kubeconfig to use; without it the in-cluster configuration.
-    #[arg(long, env = "KRUNTIMES_KUBECONFIG")]
-    pub kubeconfig: Option<std::path::PathBuf>,
-
-    /// Namespace of the Console Service.
-    #[arg(long, env = "POD_NAMESPACE", default_value = "kruntimes-system")]
-    pub namespace: String,
-
-    /// Name of the Console Service.
-    #[arg(long, default_value = "kruntimes-console")]
-    pub service: String,
-
-    /// Name of the APIService.
-    #[arg(long, default_value = "v1alpha1.logs.kruntimes.io")]
-    pub apiservice: String,
-
-    /// Port of the Pods' admin listener (/ready).
-    #[arg(long, default_value_t = 9090)]
-    pub admin_port: u16,
-
-    /// How long to keep retrying before giving up.
-    #[arg(long, default_value = "60s")]
-    pub timeout: DurationArg,
-}
+use crate::args::CheckArgs;
 
 /// Runs the checks, retrying each until it passes or the timeout ends.
 pub async fn run(args: CheckArgs) -> anyhow::Result<()> {

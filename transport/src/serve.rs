@@ -32,12 +32,10 @@ use tokio::time::Instant;
 use tower::ServiceExt;
 
 use crate::h1::{self, Parsed, RequestHead};
-use crate::metrics::{ConnRefusalLabels, ListenerLabels, Metrics};
 use crate::workers::Workers;
+use kruntimes_core::metrics::{ConnRefusalLabels, ListenerLabels, Metrics};
 
-/// The certificate chain the client presented during the handshake (empty when none).
-#[derive(Clone, Debug, Default)]
-pub struct PeerCertificates(pub Arc<Vec<CertificateDer<'static>>>);
+pub use kruntimes_core::tls::PeerCertificates;
 
 /// The client's socket address.
 #[derive(Clone, Copy, Debug)]

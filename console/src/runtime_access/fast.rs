@@ -1,6 +1,6 @@
 //! `/v1` invoke over HTTP/1.1 without hyper or the router: the Console
 //! listener's accept loop hands a keep-alive connection's requests here
-//! ([`kruntimes_core::serve::FastPath`]), and an invoke is read, checked,
+//! ([`kruntimes_transport::serve::FastPath`]), and an invoke is read, checked,
 //! forwarded and answered on the connection's own buffers, with one write
 //! each way. Every rule is the router's, through the same functions: the
 //! header bound, the credentials and the Origin rule, admission
@@ -17,16 +17,16 @@ use std::time::Duration;
 use axum::response::IntoResponse;
 use bytes::Buf;
 use http::{HeaderValue, Method, StatusCode, header};
-use kruntimes_core::h1::{self, BodyKind, Parsed, RequestHead, field};
 use kruntimes_core::observe::{Observer, access_logged, request_id};
-use kruntimes_core::serve::{FastConn, FastPath, read_into};
+use kruntimes_transport::h1::{self, BodyKind, Parsed, RequestHead, field};
+use kruntimes_transport::serve::{FastConn, FastPath, read_into};
 use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
 
 use super::gateway::GatewayTarget;
 use super::upstream::{Upstream, Upstreams};
 use super::{
-    AdmittedInvoke, INVOCATION_ID, V1State, admit_invoke, connection_listed, identity_fields,
+    AccessState, AdmittedInvoke, INVOCATION_ID, admit_invoke, connection_listed, identity_fields,
     is_forwarded_request_header, is_stripped,
 };
 use crate::credentials::resolve;
@@ -44,7 +44,7 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 /// The invoke fast path of the Console listener.
 pub struct InvokeFastPath {
     console: Arc<ConsoleState>,
-    v1: Arc<V1State>,
+    access: Arc<AccessState>,
     upstreams: Upstreams,
     observer: Arc<Observer>,
     max_header_bytes: usize,
@@ -56,7 +56,7 @@ impl InvokeFastPath {
     /// `threads`: the Console listener's connection threads (one pool each).
     pub fn new(
         console: Arc<ConsoleState>,
-        v1: Arc<V1State>,
+        access: Arc<AccessState>,
         observer: Arc<Observer>,
         max_header_bytes: usize,
         threads: usize,
@@ -65,10 +65,10 @@ impl InvokeFastPath {
         for (name, value) in SECURITY_HEADERS {
             field(&mut security, name, value.as_bytes());
         }
-        let upstreams = Upstreams::new(threads, v1.tls.clone(), v1.bounds.connect_timeout);
+        let upstreams = Upstreams::new(threads, access.tls.clone(), access.bounds.connect_timeout);
         Self {
             console,
-            v1,
+            access,
             upstreams,
             observer,
             max_header_bytes,
@@ -153,7 +153,7 @@ impl FastPath for InvokeFastPath {
     }
 
     fn shortest_timeout(&self) -> Duration {
-        let b = &self.v1.bounds;
+        let b = &self.access.bounds;
         b.body_timeout
             .min(b.total_timeout)
             .min(b.connect_timeout)
@@ -175,7 +175,7 @@ impl InvokeFastPath {
             Err(e) => {
                 // As the router: a refusal reads (and drops) a little of the
                 // body first; a 413 whose announced body is not huge, all of it.
-                let max = self.v1.bounds.max_request_bytes as u64;
+                let max = self.access.bounds.max_request_bytes as u64;
                 let budget = if e.code == StatusCode::PAYLOAD_TOO_LARGE && len <= max * 2 {
                     len
                 } else {
@@ -229,7 +229,7 @@ impl InvokeFastPath {
             return Err(refusal);
         }
         let caller = RequestCredentials(creds.map(Arc::new));
-        admit_invoke(&self.v1, &caller, ns, name, uid, &conn.headers).await
+        admit_invoke(&self.access, &caller, ns, name, uid, &conn.headers).await
     }
 
     /// Counts the call and writes its access line: after the answer is
@@ -292,7 +292,7 @@ impl InvokeFastPath {
             target,
             slot,
         } = admitted;
-        let bounds = &self.v1.bounds;
+        let bounds = &self.access.bounds;
         // The upstream request: head, then the body as it arrives.
         let mut req = std::mem::take(&mut conn.out);
         req.clear();

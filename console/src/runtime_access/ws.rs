@@ -20,13 +20,13 @@ use tokio_tungstenite::tungstenite;
 use super::frames::{Direction, Pipe, Refusal, Stop};
 use super::gateway::{GatewayStream, GatewayTarget};
 use super::runs::Mode;
-use super::{V1State, identity_fields};
+use super::{AccessState, identity_fields};
 use crate::error::ConsoleError;
 use kruntimes_core::auth::Caller as Identity;
 use kruntimes_core::auth::{ResourceAttributes, Revoked};
-use kruntimes_core::h1;
 use kruntimes_core::limit::Slot;
-use kruntimes_core::serve::read_into;
+use kruntimes_transport::h1;
+use kruntimes_transport::serve::read_into;
 
 /// Close codes (RFC 6455 §7.4.1).
 const AWAY: u16 = 1001;
@@ -46,7 +46,7 @@ struct Relay {
     identity: Identity,
     attrs: ResourceAttributes,
     /// Shared: the re-check, the lifecycle and the bounds.
-    state: Arc<V1State>,
+    state: Arc<AccessState>,
     /// The `/v1` place the socket holds until it closes.
     slot: Slot,
 }
@@ -87,7 +87,7 @@ pub fn upgrade_request(parts: &mut request::Parts) -> Option<Upgrade> {
 /// Resolves the (already admitted) call, connects the gateway, then answers the upgrade.
 #[allow(clippy::too_many_arguments)]
 pub async fn open(
-    state: Arc<V1State>,
+    state: Arc<AccessState>,
     identity: Identity,
     slot: Slot,
     ns: &str,

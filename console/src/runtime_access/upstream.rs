@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use http::HeaderMap;
-use kruntimes_core::workers::PerThread;
+use kruntimes_transport::workers::PerThread;
 use rustls::ClientConfig;
 use tokio::time::Instant;
 
