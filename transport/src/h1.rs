@@ -194,34 +194,65 @@ pub fn date() -> [u8; 29] {
     })
 }
 
-/// Decodes a chunked body incrementally; trailer fields are read and dropped.
+/// Decodes a chunked body incrementally, with hyper's grammar and bounds (a
+/// differential test in `tests/chunked.rs` holds it to hyper's client):
+///
+/// - a chunk-size line is hex digits (at least one; any number, as long as
+///   the size fits in 64 bits), then optional spaces or tabs, then an
+///   optional extension from `;` to the CR, then CRLF; a bare LF in an
+///   extension, a CR not followed by LF, or anything else is an error;
+/// - extensions total fewer than [`MAX_EXTENSION_BYTES`] over the body;
+/// - trailer lines (after the last chunk) are fields, at most
+///   [`MAX_TRAILER_FIELDS`], all of them fewer than
+///   [`MAX_TRAILER_BYTES`]; each must parse as a header field. They are
+///   checked and dropped.
 #[derive(Debug, Default)]
 pub struct Chunked {
     state: ChunkState,
-    /// Data bytes left in the current chunk.
-    left: u64,
+    /// The chunk size being read, then the data bytes left in the chunk.
+    size: u64,
+    /// Extension bytes read so far in the body.
+    extensions: u64,
+    /// The trailer section as read, once it has begun.
+    trailers: Option<Vec<u8>>,
+    /// Trailer lines ended so far.
+    trailer_lines: usize,
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 enum ChunkState {
-    /// A chunk-size line is next.
+    /// The first digit of a chunk size.
     #[default]
+    Start,
     Size,
+    /// Spaces or tabs after the size.
+    SizeLws,
+    Extension,
+    SizeLf,
     Data,
-    /// The CRLF after a chunk's data.
-    DataEnd,
-    /// Trailer lines, until the empty one.
+    DataCr,
+    DataLf,
+    /// After the last chunk's line, or after a trailer line.
+    EndCr,
+    EndLf,
     Trailer,
+    TrailerLf,
     Done,
 }
 
-/// A chunked body that breaks the grammar.
+/// A chunked body that breaks the grammar or a bound.
 #[derive(Debug, thiserror::Error)]
-#[error("malformed chunked body")]
-pub struct ChunkError;
+#[error("malformed chunked body: {0}")]
+pub struct ChunkError(pub &'static str);
 
-/// Longest chunk-size line (with extensions) or trailer line accepted.
-const MAX_CHUNK_LINE: usize = 4096;
+/// Extension bytes allowed over a whole body (hyper's bound): this many is
+/// an error.
+pub const MAX_EXTENSION_BYTES: u64 = 16 << 10;
+/// Bytes allowed in the trailer section (hyper's bound, with no header size
+/// limit configured): this many is an error.
+pub const MAX_TRAILER_BYTES: usize = 16 << 10;
+/// Trailer lines allowed (hyper's default header count).
+pub const MAX_TRAILER_FIELDS: usize = 100;
 
 impl Chunked {
     pub fn is_done(&self) -> bool {
@@ -229,76 +260,131 @@ impl Chunked {
     }
 
     /// Consumes what it can of `input` (from its start), appending data to
-    /// `out`; returns the bytes consumed. Call again with more input until
+    /// `out`; returns the bytes consumed, which are all of `input` until
+    /// the body ends. Call again with more input until
     /// [`Chunked::is_done`].
     pub fn decode(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<usize, ChunkError> {
+        use ChunkState::*;
         let mut at = 0;
-        loop {
-            let rest = &input[at..];
-            match self.state {
-                ChunkState::Done => return Ok(at),
-                ChunkState::Size | ChunkState::Trailer => {
-                    let Some(nl) = memchr_nl(rest) else {
-                        if rest.len() > MAX_CHUNK_LINE {
-                            return Err(ChunkError);
-                        }
-                        return Ok(at);
-                    };
-                    let line = rest[..nl].strip_suffix(b"\r").ok_or(ChunkError)?;
-                    at += nl + 1;
-                    if self.state == ChunkState::Trailer {
-                        if line.is_empty() {
-                            self.state = ChunkState::Done;
-                        }
-                        continue;
-                    }
-                    let hex = line
-                        .split(|b| *b == b';')
-                        .next()
-                        .unwrap_or_default()
-                        .trim_ascii();
-                    if hex.is_empty() || hex.len() > 15 || !hex.iter().all(u8::is_ascii_hexdigit) {
-                        return Err(ChunkError);
-                    }
-                    let size =
-                        u64::from_str_radix(std::str::from_utf8(hex).map_err(|_| ChunkError)?, 16)
-                            .map_err(|_| ChunkError)?;
-                    if size == 0 {
-                        self.state = ChunkState::Trailer;
-                    } else {
-                        self.left = size;
-                        self.state = ChunkState::Data;
-                    }
+        while at < input.len() {
+            if self.state == Done {
+                break;
+            }
+            if self.state == Data {
+                let n = (input.len() - at).min(usize::try_from(self.size).unwrap_or(usize::MAX));
+                out.extend_from_slice(&input[at..at + n]);
+                at += n;
+                self.size -= n as u64;
+                if self.size == 0 {
+                    self.state = DataCr;
                 }
-                ChunkState::Data => {
-                    if rest.is_empty() {
-                        return Ok(at);
-                    }
-                    let n = rest.len().min(self.left as usize);
-                    out.extend_from_slice(&rest[..n]);
-                    at += n;
-                    self.left -= n as u64;
-                    if self.left == 0 {
-                        self.state = ChunkState::DataEnd;
-                    }
+                continue;
+            }
+            let b = input[at];
+            at += 1;
+            self.state = self.step(b)?;
+        }
+        Ok(at)
+    }
+
+    /// One byte of everything but chunk data.
+    fn step(&mut self, b: u8) -> Result<ChunkState, ChunkError> {
+        use ChunkState::*;
+        Ok(match (self.state, b) {
+            (Start | Size, b) if b.is_ascii_hexdigit() => {
+                let digit = u64::from((b as char).to_digit(16).unwrap_or_default());
+                self.size = self
+                    .size
+                    .checked_mul(16)
+                    .and_then(|s| s.checked_add(digit))
+                    .ok_or(ChunkError("the chunk size does not fit in 64 bits"))?;
+                Size
+            }
+            (Start, _) => return Err(ChunkError("a chunk-size line without a size")),
+            (Size | SizeLws, b' ' | b'\t') => SizeLws,
+            (Size | SizeLws, b';') => Extension,
+            (Size | SizeLws, b'\r') => SizeLf,
+            (Size, _) => return Err(ChunkError("a chunk size that is not hex digits")),
+            (SizeLws, _) => return Err(ChunkError("text after the chunk size's white space")),
+            (Extension, b'\r') => SizeLf,
+            (Extension, b'\n') => return Err(ChunkError("a line feed in a chunk extension")),
+            (Extension, _) => {
+                self.extensions += 1;
+                if self.extensions >= MAX_EXTENSION_BYTES {
+                    return Err(ChunkError("chunk extensions over their bound"));
                 }
-                ChunkState::DataEnd => {
-                    if rest.len() < 2 {
-                        return Ok(at);
-                    }
-                    if &rest[..2] != b"\r\n" {
-                        return Err(ChunkError);
-                    }
-                    at += 2;
-                    self.state = ChunkState::Size;
+                Extension
+            }
+            (SizeLf, b'\n') if self.size == 0 => EndCr,
+            (SizeLf, b'\n') => Data,
+            (SizeLf, _) => return Err(ChunkError("a chunk-size line not ended by CRLF")),
+            (DataCr, b'\r') => DataLf,
+            (DataLf, b'\n') => Start,
+            (DataCr | DataLf, _) => return Err(ChunkError("chunk data not followed by CRLF")),
+            (EndCr, b'\r') => {
+                self.keep_trailer(b)?;
+                EndLf
+            }
+            (EndCr, b) => {
+                match &mut self.trailers {
+                    None => self.trailers = Some(vec![b]),
+                    Some(_) => self.keep_trailer(b)?,
                 }
+                Trailer
+            }
+            (EndLf, b'\n') => {
+                self.keep_trailer(b)?;
+                self.end_trailers()?;
+                Done
+            }
+            (EndLf, _) => return Err(ChunkError("the last chunk not ended by CRLF")),
+            (Trailer, b) => {
+                self.keep_trailer(b)?;
+                if b == b'\r' { TrailerLf } else { Trailer }
+            }
+            (TrailerLf, b'\n') => {
+                if self.trailer_lines >= MAX_TRAILER_FIELDS {
+                    return Err(ChunkError("more trailer fields than allowed"));
+                }
+                self.trailer_lines += 1;
+                self.keep_trailer(b)?;
+                EndCr
+            }
+            (TrailerLf, _) => return Err(ChunkError("a trailer line not ended by CRLF")),
+            (Data | Done, _) => unreachable!("data and the end take no single bytes"),
+        })
+    }
+
+    /// Adds a byte to the trailer section, if one has begun.
+    fn keep_trailer(&mut self, b: u8) -> Result<(), ChunkError> {
+        if let Some(t) = &mut self.trailers {
+            t.push(b);
+            if t.len() >= MAX_TRAILER_BYTES {
+                return Err(ChunkError("trailers over their bound"));
             }
         }
+        Ok(())
     }
-}
 
-fn memchr_nl(b: &[u8]) -> Option<usize> {
-    b.iter().position(|c| *c == b'\n')
+    /// At the end of the body: every trailer line must be a header field.
+    fn end_trailers(&mut self) -> Result<(), ChunkError> {
+        let Some(section) = self.trailers.take() else {
+            return Ok(());
+        };
+        let mut fields = vec![httparse::EMPTY_HEADER; self.trailer_lines];
+        match httparse::parse_headers(&section, &mut fields) {
+            Ok(httparse::Status::Complete((_, fields))) => {
+                for f in fields.iter() {
+                    http::HeaderName::from_bytes(f.name.as_bytes())
+                        .map_err(|_| ChunkError("a trailer field with an invalid name"))?;
+                    http::HeaderValue::from_bytes(f.value)
+                        .map_err(|_| ChunkError("a trailer field with an invalid value"))?;
+                }
+                Ok(())
+            }
+            _ => Err(ChunkError("a trailer line that is not a header field")),
+        }
+    }
 }
 
 /// The canonical reason phrase of a status code ("" when none).

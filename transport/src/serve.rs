@@ -123,12 +123,18 @@ impl Watchdog {
         }
     }
 
-    /// Runs `f` until `deadline`; `None` when the deadline came first.
+    /// Runs `f` until `deadline`; `None` when the deadline came first. A
+    /// deadline already past is `None` without polling `f`: a peer that
+    /// always has bytes ready (endless trailers, say) would otherwise win
+    /// every race against the timer, and a loop of reads would never end.
     pub async fn run<F: std::future::Future>(
         &mut self,
         deadline: Instant,
         f: F,
     ) -> Option<F::Output> {
+        if Instant::now() >= deadline {
+            return None;
+        }
         tokio::pin!(f);
         loop {
             tokio::select! {
@@ -779,6 +785,23 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
 mod tests {
     use super::*;
     use std::io::{BufRead, BufReader, Write};
+
+    /// A source that always has bytes ready is cut at the deadline: every
+    /// read after it is refused, though each read alone would complete.
+    #[tokio::test(start_paused = true)]
+    async fn watchdog_ends_reads_that_are_always_ready() {
+        let mut timer = Watchdog::new(Duration::from_secs(1));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut reads = 0u32;
+        while timer.run(deadline, std::future::ready(())).await.is_some() {
+            reads += 1;
+            // Each read takes a little time, as a busy peer's would.
+            tokio::time::advance(Duration::from_millis(100)).await;
+            assert!(reads < 1000, "the deadline never ended the loop");
+        }
+        assert_eq!(reads, 50, "reads until the deadline, 100 ms apart");
+        assert!(Instant::now() >= deadline);
+    }
 
     /// Sends one keep-alive request and reads its answer's status line and body.
     fn get(conn: &mut BufReader<std::net::TcpStream>) -> std::io::Result<String> {
