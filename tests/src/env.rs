@@ -33,6 +33,19 @@ pub fn debug_dir() -> PathBuf {
         .unwrap_or_else(|| repo_root().join("target/debug"))
 }
 
+/// Waits until the wall clock reads a later whole second than when called:
+/// what was written before the call then carries an earlier second than
+/// anything written after it (timestamps with whole seconds, such as a
+/// Run's completionTime). Half a second on average, never more than one.
+pub async fn into_a_later_second() {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let left = std::time::Duration::from_nanos(1_000_000_000 - u64::from(now.subsec_nanos()));
+    // A few milliseconds past the boundary, for clocks read a little apart.
+    tokio::time::sleep(left + std::time::Duration::from_millis(20)).await;
+}
+
 /// Variables printed by `hack/testenv up`.
 #[derive(Debug)]
 pub struct TestEnv {
