@@ -22,6 +22,30 @@ pub fn repo_root() -> PathBuf {
         .unwrap_or_default()
 }
 
+/// Cargo's folder of debug binaries (`target/debug`, or under
+/// `CARGO_TARGET_DIR` when that is set): where this test binary's own
+/// folder (`deps`) is, and where `hack/testenv` builds the Console and the
+/// fake kubelet and gateway with the same `CARGO_TARGET_DIR`.
+pub fn debug_dir() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent()?.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| repo_root().join("target/debug"))
+}
+
+/// Waits until the wall clock reads a later whole second than when called:
+/// what was written before the call then carries an earlier second than
+/// anything written after it (timestamps with whole seconds, such as a
+/// Run's completionTime). Half a second on average, never more than one.
+pub async fn into_a_later_second() {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let left = std::time::Duration::from_nanos(1_000_000_000 - u64::from(now.subsec_nanos()));
+    // A few milliseconds past the boundary, for clocks read a little apart.
+    tokio::time::sleep(left + std::time::Duration::from_millis(20)).await;
+}
+
 /// Variables printed by `hack/testenv up`.
 #[derive(Debug)]
 pub struct TestEnv {
@@ -470,7 +494,7 @@ impl ConsoleProcess {
         let e = env();
         let log = dir.join("console.log");
         let out = std::fs::File::create(&log).expect("console log");
-        let mut cmd = Command::new(repo_root().join("target/debug/kruntimes-console"));
+        let mut cmd = Command::new(debug_dir().join("kruntimes-console"));
         cmd.arg("--kubeconfig")
             .arg(e.state().join("console.kubeconfig"))
             .args(["--apiserver-listen", "127.0.0.1:0"])

@@ -912,7 +912,7 @@ spec:
         "{out}"
     );
     let check = |timeout: &str| {
-        Command::new(repo_root().join("target/debug/kruntimes-console"))
+        Command::new(kruntimes_tests::env::debug_dir().join("kruntimes-console"))
             .args([
                 "check",
                 "--kubeconfig",

@@ -98,7 +98,7 @@ async fn static_paths_never_leave_the_embedded_assets() {
 /// not served: the build embeds, it does not read the folder at run time.
 #[tokio::test]
 async fn a_symlink_among_the_assets_is_not_served() {
-    let build = env!("CARGO_MANIFEST_DIR").to_owned() + "/../target/debug/build";
+    let build = kruntimes_tests::env::debug_dir().join("build");
     let name = format!("{}.txt", unique("planted"));
     let secret = std::env::temp_dir().join(&name);
     std::fs::write(&secret, "planted-secret-contents").unwrap();
@@ -116,7 +116,11 @@ async fn a_symlink_among_the_assets_is_not_served() {
             planted.push(link);
         }
     }
-    assert!(!planted.is_empty(), "no staged web folder under {build}");
+    assert!(
+        !planted.is_empty(),
+        "no staged web folder under {}",
+        build.display()
+    );
     let (_, body) = raw_get(&format!("{}/{name}", console_url()));
     for l in &planted {
         let _ = std::fs::remove_file(l);

@@ -263,6 +263,8 @@ async fn every_rule_serves_a_feature_that_breaks_without_it() {
         p.console = fresh_console(dir.path(), false);
         p.console.wait_live();
         if resources.iter().any(|r| r == "runs") {
+            // A time on purpose: that /ready stays 503 is seen only by
+            // waiting past the moment a Console with the rule is ready.
             tokio::time::sleep(Duration::from_secs(3)).await;
             let (code, body) = p.ready_answer();
             if code != 503 || !body.contains("the /v1 Run cache") {
@@ -302,9 +304,38 @@ async fn every_rule_serves_a_feature_that_breaks_without_it() {
         ],
     );
     assert!(out.status.success());
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The removal has reached the authorizer when the Console's
+    // ServiceAccount may no longer read the ConfigMap.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = env().kubectl(
+            Some(env().token("admin")),
+            &[
+                "auth",
+                "can-i",
+                "get",
+                "configmaps/extension-apiserver-authentication",
+                "-n",
+                "kube-system",
+                "--as",
+                "system:serviceaccount:kruntimes-system:kruntimes-console",
+            ],
+        );
+        if String::from_utf8_lossy(&out.stdout).trim() == "no" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the Console may still read extension-apiserver-authentication: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     p.console = fresh_console(dir.path(), false);
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    p.console.wait_live();
+    // A time on purpose: that the Console never becomes ready is seen only
+    // by waiting, as above for the Run cache: 3 s after it is live.
+    tokio::time::sleep(Duration::from_secs(3)).await;
     let ready = p.ready();
     let dir2 = tempfile::tempdir().unwrap();
     let f = dir2.path().join("b.json");

@@ -402,7 +402,7 @@ async fn runtimed_writing_records_as_they_happen_changes_nothing() {
     assert_eq!(next(&rx)["message"], "x3");
     // The Run ends in a later second than its first line (completionTime has
     // whole seconds): its records were not all written at its end.
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    kruntimes_tests::env::into_a_later_second().await;
     end_run(&fx, &sim, &run, &uid, Phase::Succeeded).await;
     assert_eq!(next(&rx)["reason"], "RunFinished");
     let _ = child.wait();

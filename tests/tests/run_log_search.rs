@@ -531,7 +531,7 @@ async fn live_output_and_both_containers_after_a_restart_are_searched() {
         .print(&uid, Stream::Stdout, "one needle\ntwo\n")
         .unwrap();
     // Into a later second than the first records.
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    kruntimes_tests::env::into_a_later_second().await;
     fx.restart_simulated_runtimed(&sim).await;
     sim.runtimed
         .print(&uid, Stream::Stdout, "three needle\n")

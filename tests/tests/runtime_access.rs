@@ -590,7 +590,7 @@ impl Drop for OwnGateway {
 async fn own_gateway() -> OwnGateway {
     let e = env();
     let (port, ctl) = (free_port(), free_port());
-    let child = Command::new(kruntimes_tests::env::repo_root().join("target/debug/fake-gateway"))
+    let child = Command::new(kruntimes_tests::env::debug_dir().join("fake-gateway"))
         .arg("--listen")
         .arg(format!("127.0.0.1:{port}"))
         .arg("--control-listen")
