@@ -202,6 +202,13 @@ async fn admit<'a>(
             "send a bearer token, a client certificate or log in",
         ));
     };
+    // Refused before it is authorized: the gateway must see the identity
+    // that was authorized, on both paths.
+    if let Some(why) = creds.caller.unforwardable() {
+        return Err(ConsoleError::forbidden(format!(
+            "this identity cannot be passed to the Runtime gateway as it was authenticated: {why}"
+        )));
+    }
     let attrs = run_attributes(ns, name, sub);
     match state.access.check(&creds.caller, &attrs).await {
         Ok(Decision::Allowed) => Ok(creds),

@@ -651,3 +651,86 @@ async fn cookie_keys_rotate_without_a_restart() {
     );
     assert_eq!(r.code, 401, "{}", r.body);
 }
+
+// ---- identities that would change on the way to the gateway ------------------
+
+/// A client certificate signed by the test's CA in `dir` (made by
+/// `operator_pki`), with the given CN and O.
+fn signed_client_cert(dir: &Path, name: &str, cn: &str, org: &str) -> (PathBuf, PathBuf) {
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+    let ca_key = rcgen::KeyPair::from_pem(&read("ca.key")).unwrap();
+    let issuer = rcgen::Issuer::from_ca_cert_pem(&read("ca.crt"), ca_key).unwrap();
+    let mut p = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    p.distinguished_name.push(rcgen::DnType::CommonName, cn);
+    p.distinguished_name
+        .push(rcgen::DnType::OrganizationName, org);
+    p.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = p.signed_by(&key, &issuer).unwrap();
+    let (crt, keyf) = (dir.join(format!("{name}.crt")), dir.join(format!("{name}.key")));
+    std::fs::write(&crt, cert.pem()).unwrap();
+    std::fs::write(&keyf, key.serialize_pem()).unwrap();
+    (crt, keyf)
+}
+
+/// An invoke with a client certificate over the given HTTP version
+/// (`--http1.1`: the fast path; `--http2`: the router).
+fn cert_invoke_over(version: &str, url: &str, cert: &Path, key: &Path) -> (u16, String) {
+    let out = Command::new("curl")
+        .args(["-s", version, "-X", "POST", "--max-time", "30", "--cacert"])
+        .arg(env().var("CONSOLE_CA"))
+        .arg("--cert")
+        .arg(cert)
+        .arg("--key")
+        .arg(key)
+        .args(["-o", "-", "-w", "\n%{http_code}", "--data-binary", "hello"])
+        .arg(url)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+    (code.trim().parse().unwrap_or(0), body.to_owned())
+}
+
+#[tokio::test]
+async fn identities_a_gateway_would_read_differently_are_refused_on_both_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca, crt, key) = operator_pki(dir.path());
+    let console = console_with_client_ca(dir.path(), &ca);
+    let base = format!("https://127.0.0.1:{}", console.console_port);
+    let fx = Fixtures::new("team-a").await;
+    let (fname, fuid) = fx.ready_run("function").await;
+    let ipath = invoke_path("team-a", &fname, &fuid);
+    until_invocable(&base, &ipath).await;
+    let url = format!("{base}{ipath}");
+    let bad = [
+        ("lead", " operator", "testenv:users", "white space"),
+        ("trail", "operator", "system:masters ", "white space"),
+        ("comma", "operator", "g1, g2", "comma"),
+    ];
+    for version in ["--http1.1", "--http2"] {
+        // The plain certificate passes, and carries system:authenticated as
+        // kube-apiserver's own x509 callers do.
+        let (code, body) = cert_invoke_over(version, &url, &crt, &key);
+        assert_eq!(code, 200, "{version}: {body}");
+        let echo: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(echo["user"], "operator", "{version}");
+        assert_eq!(
+            echo["groups"],
+            json!(["testenv:users", "system:authenticated"]),
+            "{version}"
+        );
+        for (name, cn, org, why) in bad {
+            let (c, k) = signed_client_cert(dir.path(), name, cn, org);
+            let before = gateway_requests(&fname).len();
+            let (code, body) = cert_invoke_over(version, &url, &c, &k);
+            assert_eq!(code, 403, "{version} CN={cn:?} O={org:?}: {body}");
+            assert!(body.contains(why), "{version} CN={cn:?} O={org:?}: {body}");
+            assert_eq!(
+                gateway_requests(&fname).len(),
+                before,
+                "{version} CN={cn:?} O={org:?} reached the gateway"
+            );
+        }
+    }
+}

@@ -85,7 +85,40 @@ impl Caller {
     pub fn in_group(&self, group: &str) -> bool {
         self.groups.iter().any(|g| g == group)
     }
+
+    /// What of this identity cannot travel to a Runtime gateway as
+    /// `X-Remote-*` fields exactly as it was authorized, if anything: white
+    /// space at either end (dropped by every HTTP parser, so `" operator"`
+    /// would arrive as `operator`), a control character (no field value can
+    /// carry one), or a comma in the user or a group (a gateway that joins
+    /// repeated fields would split `"g1, g2"` into two groups).
+    pub fn unforwardable(&self) -> Option<String> {
+        let bad = |what: &str, v: &str, comma: bool| {
+            let why = if v.starts_with([' ', '\t']) || v.ends_with([' ', '\t']) {
+                "begins or ends with white space"
+            } else if v.chars().any(char::is_control) {
+                "holds a control character"
+            } else if comma && v.contains(',') {
+                "holds a comma"
+            } else {
+                return None;
+            };
+            Some(format!("{what} {v:?} {why}"))
+        };
+        bad("the user", &self.user, true)
+            .or_else(|| self.uid.as_deref().and_then(|u| bad("the uid", u, false)))
+            .or_else(|| self.groups.iter().find_map(|g| bad("the group", g, true)))
+            .or_else(|| {
+                self.extra
+                    .iter()
+                    .flat_map(|(k, vs)| vs.iter().map(move |v| (k, v)))
+                    .find_map(|(k, v)| bad(&format!("the extra {k:?} value"), v, false))
+            })
+    }
 }
+
+/// The group kube-apiserver adds to every authenticated user.
+pub const AUTHENTICATED_GROUP: &str = "system:authenticated";
 
 /// The user a client certificate names: CN the user, O the groups.
 pub fn from_client_certificate(cert: &CertificateDer<'_>) -> Option<Caller> {
@@ -95,10 +128,14 @@ pub fn from_client_certificate(cert: &CertificateDer<'_>) -> Option<Caller> {
     if user.is_empty() {
         return None;
     }
-    let groups = subject
+    let mut groups: Vec<String> = subject
         .iter_organization()
         .filter_map(|o| o.as_str().ok().map(str::to_owned))
         .collect();
+    // As kube-apiserver's x509 authenticator does, with every other method.
+    if !groups.iter().any(|g| g == AUTHENTICATED_GROUP) {
+        groups.push(AUTHENTICATED_GROUP.to_owned());
+    }
     let not_after = parsed.validity().not_after.timestamp();
     Some(Caller {
         user,
@@ -171,6 +208,41 @@ mod tests {
         let cert = params.self_signed(&key).unwrap();
         let caller = from_client_certificate(cert.der()).unwrap();
         assert_eq!(caller.user, "alice");
-        assert_eq!(caller.groups, ["devs"]);
+        assert_eq!(caller.groups, ["devs", "system:authenticated"]);
+        assert_eq!(caller.unforwardable(), None);
+    }
+
+    fn caller(user: &str, groups: &[&str]) -> Caller {
+        Caller {
+            user: user.into(),
+            uid: None,
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            extra: BTreeMap::new(),
+            method: AuthMethod::ClientCertificate,
+            token: None,
+            expires_at: None,
+        }
+    }
+
+    #[test]
+    fn identities_that_would_change_on_the_way_to_a_gateway_are_named() {
+        for (user, groups, why) in [
+            (" operator", vec![], "white space"),
+            ("operator\t", vec![], "white space"),
+            ("a,b", vec![], "comma"),
+            ("ops\u{7}", vec![], "control"),
+            ("operator", vec!["system:masters "], "white space"),
+            ("operator", vec!["g1, g2"], "comma"),
+        ] {
+            let c = caller(user, &groups);
+            let said = c.unforwardable().unwrap_or_default();
+            assert!(said.contains(why), "{user:?} {groups:?}: {said:?}");
+        }
+        let mut c = caller("system:serviceaccount:a:b", &["system:authenticated", "a b"]);
+        assert_eq!(c.unforwardable(), None, "inner spaces travel as they are");
+        c.extra.insert("scopes".into(), vec!["x, y".into()]);
+        assert_eq!(c.unforwardable(), None, "extra values are one field each");
+        c.extra.insert("scopes".into(), vec![" x".into()]);
+        assert!(c.unforwardable().is_some());
     }
 }
