@@ -38,7 +38,7 @@ pub struct Counters {
 pub async fn scrape(admin_url: &str) -> Result<Counters> {
     let text = crate::http::get_plain(&format!("{admin_url}/metrics")).await?;
     Ok(Counters {
-        log_bytes_read: sum(&text, "kruntimes_console_log_bytes_read_total"),
+        log_bytes_read: sum(&text, "kruntimes_console_log_read_bytes_total"),
         follow_streams: sum(&text, "kruntimes_console_log_follow_streams"),
         upstream_streams: sum(&text, "kruntimes_console_log_upstream_streams"),
         followers: sum(&text, "kruntimes_console_log_followers"),

@@ -3,7 +3,12 @@
 //! when dropped, however the work ends.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+
+use crate::metrics::{CapLabels, CapRefusalLabels, Metrics};
 
 /// One cap pair: what it bounds, its bounds and the flags that set them.
 #[derive(Debug)]
@@ -15,6 +20,15 @@ pub struct Caps {
     max_per_caller: usize,
     per_caller_flag: &'static str,
     open: Mutex<(usize, HashMap<String, usize>)>,
+    /// Where places taken and refusals are counted, once [`Caps::counted_in`] is called.
+    counters: OnceLock<CapCounters>,
+}
+
+#[derive(Debug)]
+struct CapCounters {
+    in_use: Gauge,
+    refused_total: Counter,
+    refused_per_caller: Counter,
 }
 
 /// A cap was reached; the message names it and the flag that sets it.
@@ -59,7 +73,41 @@ impl Caps {
             max_per_caller,
             per_caller_flag,
             open: Mutex::new((0, HashMap::new())),
+            counters: OnceLock::new(),
         })
+    }
+
+    /// Counts this cap's places in use, its bound and its refusals in
+    /// `metrics` under `listener` and `cap` (a fixed name: `follows`,
+    /// `watches`, `v1_calls`).
+    pub fn counted_in(
+        self: Arc<Self>,
+        metrics: &Metrics,
+        listener: &'static str,
+        cap: &'static str,
+    ) -> Arc<Self> {
+        let labels = CapLabels { listener, cap };
+        metrics
+            .cap_limit
+            .get_or_create(&labels)
+            .set(i64::try_from(self.max_total).unwrap_or(i64::MAX));
+        let refused = |scope| {
+            metrics
+                .cap_refusals
+                .get_or_create(&CapRefusalLabels {
+                    listener,
+                    cap,
+                    scope,
+                })
+                .clone()
+        };
+        let counters = CapCounters {
+            in_use: metrics.cap_in_use.get_or_create(&labels).clone(),
+            refused_total: refused("total"),
+            refused_per_caller: refused("per_caller"),
+        };
+        let _ = self.counters.set(counters);
+        self
     }
 
     /// Takes a place for `caller` (a user name), or says which cap is reached.
@@ -67,6 +115,9 @@ impl Caps {
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         let mine = open.1.get(caller).copied().unwrap_or(0);
         if mine >= self.max_per_caller {
+            if let Some(c) = self.counters.get() {
+                c.refused_per_caller.inc();
+            }
             return Err(CapReached::PerCaller {
                 what: self.what,
                 caller: caller.to_owned(),
@@ -75,6 +126,9 @@ impl Caps {
             });
         }
         if open.0 >= self.max_total {
+            if let Some(c) = self.counters.get() {
+                c.refused_total.inc();
+            }
             return Err(CapReached::Total {
                 what: self.what,
                 max: self.max_total,
@@ -82,6 +136,9 @@ impl Caps {
             });
         }
         open.0 += 1;
+        if let Some(c) = self.counters.get() {
+            c.in_use.inc();
+        }
         *open.1.entry(caller.to_owned()).or_insert(0) += 1;
         Ok(Slot {
             caps: self.clone(),
@@ -99,6 +156,9 @@ impl Drop for Slot {
     fn drop(&mut self) {
         let mut open = self.caps.open.lock().unwrap_or_else(|e| e.into_inner());
         open.0 -= 1;
+        if let Some(c) = self.caps.counters.get() {
+            c.in_use.dec();
+        }
         if let Some(n) = open.1.get_mut(&self.caller) {
             *n -= 1;
             if *n == 0 {
@@ -126,5 +186,35 @@ mod tests {
         drop(a1);
         assert_eq!(caps.open(), 2);
         let _b2 = caps.acquire("bob").unwrap();
+    }
+
+    #[test]
+    fn places_and_refusals_are_counted_by_cap_and_scope() {
+        let metrics = Metrics::default();
+        let caps = Caps::new("open watch streams", 2, "--total", 1, "--per-caller")
+            .counted_in(&metrics, "console", "watches");
+        let labels = CapLabels {
+            listener: "console",
+            cap: "watches",
+        };
+        let refused = |scope| {
+            metrics
+                .cap_refusals
+                .get_or_create(&CapRefusalLabels {
+                    listener: "console",
+                    cap: "watches",
+                    scope,
+                })
+                .get()
+        };
+        assert_eq!(metrics.cap_limit.get_or_create(&labels).get(), 2);
+        let a = caps.acquire("alice").unwrap();
+        assert!(caps.acquire("alice").is_err());
+        let _b = caps.acquire("bob").unwrap();
+        assert!(caps.acquire("carol").is_err());
+        assert_eq!(metrics.cap_in_use.get_or_create(&labels).get(), 2);
+        assert_eq!((refused("per_caller"), refused("total")), (1, 1));
+        drop(a);
+        assert_eq!(metrics.cap_in_use.get_or_create(&labels).get(), 1);
     }
 }

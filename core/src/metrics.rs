@@ -4,8 +4,10 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+
+use std::sync::{Arc, Mutex};
 
 use crate::guard::OnDrop;
 
@@ -35,6 +37,21 @@ pub struct ConnRefusalLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CapLabels {
+    pub listener: &'static str,
+    /// What the cap bounds: `follows`, `watches` or `v1_calls`.
+    pub cap: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CapRefusalLabels {
+    pub listener: &'static str,
+    pub cap: &'static str,
+    /// Which bound refused: `total` or `per_caller`.
+    pub scope: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ResultLabels {
     pub result: &'static str,
 }
@@ -53,21 +70,43 @@ pub struct Metrics {
     pub log_upstream_streams: Gauge,
     /// Followers attached to an upstream stream.
     pub log_followers: Gauge,
-    pub log_bytes_read: Counter,
+    pub log_read_bytes: Counter,
+    /// Upstream `pods/log` follow streams that ended in an error (not a
+    /// Pod that went away, not a stream the kubelet closed).
+    pub log_upstream_failures: Counter,
     /// Calls to runtimed's status endpoint for live output, by result.
     pub log_live_reads: Family<ResultLabels, Counter>,
     pub connections_open: Family<ListenerLabels, Gauge>,
     pub connections_refused: Family<ConnRefusalLabels, Counter>,
     /// Requests served by a listener's HTTP/1.1 fast path (`/v1` invoke).
     pub fast_path_requests: Counter,
+    /// Places taken now under a cap on long-lived work (follows, watches, `/v1` calls).
+    pub cap_in_use: Family<CapLabels, Gauge>,
+    /// The total bound of each cap.
+    pub cap_limit: Family<CapLabels, Gauge>,
+    /// Requests refused with 429 by a cap.
+    pub cap_refusals: Family<CapRefusalLabels, Counter>,
+    /// When the serving certificate of each TLS listener expires (Unix seconds).
+    pub tls_certificate_expiry: Family<ListenerLabels, Gauge>,
+    /// Run before every scrape, to bring gauges that mirror outside state up to date.
+    scrape_hooks: Arc<Mutex<Vec<ScrapeHook>>>,
 }
+
+/// Brings a gauge up to date just before a scrape.
+pub type ScrapeHook = Box<dyn Fn() + Send + Sync>;
+
+/// The request duration histogram's upper bounds, in seconds: 1 ms to 10 s.
+/// Long-lived answers (follows, watches) are timed to their head only.
+pub const REQUEST_SECONDS_BUCKETS: [f64; 13] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
 
 impl Default for Metrics {
     fn default() -> Self {
         Self {
             requests: Family::default(),
             request_seconds: Family::new_with_constructor(|| {
-                Histogram::new(exponential_buckets(0.0005, 2.0, 16))
+                Histogram::new(REQUEST_SECONDS_BUCKETS)
             }),
             token_reviews: Family::default(),
             token_review_cache_hits: Counter::default(),
@@ -76,11 +115,17 @@ impl Default for Metrics {
             follow_streams: Gauge::default(),
             log_upstream_streams: Gauge::default(),
             log_followers: Gauge::default(),
-            log_bytes_read: Counter::default(),
+            log_read_bytes: Counter::default(),
+            log_upstream_failures: Counter::default(),
             log_live_reads: Family::default(),
             connections_open: Family::default(),
             connections_refused: Family::default(),
             fast_path_requests: Counter::default(),
+            cap_in_use: Family::default(),
+            cap_limit: Family::default(),
+            cap_refusals: Family::default(),
+            tls_certificate_expiry: Family::default(),
+            scrape_hooks: Arc::default(),
         }
     }
 }
@@ -94,6 +139,26 @@ impl Metrics {
         OnDrop::new(move || {
             open.dec();
         })
+    }
+
+    /// Runs `hook` before every scrape (see [`Self::before_scrape`]).
+    pub fn on_scrape(&self, hook: impl Fn() + Send + Sync + 'static) {
+        self.scrape_hooks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Box::new(hook));
+    }
+
+    /// Brings gauges that mirror outside state (certificate files) up to date.
+    pub fn before_scrape(&self) {
+        for hook in self
+            .scrape_hooks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            hook();
+        }
     }
 
     /// Registers every metric under the `kruntimes_console` prefix.
@@ -145,9 +210,14 @@ impl Metrics {
             self.log_followers.clone(),
         );
         r.register(
-            "log_bytes_read",
+            "log_read_bytes",
             "Bytes of Pod log read to answer runs/log",
-            self.log_bytes_read.clone(),
+            self.log_read_bytes.clone(),
+        );
+        r.register(
+            "log_upstream_failures",
+            "Upstream pods/log follow streams that ended in an error (the Pod still exists)",
+            self.log_upstream_failures.clone(),
         );
         r.register(
             "log_live_reads",
@@ -168,6 +238,26 @@ impl Metrics {
             "fast_path_requests",
             "Requests served by the Console listener's HTTP/1.1 fast path (/v1 invoke), also counted in http_requests",
             self.fast_path_requests.clone(),
+        );
+        r.register(
+            "cap_in_use",
+            "Places taken now under a cap on long-lived work, by listener and cap (follows, watches, v1_calls)",
+            self.cap_in_use.clone(),
+        );
+        r.register(
+            "cap_limit",
+            "The total bound of a cap on long-lived work, by listener and cap",
+            self.cap_limit.clone(),
+        );
+        r.register(
+            "cap_refusals",
+            "Requests refused with 429 by a cap on long-lived work, by listener, cap and scope (total, per_caller)",
+            self.cap_refusals.clone(),
+        );
+        r.register(
+            "tls_certificate_expiry_timestamp_seconds",
+            "When the serving certificate of a TLS listener expires, in Unix seconds",
+            self.tls_certificate_expiry.clone(),
         );
     }
 }

@@ -157,6 +157,108 @@ pub async fn observe(State(o): State<Arc<Observer>>, req: Request, next: Next) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::Router;
+    use axum::routing::get;
+    use tower::ServiceExt;
+
+    fn route_name(template: &str) -> &'static str {
+        match template {
+            "/api/namespaces/{ns}/runs/{name}" => "run",
+            _ => "other",
+        }
+    }
+
+    /// The scrape text's lines that start with `name`, sorted (a family's
+    /// series come in no fixed order).
+    fn series(metrics: &Metrics, name: &str) -> Vec<String> {
+        let mut registry = prometheus_client::registry::Registry::default();
+        metrics.register(&mut registry);
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &registry).unwrap();
+        let mut lines: Vec<String> = out
+            .lines()
+            .filter(|l| l.starts_with(name))
+            .map(str::to_owned)
+            .collect();
+        lines.sort_by(|a, b| {
+            let le = |l: &str| {
+                l.split("le=\"")
+                    .nth(1)
+                    .and_then(|v| v.split('"').next())
+                    .map(|v| v.parse::<f64>().unwrap_or(f64::INFINITY))
+            };
+            match (le(a), le(b)) {
+                (Some(x), Some(y)) => x.total_cmp(&y),
+                _ => a.cmp(b),
+            }
+        });
+        lines
+    }
+
+    #[tokio::test]
+    async fn the_duration_histogram_is_labelled_by_route_template_never_by_path() {
+        let metrics = Metrics::default();
+        let observer = Arc::new(Observer {
+            metrics: metrics.clone(),
+            listener: "console",
+            route_name,
+            unmatched: "unmatched",
+        });
+        let app = Router::new()
+            .route("/api/namespaces/{ns}/runs/{name}", get(|| async { "ok" }))
+            .layer(axum::middleware::from_fn_with_state(observer, observe));
+        for path in [
+            "/api/namespaces/a/runs/one",
+            "/api/namespaces/b/runs/two",
+            "/nope/secret-run-name",
+            "/nope/another-path",
+        ] {
+            let req = Request::get(path).body(axum::body::Body::empty()).unwrap();
+            app.clone().oneshot(req).await.unwrap();
+        }
+        let counts = series(
+            &metrics,
+            "kruntimes_console_http_request_duration_seconds_count",
+        );
+        assert_eq!(
+            counts,
+            [
+                "kruntimes_console_http_request_duration_seconds_count{listener=\"console\",route=\"run\"} 2",
+                "kruntimes_console_http_request_duration_seconds_count{listener=\"console\",route=\"unmatched\"} 2",
+            ],
+            "two series: the template's and one for every path that matched no route"
+        );
+        let all = series(&metrics, "kruntimes_console_http_request");
+        assert!(
+            !all.iter()
+                .any(|l| l.contains("one") || l.contains("secret") || l.contains("nope")),
+            "no path in a label: {all:#?}"
+        );
+        let buckets: Vec<_> = series(
+            &metrics,
+            "kruntimes_console_http_request_duration_seconds_bucket{",
+        )
+        .into_iter()
+        .filter(|l| l.contains("route=\"run\""))
+        .collect();
+        assert_eq!(
+            buckets.len(),
+            crate::metrics::REQUEST_SECONDS_BUCKETS.len() + 1,
+            "every bound and +Inf: {buckets:#?}"
+        );
+        assert!(
+            buckets.last().unwrap().contains("le=\"+Inf\"")
+                && buckets.last().unwrap().ends_with("} 2"),
+            "{buckets:#?}"
+        );
+        assert_eq!(
+            series(&metrics, "kruntimes_console_http_requests_total"),
+            [
+                "kruntimes_console_http_requests_total{listener=\"console\",route=\"run\",code=\"200\"} 2",
+                "kruntimes_console_http_requests_total{listener=\"console\",route=\"unmatched\",code=\"404\"} 2",
+            ]
+        );
+    }
 
     #[test]
     fn request_ids_are_sixteen_hex_digits_and_never_repeat() {

@@ -16,11 +16,13 @@ use tokio::net::TcpListener;
 #[derive(Clone)]
 struct AdminState {
     registry: Arc<Registry>,
+    metrics: Metrics,
     readiness: Readiness,
     lifecycle: Lifecycle,
 }
 
 async fn metrics(State(s): State<AdminState>) -> Response {
+    s.metrics.before_scrape();
     let mut out = String::new();
     if prometheus_client::encoding::text::encode(&mut out, &s.registry).is_err() {
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
@@ -62,6 +64,7 @@ pub async fn serve(
     metrics_set.register(&mut registry);
     let state = AdminState {
         registry: Arc::new(registry),
+        metrics: metrics_set.clone(),
         readiness,
         lifecycle,
     };

@@ -103,6 +103,22 @@ pub struct Built {
     fast: Option<Arc<dyn FastPath>>,
 }
 
+/// Keeps `kruntimes_console_tls_certificate_expiry_timestamp_seconds` of a
+/// listener true at every scrape (the files are re-read when they changed).
+fn expiry_gauge(metrics: &Metrics, listener: &'static str, cert: Arc<ReloadingCert>) {
+    let gauge = metrics
+        .tls_certificate_expiry
+        .get_or_create(&kruntimes_core::metrics::ListenerLabels { listener })
+        .clone();
+    let set = move || {
+        if let Some(t) = cert.expiry() {
+            gauge.set(t);
+        }
+    };
+    set();
+    metrics.on_scrape(set);
+}
+
 /// Builds every component; watches (the authentication ConfigMap, the `/v1`
 /// Run cache, certificate files) start here; the first two answer the
 /// readiness from their own state.
@@ -151,9 +167,10 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
         )
         .context("--apiserver-tls-cert/--apiserver-tls-key")?,
     );
+    expiry_gauge(&metrics, "apiserver", api_cert.clone());
     let api_tls = Arc::new(server_config(api_cert, api_verifier.clone(), true)?);
     let api_authn = Authenticator::new(api_verifier, Some(request_header.clone()), tokens.clone());
-    let follow_caps = || {
+    let follow_caps = |listener| {
         Caps::new(
             "open log follows",
             args.max_follows,
@@ -161,13 +178,14 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
             args.max_follows_per_caller,
             "--max-follows-per-caller",
         )
+        .counted_in(&metrics, listener, "follows")
     };
     let log_limits = args.log_limits();
     let log_api = Arc::new(LogApi {
         service_account: sa.clone(),
         access: access.clone(),
         metrics: metrics.clone(),
-        follows: follow_caps(),
+        follows: follow_caps("apiserver"),
         recheck: recheck.clone(),
         lifecycle: lifecycle.clone(),
         fanout: LogApi::fanout(&metrics, &log_limits),
@@ -196,6 +214,7 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
         )
         .context("--console-tls-cert/--console-tls-key")?,
     );
+    expiry_gauge(&metrics, "console", console_cert.clone());
     let console_tls = Arc::new(server_config(console_cert, console_verifier.clone(), true)?);
     let ttl = args.session_ttl.0.as_secs() as i64;
     let sealer = match &args.cookie_key_file {
@@ -220,14 +239,15 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
         service_account: sa.clone(),
         public_read: args.public_read,
         metrics: metrics.clone(),
-        follows: follow_caps(),
+        follows: follow_caps("console"),
         watches: Caps::new(
             "open watch streams",
             args.max_watches,
             "--max-watches",
             args.max_watches_per_caller,
             "--max-watches-per-caller",
-        ),
+        )
+        .counted_in(&metrics, "console", "watches"),
         recheck: recheck.clone(),
         lifecycle: lifecycle.clone(),
     });
@@ -275,7 +295,8 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
                 "--access-max-concurrent-calls",
                 args.access_max_concurrent_calls_per_caller,
                 "--access-max-concurrent-calls-per-caller",
-            ),
+            )
+            .counted_in(&metrics, "console", "v1_calls"),
             recheck,
         )
         .with_threads(console_threads.as_ref().map_or(0, Workers::len))

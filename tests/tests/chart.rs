@@ -4,6 +4,10 @@
 //! RBAC the test environment runs the Console with, and the generated TLS
 //! material and cookie key kept across renders through `lookup`.
 //!
+//! The alerting rules the chart ships are the ones `hack/rules` checks and
+//! tests with promtool, and the dashboard ConfigMap carries
+//! chart/dashboards/console.json unchanged.
+//!
 //! The cert-manager Certificate is rendered and checked as text but left out
 //! of the dry run: the local control plane has no cert-manager CRDs. The
 //! Prometheus Operator and Gateway API objects are dry-run too: the suite
@@ -150,6 +154,7 @@ fn dry_run(yaml: &str) -> Vec<Value> {
 const PINNED_CRD_KINDS: &[&str] = &[
     "ServiceMonitor",
     "PodMonitor",
+    "PrometheusRule",
     "HTTPRoute",
     "BackendTLSPolicy",
     "TLSRoute",
@@ -2162,6 +2167,8 @@ fn lint_passes_with_the_operating_options_on() {
     let sets = [
         "console.monitoring.skipCRDCheck=true",
         "console.monitoring.serviceMonitor.enabled=true",
+        "console.monitoring.prometheusRule.enabled=true",
+        "console.monitoring.dashboard.enabled=true",
         "console.networkPolicy.enabled=true",
         "console.ingress.enabled=true",
         "console.ingress.host=console.example.com",
@@ -2181,4 +2188,237 @@ fn lint_passes_with_the_operating_options_on() {
         "{stdout}{}",
         text(&out.stderr)
     );
+}
+
+/// YAML text as JSON (the tests have no YAML parser; python3 with PyYAML is
+/// one of the test dependencies, see hack/rules).
+fn yaml_to_json(yaml: &str) -> Value {
+    let mut child = Command::new("python3")
+        .args([
+            "-c",
+            "import json, sys, yaml; print(json.dumps(yaml.safe_load(sys.stdin)))",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running python3");
+    child
+        .stdin
+        .take()
+        .expect("python3 stdin")
+        .write_all(yaml.as_bytes())
+        .expect("writing to python3");
+    let out = child.wait_with_output().expect("python3 output");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("JSON from python3")
+}
+
+/// The rules of `rule` (a PrometheusRule) by alert name.
+fn alerts(rule: &Value) -> std::collections::BTreeMap<String, Value> {
+    rule["spec"]["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .flat_map(|g| g["rules"].as_array().cloned().unwrap_or_default())
+        .map(|r| (r["alert"].as_str().unwrap_or_default().to_owned(), r))
+        .collect()
+}
+
+#[test]
+fn prometheus_rule_ships_the_tested_rules_with_its_thresholds() {
+    assert!(
+        !documents(&render(&[]))
+            .iter()
+            .any(|d| kind_of(d) == "PrometheusRule"),
+        "not by default"
+    );
+    let on = [
+        "console.monitoring.serviceMonitor.enabled=true",
+        "console.monitoring.prometheusRule.enabled=true",
+        "console.monitoring.prometheusRule.labels.release=kube-prometheus-stack",
+        "console.monitoring.prometheusRule.alertLabels.team=platform",
+    ];
+    let api = [
+        "--api-versions",
+        "monitoring.coreos.com/v1/PrometheusRule",
+        "--api-versions",
+        "monitoring.coreos.com/v1/ServiceMonitor",
+    ];
+    // Accepted by the real kube-apiserver against the pinned CRD, unchanged.
+    let objs = dry_run_chart(&render_with(&api, &on[..2]));
+    let rule = find(&objs, "PrometheusRule", "kruntimes-console");
+
+    // The same rules hack/rules checks and tests with promtool.
+    let printed = Command::new(repo_root().join("hack/rules"))
+        .arg("--print")
+        .output()
+        .expect("running hack/rules --print");
+    assert!(printed.status.success(), "{}", text(&printed.stderr));
+    assert_eq!(rule["spec"], yaml_to_json(&text(&printed.stdout)));
+    let names: Vec<String> = alerts(rule).into_keys().collect();
+    assert_eq!(
+        names,
+        [
+            "KruntimesConsoleAPIServiceUnavailable",
+            "KruntimesConsoleCapReached",
+            "KruntimesConsoleCertificateExpiresSoon",
+            "KruntimesConsoleHighErrorRatio",
+            "KruntimesConsoleHighLatency",
+            "KruntimesConsoleTargetDown",
+            "KruntimesConsoleUpstreamLogStreamsFailing",
+        ]
+    );
+
+    // Labels, and every threshold from its value.
+    let mut sets = on.to_vec();
+    sets.extend([
+        "console.monitoring.prometheusRule.thresholds.apiServiceUnavailableFor=7m",
+        "console.monitoring.prometheusRule.thresholds.targetDownFor=3m",
+        "console.monitoring.prometheusRule.thresholds.errorRatio=0.25",
+        "console.monitoring.prometheusRule.thresholds.minRequestRate=2",
+        "console.monitoring.prometheusRule.thresholds.errorRatioFor=15m",
+        "console.monitoring.prometheusRule.thresholds.p99LatencySeconds=4.5",
+        "console.monitoring.prometheusRule.thresholds.p99LatencyFor=20m",
+        "console.monitoring.prometheusRule.thresholds.capRefusals=9",
+        "console.monitoring.prometheusRule.thresholds.certificateExpiryDays=21",
+        "console.monitoring.prometheusRule.thresholds.upstreamFailures=11",
+    ]);
+    let objs = dry_run_chart(&render_with(&api, &sets));
+    let rule = find(&objs, "PrometheusRule", "kruntimes-console");
+    assert_eq!(
+        rule["metadata"]["labels"]["release"],
+        "kube-prometheus-stack"
+    );
+    let a = alerts(rule);
+    for (name, r) in &a {
+        assert_eq!(r["labels"]["team"], "platform", "{name}");
+        assert!(r["labels"]["severity"].is_string(), "{name}");
+    }
+    let expr = |name: &str| a[name]["expr"].as_str().unwrap_or_default().to_owned();
+    let f = |name: &str| a[name]["for"].clone();
+    assert_eq!(f("KruntimesConsoleAPIServiceUnavailable"), "7m");
+    assert!(
+        expr("KruntimesConsoleAPIServiceUnavailable").contains(&format!("name=\"{APISERVICE}\""))
+    );
+    assert_eq!(f("KruntimesConsoleTargetDown"), "3m");
+    assert!(
+        expr("KruntimesConsoleTargetDown").contains(&format!(
+            "up{{job=\"kruntimes-console-metrics\", namespace=\"{NS}\"}} == 0"
+        )),
+        "the ServiceMonitor's job: {}",
+        expr("KruntimesConsoleTargetDown")
+    );
+    assert!(expr("KruntimesConsoleHighErrorRatio").contains(") > 0.25"));
+    assert!(expr("KruntimesConsoleHighErrorRatio").contains("[5m])) > 2"));
+    assert_eq!(f("KruntimesConsoleHighErrorRatio"), "15m");
+    assert!(
+        expr("KruntimesConsoleHighLatency")
+            .trim_end()
+            .ends_with(") > 4.5")
+    );
+    assert_eq!(f("KruntimesConsoleHighLatency"), "20m");
+    assert!(
+        expr("KruntimesConsoleCapReached")
+            .trim_end()
+            .ends_with(" > 9")
+    );
+    assert!(expr("KruntimesConsoleCertificateExpiresSoon").contains("< 21 * 86400"));
+    assert!(
+        expr("KruntimesConsoleUpstreamLogStreamsFailing")
+            .trim_end()
+            .ends_with(" > 11")
+    );
+
+    // Scraped through the PodMonitor: its job.
+    let objs = dry_run_chart(&render_with(
+        &api,
+        &[
+            "console.monitoring.skipCRDCheck=true",
+            "console.monitoring.podMonitor.enabled=true",
+            "console.monitoring.prometheusRule.enabled=true",
+        ],
+    ));
+    let a = alerts(find(&objs, "PrometheusRule", "kruntimes-console"));
+    assert!(
+        a["KruntimesConsoleTargetDown"]["expr"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(&format!(
+                "up{{job=\"{NS}/kruntimes-console\", namespace=\"{NS}\"}} == 0"
+            ))
+    );
+
+    // Refused where the CRD is not served, naming the way out; bad thresholds too.
+    let msg = render_error(&[], &["console.monitoring.prometheusRule.enabled=true"]);
+    for w in [
+        "console.monitoring.prometheusRule.enabled=true",
+        "monitoring.coreos.com/v1 PrometheusRule",
+        "--api-versions monitoring.coreos.com/v1/PrometheusRule",
+        "console.monitoring.skipCRDCheck=true",
+    ] {
+        assert!(msg.contains(w), "message does not name {w:?}: {msg}");
+    }
+    for (set, wanted) in [
+        (
+            "console.monitoring.prometheusRule.thresholds.errorRatio=2",
+            "errorRatio",
+        ),
+        (
+            "console.monitoring.prometheusRule.thresholds.p99LatencyFor=10",
+            "p99LatencyFor",
+        ),
+        (
+            "console.monitoring.prometheusRule.thresholds.capRefusal=1",
+            "capRefusal",
+        ),
+    ] {
+        let msg = render_error(&[], &[set]);
+        assert!(msg.contains(wanted), "{set}: {msg}");
+    }
+}
+
+#[test]
+fn dashboard_config_map_carries_the_dashboard_for_the_grafana_sidecar() {
+    assert!(
+        !render(&[]).contains("kruntimes-console-dashboard"),
+        "not by default"
+    );
+    let file = std::fs::read_to_string(repo_root().join("chart/dashboards/console.json"))
+        .expect("reading chart/dashboards/console.json");
+    let dashboard: Value = serde_json::from_str(&file).expect("the dashboard is JSON");
+    assert_eq!(dashboard["uid"], "kruntimes-console");
+
+    let objs = dry_run_chart(&render(&["console.monitoring.dashboard.enabled=true"]));
+    let cm = find(&objs, "ConfigMap", "kruntimes-console-dashboard");
+    assert_eq!(cm["metadata"]["namespace"], NS);
+    assert_eq!(cm["metadata"]["labels"]["grafana_dashboard"], "1");
+    assert_eq!(
+        cm["data"]["kruntimes-console.json"].as_str(),
+        Some(file.trim_end()),
+        "the file's text, unchanged"
+    );
+
+    let objs = dry_run_chart(&render(&[
+        "console.monitoring.dashboard.enabled=true",
+        "console.monitoring.dashboard.sidecarLabel=example.com/dashboard",
+        "console.monitoring.dashboard.sidecarLabelValue=console",
+        "console.monitoring.dashboard.annotations.grafana_folder=kruntimes",
+    ]));
+    let cm = find(&objs, "ConfigMap", "kruntimes-console-dashboard");
+    assert_eq!(cm["metadata"]["labels"]["example.com/dashboard"], "console");
+    assert!(cm["metadata"]["labels"].get("grafana_dashboard").is_none());
+    assert_eq!(cm["metadata"]["annotations"]["grafana_folder"], "kruntimes");
+    let other = render(&[
+        "console.monitoring.dashboard.enabled=true",
+        "console.monitoring.dashboard.namespace=monitoring",
+    ]);
+    let doc = documents(&other)
+        .into_iter()
+        .find(|d| d.contains("name: kruntimes-console-dashboard"))
+        .expect("the ConfigMap");
+    assert!(doc.contains("namespace: monitoring"), "{doc}");
+
+    let msg = render_error(&[], &["console.monitoring.dashboard.sidecarLabel=bad key!"]);
+    assert!(msg.contains("sidecarLabel"), "{msg}");
 }

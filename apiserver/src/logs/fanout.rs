@@ -466,7 +466,10 @@ async fn run_hub(
     };
     let status = match (gone, result) {
         (Some(gone), _) => gone,
-        (None, Err(error)) => reconnect(&error),
+        (None, Err(error)) => {
+            metrics.log_upstream_failures.inc();
+            reconnect(&error)
+        }
         (None, Ok(())) => ApiError::unavailable(format!(
             "the log stream of pod {:?} ended; reconnect with sinceCursor to continue",
             hub.key.name
@@ -511,7 +514,7 @@ async fn read_upstream(
         let more = reader.next_line(&mut line).await.map_err(|e| {
             ApiError::unavailable(format!("the log of pod {:?} broke off: {e}", hub.key.name))
         })?;
-        metrics.log_bytes_read.inc_by(reader.bytes_read() - counted);
+        metrics.log_read_bytes.inc_by(reader.bytes_read() - counted);
         counted = reader.bytes_read();
         if !more {
             return Ok(());

@@ -174,7 +174,7 @@ impl<R: futures::io::AsyncBufRead + Unpin> Scan<R> {
 
     fn count(&mut self) {
         let read = self.reader.bytes_read();
-        self.metrics.log_bytes_read.inc_by(read - self.counted);
+        self.metrics.log_read_bytes.inc_by(read - self.counted);
         self.counted = read;
     }
 

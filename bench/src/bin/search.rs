@@ -27,7 +27,7 @@
 //!
 //! Both answers are checked against the matches the generator wrote. For
 //! the Console the CPU it, kube-apiserver and the fake kubelet used meanwhile
-//! and the Pod log it read (`kruntimes_console_log_bytes_read_total`) are
+//! and the Pod log it read (`kruntimes_console_log_read_bytes_total`) are
 //! reported; for the pipeline, the CPU of its own processes too. Passes stop
 //! at `--passes` or after `--max-minutes`, whichever comes first. The log is
 //! kept in the state directory for reruns (`--regenerate` makes a new one).

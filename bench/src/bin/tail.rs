@@ -27,7 +27,7 @@
 //! token) and `kubectl logs POD -c runtimed | jq -c 'select(.run_uid=="UID")'
 //! | tail -n 500` one after the other, in alternating order, so both see the
 //! same machine. For each request the Console's
-//! `kruntimes_console_log_bytes_read_total` delta is the Pod log it read; it
+//! `kruntimes_console_log_read_bytes_total` delta is the Pod log it read; it
 //! is set against the Run's window: the bytes of the log from
 //! max(`startTime`, `creationTimestamp`) minus the server's clock-skew margin
 //! to `completionTime` (or the end of the log). Every answer is checked
