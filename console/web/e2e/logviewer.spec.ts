@@ -5,13 +5,13 @@
 // the log, and the whole-log download.
 import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { STYLES, THEMES, api, appendRunLog, assert, axeViolations, close, describeViolations, env, eventually, getJson, login, newPage, test } from './harness.mjs';
-import { applyRun, deleteRun, kubectl, patchRunStatus, podUid } from './kube.mjs';
+import { STYLES, THEMES, api, appendRunLog, assert, axeViolations, close, describeViolations, env, eventually, getJson, login, newPage, test, type Locator, type Page } from './support';
+import { applyRun, deleteRun, kubectl, patchRunStatus, podUid } from './kube';
 
 const NS = env.ns;
 const FAILED = 'compile-failed';
 
-async function openRun(page, run, hash = '') {
+async function openRun(page: Page, run: string, hash = ''): Promise<Locator> {
   await page.goto(`${env.url}/namespaces/${NS}/runs/${run}${hash}`);
   await page.getByRole('heading', { name: run, level: 1 }).waitFor();
   const logs = page.locator('#logs');
@@ -20,14 +20,14 @@ async function openRun(page, run, hash = '') {
 }
 
 /** Whether `el` is inside the visible part of the log's scroll area. */
-const inView = (loc) =>
+const inView = (loc: Locator) =>
   loc.evaluate((el) => {
     const box = el.getBoundingClientRect();
-    const area = el.closest('.log-scroll').getBoundingClientRect();
+    const area = el.closest('.log-scroll')!.getBoundingClientRect();
     return box.top >= area.top - 1 && box.bottom <= area.bottom + 1;
   });
 
-test('log viewer: ANSI colours are rendered, other escapes stripped, never shown raw', async (browser) => {
+test('log viewer: ANSI colours are rendered, other escapes stripped, never shown raw', async ({ browser }) => {
   const page = await newPage(browser);
   try {
     await login(page, env.viewer, 'viewer');
@@ -40,8 +40,8 @@ test('log viewer: ANSI colours are rendered, other escapes stripped, never shown
     await error.waitFor();
     const look = await error.evaluate((el) => {
       const cs = getComputedStyle(el);
-      const root = getComputedStyle(el.closest('.log-scroll'));
-      return { cls: el.className, color: cs.color, weight: cs.fontWeight, red: root.getPropertyValue('--ansi-1').trim(), fg: getComputedStyle(el.closest('.msg')).color };
+      const root = getComputedStyle(el.closest('.log-scroll')!);
+      return { cls: el.className, color: cs.color, weight: cs.fontWeight, red: root.getPropertyValue('--ansi-1').trim(), fg: getComputedStyle(el.closest('.msg')!).color };
     });
     assert(/ansi-fg-1/.test(look.cls) && /ansi-bold/.test(look.cls), `ERROR has classes "${look.cls}"`);
     assert(Number(look.weight) >= 700, `ERROR is not bold (${look.weight})`);
@@ -55,12 +55,12 @@ test('log viewer: ANSI colours are rendered, other escapes stripped, never shown
       const ratio = await logs
         .locator('.log-line .msg span', { hasText: new RegExp(`^${word}$`) })
         .evaluate((el) => {
-          const rgb = (s) => s.match(/[\d.]+/g).slice(0, 3).map(Number);
-          const lum = ([r, g, b]) => {
-            const c = (v) => ((v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
+          const rgb = (s: string) => s.match(/[\d.]+/g)!.slice(0, 3).map(Number);
+          const lum = ([r = 0, g = 0, b = 0]: number[]) => {
+            const c = (v: number) => ((v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
             return 0.2126 * c(r) + 0.7152 * c(g) + 0.0722 * c(b);
           };
-          const [a, b] = [lum(rgb(getComputedStyle(el).color)), lum(rgb(getComputedStyle(el.closest('.log-scroll')).backgroundColor))];
+          const [a, b] = [lum(rgb(getComputedStyle(el).color)), lum(rgb(getComputedStyle(el.closest('.log-scroll')!).backgroundColor))];
           return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
         });
       assert(ratio >= 4.5, `"${word}" has a contrast of ${ratio.toFixed(2)} on the log background`);
@@ -70,7 +70,7 @@ test('log viewer: ANSI colours are rendered, other escapes stripped, never shown
   }
 });
 
-test('log viewer: ::group:: folds collapsed by default, with its line count, and a toggle', async (browser) => {
+test('log viewer: ::group:: folds collapsed by default, with its line count, and a toggle', async ({ browser }) => {
   const page = await newPage(browser);
   try {
     await login(page, env.viewer, 'viewer');
@@ -94,7 +94,7 @@ test('log viewer: ::group:: folds collapsed by default, with its line count, and
   }
 });
 
-test('log viewer: a failed Run opens at its first error; "Jump to first error" goes there', async (browser) => {
+test('log viewer: a failed Run opens at its first error; "Jump to first error" goes there', async ({ browser }) => {
   const page = await newPage(browser, { viewport: { width: 1360, height: 700 } });
   try {
     await login(page, env.viewer, 'viewer');
@@ -115,7 +115,7 @@ test('log viewer: a failed Run opens at its first error; "Jump to first error" g
   }
 });
 
-test('log viewer: screenshots of colours and groups in every Style x Theme and at 390 px', async (browser) => {
+test('log viewer: screenshots of colours and groups in every Style x Theme and at 390 px', async ({ browser }) => {
   const problems = [];
   for (const style of STYLES) {
     for (const theme of THEMES) {
@@ -149,7 +149,7 @@ const BULK_POD = 'bulk-pool-0';
 const BULK = Number(process.env.E2E_BULK_RECORDS ?? 20_000);
 
 /** A Pod of its own with a Succeeded Run of `count` records in its log (written here, as runtimed would): the expected text. */
-function bulkRun(name, count) {
+function bulkRun(name: string, count: number): string {
   kubectl(['apply', '-f', '-'], JSON.stringify({
     apiVersion: 'v1',
     kind: 'Pod',
@@ -187,12 +187,12 @@ function bulkRun(name, count) {
   return expected;
 }
 
-test(`log viewer: "Whole log" downloads every record of a ${BULK.toLocaleString('en-US')}-record Run, page by page, with progress; the heap stays small`, async (browser) => {
+test(`log viewer: "Whole log" downloads every record of a ${BULK.toLocaleString('en-US')}-record Run, page by page, with progress; the heap stays small`, async ({ browser }) => {
   const name = 'e2e-log-bulk';
   const expected = bulkRun(name, BULK);
   const page = await newPage(browser);
   // The Blob path (browsers without the File System Access API).
-  await page.addInitScript(() => delete window.showSaveFilePicker);
+  await page.addInitScript(() => delete (window as { showSaveFilePicker?: unknown }).showSaveFilePicker);
   try {
     await login(page, env.viewer, 'viewer');
     const logs = await openRun(page, name);
@@ -231,7 +231,7 @@ test(`log viewer: "Whole log" downloads every record of a ${BULK.toLocaleString(
     assert(text === expected, 'the file differs from the records written');
     assert(download.suggestedFilename() === `${NS}_${name}.log`, `the file is named ${download.suggestedFilename()}`);
     await logs.getByText(`Downloaded the whole log: ${BULK.toLocaleString('en-US')} records`).waitFor();
-    const mib = (n) => (n / 1048576).toFixed(1);
+    const mib = (n: number) => (n / 1048576).toFixed(1);
     const figures = `whole-log download of ${BULK} records (${mib(text.length)} MiB of text) in ${seconds.toFixed(1)} s over ${pages.length} requests: JS heap ${mib(before)} MiB before, peak ${mib(peak)} MiB (+${mib(peak - before)}), ${mib(after)} MiB after`;
     console.log(`     ${figures}`);
     // A download held as one string would put the whole text (twice over, as UTF-16) and every record in
@@ -245,12 +245,12 @@ test(`log viewer: "Whole log" downloads every record of a ${BULK.toLocaleString(
   }
 });
 
-test('log viewer: a whole-log download can be cancelled; NDJSON keeps the records as they came', async (browser) => {
+test('log viewer: a whole-log download can be cancelled; NDJSON keeps the records as they came', async ({ browser }) => {
   const name = 'e2e-log-bulk-cancel';
   const count = 20_000;
   bulkRun(name, count);
   const page = await newPage(browser);
-  await page.addInitScript(() => delete window.showSaveFilePicker);
+  await page.addInitScript(() => delete (window as { showSaveFilePicker?: unknown }).showSaveFilePicker);
   try {
     await login(page, env.viewer, 'viewer');
     const logs = await openRun(page, name);
@@ -280,7 +280,7 @@ test('log viewer: a whole-log download can be cancelled; NDJSON keeps the record
 // --- line numbers and links ---------------------------------------------------
 
 /** A Succeeded Run of its own on bash-pool-0 whose records are "line 1" … "line <count>". */
-async function numberedRun(name, count) {
+async function numberedRun(name: string, count: number): Promise<void> {
   const pod = 'bash-pool-0';
   applyRun(NS, name, { status: { phase: 'Running', assignedPod: pod, assignedPodUID: podUid(NS, pod), attempt: 1, startTime: new Date(Date.now() - 1000).toISOString().replace(/\.\d+Z$/, 'Z') } });
   const run = JSON.parse(kubectl(['-n', NS, 'get', 'run', name, '-o', 'json']));
@@ -290,10 +290,10 @@ async function numberedRun(name, count) {
 }
 
 /** [shown number or null, message] of every rendered line. */
-const numbered = (logs) =>
-  logs.locator('.log-line').evaluateAll((els) => els.map((e) => [e.querySelector('.ln')?.textContent || null, e.querySelector('.msg')?.textContent ?? '']));
+const numbered = (logs: Locator) =>
+  logs.locator('.log-line').evaluateAll((els) => els.map((e) => [e.querySelector('.ln')?.textContent || null, e.querySelector('.msg')?.textContent ?? ''] as [string | null, string]));
 
-test('log viewer: a line number never changes: after Load older each shown number is still its record\'s', async (browser) => {
+test('log viewer: a line number never changes: after Load older each shown number is still its record\'s', async ({ browser }) => {
   const name = 'e2e-log-numbers';
   await numberedRun(name, 30);
   const page = await newPage(browser);
@@ -304,7 +304,7 @@ test('log viewer: a line number never changes: after Load older each shown numbe
     await logs.getByRole('button', { name: 'Load', exact: true }).click();
     await eventually('a 5-line tail', async () => (await logs.locator('.log-line').count()) === 5);
     const seen = new Map();
-    const check = async (when) => {
+    const check = async (when: string) => {
       for (const [n, msg] of await numbered(logs)) {
         if (n === null) continue;
         // Each record's number is its place among the Run's records ("line 26" is record 26).
@@ -320,7 +320,7 @@ test('log viewer: a line number never changes: after Load older each shown numbe
       const was = shown;
       shown = await eventually('more lines', async () => {
         const n = await logs.locator('.log-line').count();
-        return n > was && n;
+        return n > was ? n : 0;
       });
       await check('after Load older');
     }
@@ -345,7 +345,7 @@ test('log viewer: a line number never changes: after Load older each shown numbe
   }
 });
 
-test('log viewer: records rotated out of the Pod log leave a gap mark, never a silent skip', async (browser) => {
+test('log viewer: records rotated out of the Pod log leave a gap mark, never a silent skip', async ({ browser }) => {
   const name = 'e2e-log-rotated';
   bulkRun(name, 30);
   const page = await newPage(browser);
@@ -374,7 +374,7 @@ test('log viewer: records rotated out of the Pod log leave a gap mark, never a s
   }
 });
 
-test('log viewer: a link to a line outside the loaded tail loads around it and scrolls to it; Enter on a line number copies its link', async (browser) => {
+test('log viewer: a link to a line outside the loaded tail loads around it and scrolls to it; Enter on a line number copies its link', async ({ browser }) => {
   const name = 'e2e-log-link-far';
   await numberedRun(name, 700);
   const page = await newPage(browser);
@@ -386,7 +386,7 @@ test('log viewer: a link to a line outside the loaded tail loads around it and s
     const tail = await getJson(ctx, `/api/namespaces/${NS}/runs/${name}/logs?tail=500`);
     const back = await getJson(ctx, `/api/namespaces/${NS}/runs/${name}/logs?tail=500&beforeCursor=${tail.records[0].cursor}`);
     await ctx.dispose();
-    const target = back.records.find((r) => r.message === 'line 40');
+    const target = back.records.find((r: { message: string }) => r.message === 'line 40');
     assert(target, `no record "line 40" before the tail: ${back.records.length} records`);
     const logs = await openRun(page, name, `#L${target.cursor}`);
     const sel = logs.locator('.log-line.selected');
@@ -416,9 +416,9 @@ test('log viewer: a link to a line outside the loaded tail loads around it and s
 
 // --- the log view's own defects ---------------------------------------------
 
-const logState = (logs) => logs.locator('.log-status').innerText();
+const logState = (logs: Locator) => logs.locator('.log-status').innerText();
 
-test('log viewer: typing a search goes to the first match, which does not read "Following · Paused"', async (browser) => {
+test('log viewer: typing a search goes to the first match, which does not read "Following · Paused"', async ({ browser }) => {
   const page = await newPage(browser, { viewport: { width: 1360, height: 700 } });
   try {
     await login(page, env.viewer, 'viewer');
@@ -439,7 +439,7 @@ test('log viewer: typing a search goes to the first match, which does not read "
   }
 });
 
-test('log viewer: at 390 px, turning Wrap on does not pause following', async (browser) => {
+test('log viewer: at 390 px, turning Wrap on does not pause following', async ({ browser }) => {
   const page = await newPage(browser, { viewport: { width: 390, height: 844 } });
   try {
     await login(page, env.viewer, 'viewer');
@@ -460,7 +460,7 @@ test('log viewer: at 390 px, turning Wrap on does not pause following', async (b
 // --- search in the whole log (runs/log?search=, the server's search) ------------
 
 /** Searches the whole log for `text`, found once: the line jumped to. */
-async function searchWholeLog(logs, text) {
+async function searchWholeLog(logs: Locator, text: string): Promise<Locator> {
   await logs.getByLabel('Search in').selectOption('whole');
   await logs.getByLabel('Search the log').fill(text);
   await eventually('the count', async () => (await logs.locator('.match-count').innerText()) === '1 of 1 match', 15_000);
@@ -469,7 +469,7 @@ async function searchWholeLog(logs, text) {
   return current;
 }
 
-test('log viewer: search in the whole log counts every match and jumps to one outside the loaded lines', async (browser) => {
+test('log viewer: search in the whole log counts every match and jumps to one outside the loaded lines', async ({ browser }) => {
   const page = await newPage(browser, { viewport: { width: 1360, height: 700 } });
   try {
     await login(page, env.viewer, 'viewer');
@@ -496,7 +496,7 @@ test('log viewer: search in the whole log counts every match and jumps to one ou
   }
 });
 
-test('log viewer: screenshots of search in the whole log in every Style x Theme and at 390 px', async (browser) => {
+test('log viewer: screenshots of search in the whole log in every Style x Theme and at 390 px', async ({ browser }) => {
   for (const style of STYLES) {
     for (const theme of THEMES) {
       for (const width of [1360, 390]) {

@@ -4,13 +4,13 @@
 // a visitor without a login is asked to log in, and every list and detail
 // page is checked with axe and shot in every Style x Theme, wide and at 390 px.
 import { join } from 'node:path';
-import { STYLES, THEMES, assert, axeViolations, close, describeViolations, env, eventually, login, newPage, test } from './harness.mjs';
+import { STYLES, THEMES, assert, axeViolations, chosen, close, describeViolations, env, eventually, firstLine, login, messageOf, newPage, test, type Page } from './support';
 
 const NS = env.ns;
 /** The value of the demo Action's step env (hack/lib/demo.sh): never on screen. */
 const ENV_VALUE = 'demo-proxy-token-value';
 
-test('Actions: sidebar, list, definition without env values, callers', async (browser) => {
+test('Actions: sidebar, list, definition without env values, callers', async ({ browser }) => {
   const page = await newPage(browser);
   try {
     await login(page, env.viewer, 'viewer');
@@ -43,14 +43,14 @@ test('Actions: sidebar, list, definition without env values, callers', async (br
   }
 });
 
-test('Persistent Workspaces: sidebar, phases, bound Pod and volume', async (browser) => {
+test('Persistent Workspaces: sidebar, phases, bound Pod and volume', async ({ browser }) => {
   const page = await newPage(browser);
   try {
     await login(page, env.viewer, 'viewer');
     await page.goto(`${env.url}/namespaces/${NS}/runs`);
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Workspaces' }).click();
     await page.waitForURL(`**/namespaces/${NS}/persistentworkspaces`);
-    const rowOf = (name) => page.locator('table.table tbody tr').filter({ has: page.getByRole('link', { name, exact: true }) });
+    const rowOf = (name: string) => page.locator('table.table tbody tr').filter({ has: page.getByRole('link', { name, exact: true }) });
     await rowOf('go-build-cache').waitFor();
     const bound = await rowOf('go-build-cache').innerText();
     assert(bound.includes('Bound') && bound.includes('bash-pool-0') && bound.includes('ago'), `go-build-cache row: ${bound}`);
@@ -73,7 +73,7 @@ test('Persistent Workspaces: sidebar, phases, bound Pod and volume', async (brow
   }
 });
 
-test('Actions and Persistent Workspaces ask a visitor without a login to log in', async (browser) => {
+test('Actions and Persistent Workspaces ask a visitor without a login to log in', async ({ browser }) => {
   const page = await newPage(browser);
   try {
     for (const path of [`/namespaces/${NS}/actions`, `/namespaces/${NS}/persistentworkspaces/go-build-cache`]) {
@@ -88,7 +88,7 @@ test('Actions and Persistent Workspaces ask a visitor without a login to log in'
   }
 });
 
-const PAGES = [
+const PAGES: [string, string, (p: Page) => Promise<void>][] = [
   ['actions', `/namespaces/${NS}/actions`, (p) => p.getByRole('link', { name: 'setup-go', exact: true }).waitFor()],
   ['action-detail', `/namespaces/${NS}/actions/setup-go`, (p) => p.locator('#used-by').getByRole('link', { name: 'nightly-go' }).waitFor()],
   ['workspaces', `/namespaces/${NS}/persistentworkspaces`, (p) => p.getByRole('link', { name: 'go-build-cache', exact: true }).waitFor()],
@@ -96,14 +96,12 @@ const PAGES = [
   ['workspace-pending', `/namespaces/${NS}/persistentworkspaces/notebook-scratch`, (p) => p.locator('#volume .kv').waitFor()],
 ];
 
-const chosen = (all, name) => all.filter((x) => !process.env[name] || process.env[name].split(',').includes(x));
-
 for (const [width, suffix] of [
   [1360, ''],
   [390, '--390'],
-]) {
-  test(`Actions and Persistent Workspaces at ${width} px in every Style x Theme: axe finds no serious or critical violation; screenshots`, async (browser) => {
-    const problems = [];
+] as const) {
+  test(`Actions and Persistent Workspaces at ${width} px in every Style x Theme: axe finds no serious or critical violation; screenshots`, async ({ browser }) => {
+    const problems: string[] = [];
     for (const style of chosen(STYLES, 'SHOT_STYLES')) {
       for (const theme of chosen(THEMES, 'SHOT_THEMES')) {
         const page = await newPage(browser, { style, theme, viewport: { width, height: width > 400 ? 900 : 844 } });
@@ -121,11 +119,11 @@ for (const [width, suffix] of [
               await page.evaluate(() => window.scrollTo(0, 0));
               await page.screenshot({ path: join(env.shots, `${name}--${style}-${theme}${suffix}.png`), fullPage: true });
             } catch (e) {
-              problems.push(`${name} (${style}/${theme}, ${width} px): ${e.message.split('\n')[0]}`);
+              problems.push(`${name} (${style}/${theme}, ${width} px): ${firstLine(e)}`);
             }
           }
         } finally {
-          await close(page).catch((e) => problems.push(e.message));
+          await close(page).catch((e: unknown) => problems.push(messageOf(e)));
         }
       }
     }

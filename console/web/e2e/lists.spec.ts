@@ -1,11 +1,11 @@
 // The Run list keeps page, sort and filters in the URL: columns sort, a
 // name search filters on the server, Next and Previous are shareable links,
 // and a reload (or a pasted URL) shows the same view.
-import { assert, close, env, eventually, login, newPage, test } from './harness.mjs';
+import { assert, close, env, eventually, login, newPage, test } from './support';
 
 const NS = env.ns;
 
-test('lists: sort by column, name search and page in the URL, kept across a reload', async (browser) => {
+test('lists: sort by column, name search and page in the URL, kept across a reload', async ({ browser }) => {
   const page = await newPage(browser);
   await login(page, env.viewer, 'viewer');
   await page.goto(`${env.url}/namespaces/${NS}/runs?labelSelector=app%3Ddemo`);
@@ -39,7 +39,7 @@ test('lists: sort by column, name search and page in the URL, kept across a relo
     const n = await names();
     return n.length >= 3 && n.every((x) => x.includes('build'));
   });
-  const api = await page.evaluate(async (ns) => (await (await fetch(`/api/namespaces/${ns}/runs?name=build&labelSelector=app%3Ddemo`)).json()).items.map((r) => r.metadata.name), NS);
+  const api = await page.evaluate(async (ns) => (await (await fetch(`/api/namespaces/${ns}/runs?name=build&labelSelector=app%3Ddemo`)).json()).items.map((r: { metadata: { name: string } }) => r.metadata.name) as string[], NS);
   assert(api.length >= 3 && api.every((n) => n.includes('build')), `the API name search answered ${api.join(', ')}`);
 
   // Pages (one Run per page here): Next and Previous are in the URL, a reload keeps the page, Back returns.
@@ -67,7 +67,7 @@ for (const list of [
   { path: 'runtimes', search: 'pyth', only: 'python' },
   { path: 'workflowruns', search: 'security', only: 'release-1-4-security' },
 ]) {
-  test(`lists: the ${list.path} list sorts, searches by name and pages in the URL, kept across a reload`, async (browser) => {
+  test(`lists: the ${list.path} list sorts, searches by name and pages in the URL, kept across a reload`, async ({ browser }) => {
     const page = await newPage(browser);
     await login(page, env.viewer, 'viewer');
     await page.goto(`${env.url}/namespaces/${NS}/${list.path}`);
@@ -99,7 +99,7 @@ for (const list of [
     await eventually(`name=${list.search} in the URL`, () => new RegExp(`[?&]name=${list.search}(&|$)`).test(page.url()));
     await eventually(`only ${list.only}`, async () => JSON.stringify(await names()) === JSON.stringify([list.only]));
     const api = await page.evaluate(
-      async ([ns, p, q]) => (await (await fetch(`/api/namespaces/${ns}/${p}?name=${q}`)).json()).items.map((o) => o.metadata.name),
+      async ([ns, p, q]) => (await (await fetch(`/api/namespaces/${ns}/${p}?name=${q}`)).json()).items.map((o: { metadata: { name: string } }) => o.metadata.name) as string[],
       [NS, list.path, list.search],
     );
     assert(api.length >= 1 && api.every((n) => n.includes(list.search)), `the API name search answered ${api.join(', ')}`);
@@ -125,7 +125,7 @@ for (const list of [
   });
 }
 
-test('lists: without a login the public Run list offers no label selector (summaries hide labels; the server refuses it)', async (browser) => {
+test('lists: without a login the public Run list offers no label selector (summaries hide labels; the server refuses it)', async ({ browser }) => {
   const page = await newPage(browser);
   await page.goto(`${env.url}/namespaces/${NS}/runs`);
   await page.locator('table.table tbody tr').first().waitFor();

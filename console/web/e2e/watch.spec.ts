@@ -3,26 +3,26 @@
 // 5 s and stops while live); the page says when it is live and when it
 // reconnects, and after a reconnect it resumes.
 import { execFileSync } from 'node:child_process';
-import { assert, close, env, eventually, login, newPage, test } from './harness.mjs';
+import { assert, close, env, eventually, login, newPage, test } from './support';
 
 const NS = env.ns;
 
-function kubectl(args, input) {
+function kubectl(args: string[], input?: string): string {
   return execFileSync('kubectl', args, { input, stdio: ['pipe', 'pipe', 'inherit'] }).toString();
 }
 
-function patchStatus(name, status) {
+function patchStatus(name: string, status: Record<string, unknown>): void {
   kubectl(['-n', NS, 'patch', 'run', name, '--subresource', 'status', '--type', 'merge', '-p', JSON.stringify({ status })]);
 }
 
 /** Waits up to `ms` for `fn`, and returns how long it took. */
-async function within(what, ms, fn) {
+async function within(what: string, ms: number, fn: () => unknown): Promise<number> {
   const t0 = Date.now();
   await eventually(what, fn, ms);
   return Date.now() - t0;
 }
 
-test('watch: a kubectl patch shows on the Run list and the Run page within a second, without a reload; live and reconnecting are shown', async (browser) => {
+test('watch: a kubectl patch shows on the Run list and the Run page within a second, without a reload; live and reconnecting are shown', async ({ browser }) => {
   const name = `e2e-watch-${Date.now()}`;
   kubectl(['apply', '-f', '-'], `apiVersion: kruntimes.io/v1alpha1\nkind: Run\nmetadata: {name: ${name}, namespace: ${NS}, labels: {app: e2e-watch}}\nspec: {runtime: bash, mode: {task: {}}}\n`);
   try {
@@ -49,7 +49,7 @@ test('watch: a kubectl patch shows on the Run list and the Run page within a sec
 
     // Dropped (the browser stops every request in flight, as a lost network
     // does): the page says so, reconnects by itself, and resumes (the next patch arrives).
-    const seen = [];
+    const seen: (string | null)[] = [];
     const poll = setInterval(async () => {
       try {
         seen.push(await page.locator('.live-badge').first().getAttribute('data-live'));
@@ -69,7 +69,7 @@ test('watch: a kubectl patch shows on the Run list and the Run page within a sec
   }
 });
 
-test('watch: the watch endpoint refuses a caller without access to the namespace', async (browser) => {
+test('watch: the watch endpoint refuses a caller without access to the namespace', async ({ browser }) => {
   const page = await newPage(browser);
   await login(page, env.viewer, 'viewer');
   const r = await page.evaluate(async () => {

@@ -5,13 +5,13 @@
 // The demo writer (hack/demo writer) appends a line a second to every
 // Running demo Run.
 import { readFileSync } from 'node:fs';
-import { api, appendRunLog, assert, close, env, eventually, getJson, login, newPage, test } from './harness.mjs';
-import { applyRun, deleteRun, patchRunStatus, podUid } from './kube.mjs';
+import { api, appendRunLog, assert, capture, close, env, eventually, getJson, login, newPage, test, type Locator, type Page } from './support';
+import { applyRun, deleteRun, patchRunStatus, podUid } from './kube';
 
 const NS = env.ns;
 const CURSOR = /^\d+\.\d{9}-\d+$/;
 
-async function openLogs(page, run, hash = '') {
+async function openLogs(page: Page, run: string, hash = ''): Promise<Locator> {
   await page.goto(`${env.url}/namespaces/${NS}/runs/${run}${hash}`);
   await page.getByRole('heading', { name: run, level: 1 }).waitFor();
   const logs = page.locator('#logs');
@@ -19,11 +19,11 @@ async function openLogs(page, run, hash = '') {
   return logs;
 }
 
-const state = (logs) => logs.locator('.log-state').first().innerText();
-const stamp = (ms) => new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
+const state = (logs: Locator) => logs.locator('.log-state').first().innerText();
+const stamp = (ms: number) => new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
 
 /** A Succeeded Run of its own on bash-pool-0 with `lines` records in its Pod's log, written after it was created. */
-async function finishedRun(name, lines) {
+async function finishedRun(name: string, lines: string[]): Promise<void> {
   const pod = 'bash-pool-0';
   applyRun(NS, name, { status: { phase: 'Running', assignedPod: pod, assignedPodUID: podUid(NS, pod), attempt: 1, startTime: stamp(Date.now() - 1000) } });
   const ctx = await api(env.viewer);
@@ -34,7 +34,7 @@ async function finishedRun(name, lines) {
   patchRunStatus(NS, name, { phase: 'Succeeded', completionTime: stamp(Date.now() + 1000) });
 }
 
-test('logs: follow is on by default for an active Run, off for a finished one', async (browser) => {
+test('logs: follow is on by default for an active Run, off for a finished one', async ({ browser }) => {
   const page = await newPage(browser);
   await login(page, env.viewer, 'viewer');
   let logs = await openLogs(page, 'build-running');
@@ -52,7 +52,7 @@ test('logs: follow is on by default for an active Run, off for a finished one', 
   await close(page);
 });
 
-test('logs: turning Follow off before the follow delivered anything reads the tail', async (browser) => {
+test('logs: turning Follow off before the follow delivered anything reads the tail', async ({ browser }) => {
   const page = await newPage(browser);
   await login(page, env.viewer, 'viewer');
   // The follow answers nothing (a slow Pod log, a loaded machine); the plain tail answers at once.
@@ -68,7 +68,7 @@ test('logs: turning Follow off before the follow delivered anything reads the ta
   await close(page);
 });
 
-test('logs: a line deep link names its cursor and shows the same record after new lines arrive', async (browser) => {
+test('logs: a line deep link names its cursor and shows the same record after new lines arrive', async ({ browser }) => {
   const page = await newPage(browser);
   await login(page, env.viewer, 'viewer');
   const logs = await openLogs(page, 'build-running');
@@ -94,7 +94,7 @@ test('logs: a line deep link names its cursor and shows the same record after ne
   // It is scrolled into view.
   const visible = await selected.evaluate((el) => {
     const box = el.getBoundingClientRect();
-    const area = el.closest('.log-scroll').getBoundingClientRect();
+    const area = el.closest('.log-scroll')!.getBoundingClientRect();
     return box.top >= area.top - 1 && box.bottom <= area.bottom + 1;
   });
   assert(visible, 'the linked line is not scrolled into view');
@@ -102,7 +102,7 @@ test('logs: a line deep link names its cursor and shows the same record after ne
   await close(page);
 });
 
-test('logs: Load older pages back before the loaded tail until the Run start', async (browser) => {
+test('logs: Load older pages back before the loaded tail until the Run start', async ({ browser }) => {
   const name = 'e2e-log-older';
   await finishedRun(name, ['older 1', 'older 2', 'older 3', 'older 4']);
   const page = await newPage(browser);
@@ -125,7 +125,7 @@ test('logs: Load older pages back before the loaded tail until the Run start', a
   await close(page);
 });
 
-test('logs: the "Load older" bar covers no line of a short log, nor of a long one at its top', async (browser) => {
+test('logs: the "Load older" bar covers no line of a short log, nor of a long one at its top', async ({ browser }) => {
   const name = 'e2e-log-older-bar';
   await finishedRun(name, Array.from({ length: 30 }, (_, i) => `line ${i + 1}`));
   const page = await newPage(browser);
@@ -141,6 +141,7 @@ test('logs: the "Load older" bar covers no line of a short log, nor of a long on
       if (tail > 10) await logs.locator('.log-scroll').evaluate((e) => (e.scrollTop = 0));
       await page.waitForTimeout(100);
       const bar = await logs.locator('.log-older').boundingBox();
+      assert(bar, 'the "Load older" bar has no box');
       const under = await logs
         .locator('.log-line .ln')
         .evaluateAll((els, b) => els.map((e) => e.getBoundingClientRect()).filter((r) => r.top < b.y + b.height && r.bottom > b.y).length, bar);
@@ -152,7 +153,7 @@ test('logs: the "Load older" bar covers no line of a short log, nor of a long on
   }
 });
 
-test('logs: search covers everything loaded; only matching lines; download has every loaded line', async (browser) => {
+test('logs: search covers everything loaded; only matching lines; download has every loaded line', async ({ browser }) => {
   const page = await newPage(browser);
   await login(page, env.viewer, 'viewer');
   const logs = await openLogs(page, 'build-running');
@@ -168,7 +169,7 @@ test('logs: search covers everything loaded; only matching lines; download has e
   await logs.getByText('No loaded line matches.').waitFor();
   await logs.getByLabel('Only matching lines').uncheck();
   const loaded = await logs.locator('.log-status').innerText();
-  const count = Number(/([\d,]+) lines?/.exec(loaded)[1].replace(/,/g, ''));
+  const count = Number(capture(/([\d,]+) lines?/, loaded).replace(/,/g, ''));
   await logs.locator('.log-download summary').click();
   const [download] = await Promise.all([page.waitForEvent('download'), logs.getByRole('button', { name: /^Loaded lines .*, text$/ }).click()]);
   const text = readFileSync(await download.path(), 'utf8');
@@ -176,33 +177,33 @@ test('logs: search covers everything loaded; only matching lines; download has e
   await close(page);
 });
 
-test('logs: a dropped follow resumes exactly after the last record (sinceCursor): no duplicate, no gap', async (browser) => {
+test('logs: a dropped follow resumes exactly after the last record (sinceCursor): no duplicate, no gap', async ({ browser }) => {
   const page = await newPage(browser);
   // The test's own hand on the connection: every log follow the page opens can
   // be cut (as a network drop would), leaving the page's code to notice and resume.
   await page.context().addInitScript(() => {
-    const open = new Set();
+    const open = new Set<AbortController>();
     const real = window.fetch.bind(window);
-    window.fetch = (input, init = {}) => {
-      const url = typeof input === 'string' ? input : input.url;
+    window.fetch = (input: RequestInfo | URL, init: RequestInit = {}) => {
+      const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
       if (!url.includes('follow=true')) return real(input, init);
       const cut = new AbortController();
       open.add(cut);
       const signal = init.signal ? AbortSignal.any([init.signal, cut.signal]) : cut.signal;
       return real(input, { ...init, signal });
     };
-    window.__dropLogFollows = () => {
+    (window as unknown as { __dropLogFollows: () => void }).__dropLogFollows = () => {
       for (const c of open) c.abort();
       open.clear();
     };
   });
   await login(page, env.viewer, 'viewer');
-  const follows = [];
+  const follows: string[] = [];
   page.on('request', (r) => r.url().includes('/logs?') && r.url().includes('follow=true') && follows.push(r.url()));
   const logs = await openLogs(page, 'build-running');
   await eventually('Following', async () => (await state(logs)).includes('Following'));
   await eventually('two lines more', async () => (await logs.locator('.log-line').count()) >= 3);
-  await page.evaluate(() => window.__dropLogFollows());
+  await page.evaluate(() => (window as unknown as { __dropLogFollows: () => void }).__dropLogFollows());
   await eventually('a lost connection', async () => /reconnect|lost/i.test(await state(logs)), 15_000);
   const lastBefore = await logs.locator('.log-line .ln').last().getAttribute('data-cursor');
   await eventually('following again', async () => (await state(logs)).includes('Following'), 20_000);
@@ -213,11 +214,11 @@ test('logs: a dropped follow resumes exactly after the last record (sinceCursor)
   await logs.getByLabel('Follow').uncheck();
   const texts = await logs.locator('.log-line .msg').allInnerTexts();
   const ticks = texts.map((t) => /tick (\d+)/.exec(t)?.[1]).filter(Boolean).map(Number);
-  for (let i = 1; i < ticks.length; i++) assert(ticks[i] === ticks[i - 1] + 1, `tick ${ticks[i - 1]} is followed by ${ticks[i]}: ${ticks.join(',')}`);
+  for (let i = 1; i < ticks.length; i++) assert(ticks[i] === ticks[i - 1]! + 1, `tick ${ticks[i - 1]} is followed by ${ticks[i]}: ${ticks.join(',')}`);
   await close(page);
 });
 
-test('logs: the final Status line of a follow is shown (the Run finished; the Pod went away)', async (browser) => {
+test('logs: the final Status line of a follow is shown (the Run finished; the Pod went away)', async ({ browser }) => {
   const name = 'e2e-log-finishes';
   const pod = 'bash-pool-0';
   const start = new Date(Date.now() - 60_000).toISOString().replace(/\.\d+Z$/, 'Z');

@@ -3,15 +3,15 @@
 // queue of Pending Runs per Runtime, and a Pending Run's page that explains
 // (with the engine's status.message) and links there.
 import { execFileSync } from 'node:child_process';
-import { assert, close, env, eventually, login, newPage, test } from './harness.mjs';
+import { assert, close, env, eventually, login, newPage, test } from './support';
 
 const NS = env.ns;
 
-function kubectl(args, input) {
+function kubectl(args: string[], input?: string): string {
   return execFileSync('kubectl', args, { input, stdio: ['pipe', 'pipe', 'inherit'] }).toString();
 }
 
-test('capacity: used and free per Runtime Pod, the queue of Pending Runs, and a Pending Run that says why it waits', async (browser) => {
+test('capacity: used and free per Runtime Pod, the queue of Pending Runs, and a Pending Run that says why it waits', async ({ browser }) => {
   // One more Pending Run of bash, created after the demo's build-pending: it queues behind it.
   const queued = `e2e-queued-${Date.now()}`;
   kubectl(['apply', '-f', '-'], `apiVersion: kruntimes.io/v1alpha1\nkind: Run\nmetadata: {name: ${queued}, namespace: ${NS}, labels: {app: e2e}}\nspec: {runtime: bash, mode: {task: {}}}\n`);

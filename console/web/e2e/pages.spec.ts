@@ -14,18 +14,24 @@ import {
   login,
   newPage,
   test,
-} from './harness.mjs';
+  chosen,
+  firstLine,
+  messageOf,
+  type Page,
+} from './support';
 
 const NS = env.ns;
 
-async function settle(page) {
+async function settle(page: Page): Promise<void> {
   // The namespace watch keeps one request open, so the network is never idle for long.
   await page.waitForLoadState('networkidle', { timeout: 1_000 }).catch(() => {});
   await page.locator('.state-loading').first().waitFor({ state: 'detached', timeout: 10_000 }).catch(() => {});
 }
 
 /** [name, path, role, action?]: role is the account the page is seen as. */
-const PAGES = [
+type Role = 'operator' | 'viewer';
+
+const PAGES: [string, string, Role, ((p: Page) => Promise<unknown>)?][] = [
   ['runs', `/namespaces/${NS}/runs?labelSelector=app%3Ddemo`, 'operator'],
   ['runs-forbidden', `/namespaces/team-b/runs`, 'operator', (p) => p.locator('.state-forbidden').waitFor()],
   [
@@ -119,7 +125,7 @@ const PAGES = [
     async (p) => {
       // The overview folds above the logs on a narrow screen: open it.
       const overview = p.locator('details.run-overview');
-      if (!(await overview.evaluate((d) => d.open))) await overview.locator('summary').click();
+      if (!(await overview.evaluate((d) => (d as HTMLDetailsElement).open))) await overview.locator('summary').click();
       await p.locator('.attempts').waitFor();
     },
   ],
@@ -131,16 +137,16 @@ const PAGES = [
   ['not-found', '/no/such/page', 'operator'],
 ];
 
-for (const style of STYLES.filter((s) => !process.env.SHOT_STYLES || process.env.SHOT_STYLES.split(',').includes(s))) {
-  for (const theme of THEMES.filter((t) => !process.env.SHOT_THEMES || process.env.SHOT_THEMES.split(',').includes(t))) {
-    test(`pages in ${style} / ${theme}: axe finds no serious or critical violation; screenshots`, async (browser) => {
-      const problems = [];
-      const pages = {};
-      const shoot = async (page, name) => {
+for (const style of chosen(STYLES, 'SHOT_STYLES')) {
+  for (const theme of chosen(THEMES, 'SHOT_THEMES')) {
+    test(`pages in ${style} / ${theme}: axe finds no serious or critical violation; screenshots`, async ({ browser }) => {
+      const problems: string[] = [];
+      const pages: Partial<Record<Role, Page>> = {};
+      const shoot = async (page: Page, name: string) => {
         await page.evaluate(() => window.scrollTo(0, 0));
         await page.screenshot({ path: join(env.shots, `${name}--${style}-${theme}.png`), fullPage: true });
       };
-      const check = async (page, name) => {
+      const check = async (page: Page, name: string) => {
         const vs = await axeViolations(page);
         if (vs.length) problems.push(`${name}:\n${describeViolations(vs)}`);
       };
@@ -171,6 +177,7 @@ for (const style of STYLES.filter((s) => !process.env.SHOT_STYLES || process.env
 
         for (const [name, path, role, act] of PAGES) {
           const page = pages[role];
+          assert(page, `no page of the ${role}`);
           try {
             await page.goto(`${env.url}${path}`);
             await page.locator('h1').first().waitFor();
@@ -180,11 +187,11 @@ for (const style of STYLES.filter((s) => !process.env.SHOT_STYLES || process.env
             await check(page, name);
             await shoot(page, name);
           } catch (e) {
-            problems.push(`${name}: ${e.message.split('\n')[0]}`);
+            problems.push(`${name}: ${firstLine(e)}`);
           }
         }
       } finally {
-        for (const p of Object.values(pages)) await close(p).catch((e) => problems.push(e.message));
+        for (const p of Object.values(pages)) await close(p).catch((e: unknown) => problems.push(messageOf(e)));
       }
       assert(problems.length === 0, problems.join('\n'));
     });
@@ -210,8 +217,8 @@ const NARROW = [
   'job-action-steps',
 ];
 
-test('pages at 390 px in every Style x Theme: axe finds no serious or critical violation; screenshots', async (browser) => {
-  const problems = [];
+test('pages at 390 px in every Style x Theme: axe finds no serious or critical violation; screenshots', async ({ browser }) => {
+  const problems: string[] = [];
   for (const style of STYLES) {
     for (const theme of THEMES) {
       const page = await newPage(browser, { style, theme, viewport: { width: 390, height: 844 } });
@@ -229,11 +236,11 @@ test('pages at 390 px in every Style x Theme: axe finds no serious or critical v
             await page.evaluate(() => window.scrollTo(0, 0));
             await page.screenshot({ path: join(env.shots, `${name}--${style}-${theme}--390.png`), fullPage: true });
           } catch (e) {
-            problems.push(`${name} (${style}/${theme}, 390 px): ${e.message.split('\n')[0]}`);
+            problems.push(`${name} (${style}/${theme}, 390 px): ${firstLine(e)}`);
           }
         }
       } finally {
-        await close(page).catch((e) => problems.push(e.message));
+        await close(page).catch((e: unknown) => problems.push(messageOf(e)));
       }
     }
   }

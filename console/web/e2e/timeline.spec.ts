@@ -2,13 +2,13 @@
 // steps (a job's and a step's come from their Runs when the WorkflowRun does
 // not state them); the timeline view of a WorkflowRun's jobs; the failed step
 // opens by itself, and closing it sticks.
-import { assert, close, env, eventually, login, newPage, test } from './harness.mjs';
+import { assert, close, env, eventually, login, newPage, test } from './support';
 
 const NS = env.ns;
 // Times carry their zone (UTC or UTC±HH:MM).
 const WHEN = /\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC(?:[+-]\d\d:\d\d)? – (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC(?:[+-]\d\d:\d\d)?|running) · \d+(s|m \d\ds|h \d\dm)/;
 
-test('timeline: durations of Runs, jobs and steps, a timeline of the jobs, and the failed step open by itself', async (browser) => {
+test('timeline: durations of Runs, jobs and steps, a timeline of the jobs, and the failed step open by itself', async ({ browser }) => {
   const page = await newPage(browser);
   await login(page, env.viewer, 'viewer');
 

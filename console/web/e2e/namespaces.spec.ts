@@ -1,8 +1,8 @@
 // Where a login lands (defect 2): a namespace the token can read, never a
 // Forbidden page in `default`; the selector offers the readable namespaces.
-import { assert, close, env, eventually, login, newPage, test } from './harness.mjs';
+import { assert, close, env, eventually, login, newPage, test } from './support';
 
-test('namespaces: after login with nothing remembered the viewer lands in a namespace it may read', async (browser) => {
+test('namespaces: after login with nothing remembered the viewer lands in a namespace it may read', async ({ browser }) => {
   const page = await newPage(browser);
   await page.goto(`${env.url}/login`);
   const help = await page.locator('.login-help').innerText();
@@ -15,14 +15,14 @@ test('namespaces: after login with nothing remembered the viewer lands in a name
   assert((await page.locator('.state-forbidden').count()) === 0, 'the landing page is Forbidden');
   // The selector offers team-a and nothing the viewer cannot read.
   const offered = await eventually('the namespace suggestions', async () => {
-    const v = await page.locator('.ns-select datalist option').evaluateAll((os) => os.map((o) => o.value));
+    const v = await page.locator('.ns-select datalist option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value));
     return v.length ? v : null;
   });
   assert(JSON.stringify(offered) === JSON.stringify(['team-a']), `offered namespaces ${JSON.stringify(offered)}`);
   await close(page);
 });
 
-test('namespaces: a remembered namespace the viewer may not read gives way to a readable one at /', async (browser) => {
+test('namespaces: a remembered namespace the viewer may not read gives way to a readable one at /', async ({ browser }) => {
   const page = await newPage(browser);
   await page.goto(`${env.url}/namespaces/team-b/runs`);
   await page.getByRole('heading', { name: 'Runs', level: 1 }).waitFor();

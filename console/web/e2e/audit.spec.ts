@@ -6,33 +6,38 @@
 // 390 px. Each test runs against the real Console and demo data.
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { STYLES, THEMES, assert, close, env, eventually, login, newPage, test } from './harness.mjs';
+import { STYLES, THEMES, assert, chosen, close, env, eventually, login, newPage, test, type Browser, type Json, type Page } from './support';
 
 const NS = env.ns;
 
-function kubectl(args, input) {
+function kubectl(args: string[], input?: string): string {
   return execFileSync('kubectl', args, { input, stdio: ['pipe', 'pipe', 'inherit'] }).toString();
 }
 
-function patchStatus(name, status) {
+function patchStatus(name: string, status: Record<string, unknown>): void {
   kubectl(['-n', NS, 'patch', 'run', name, '--subresource', 'status', '--type', 'merge', '-p', JSON.stringify({ status })]);
 }
 
-function createRun(name, label, mode = '{task: {}}') {
+function createRun(name: string, label: string, mode = '{task: {}}'): void {
   kubectl(
     ['apply', '-f', '-'],
     `apiVersion: kruntimes.io/v1alpha1\nkind: Run\nmetadata: {name: ${name}, namespace: ${NS}, labels: {app: ${label}}}\nspec: {runtime: bash, mode: ${mode}}\n`,
   );
 }
 
-function deleteRuns(label) {
+function deleteRuns(label: string): void {
   kubectl(['-n', NS, 'delete', 'run', '-l', `app=${label}`, '--wait=false']);
 }
 
-const chosen = (list, name) => list.filter((x) => !process.env[name] || process.env[name].split(',').includes(x));
-
 /** Screenshots of `path` (prepared by `ready`) in every Style x Theme, at `width`. */
-async function shots(browser, name, path, { token, user, width = 1360, ready }) {
+interface ShotOptions {
+  token?: string;
+  user?: string;
+  width?: number;
+  ready?: (p: Page) => Promise<unknown>;
+}
+
+async function shots(browser: Browser, name: string, path: string, { token, user = '', width = 1360, ready }: ShotOptions): Promise<void> {
   for (const style of chosen(STYLES, 'SHOT_STYLES')) {
     for (const theme of chosen(THEMES, 'SHOT_THEMES')) {
       const page = await newPage(browser, { style, theme, viewport: { width, height: width < 600 ? 844 : 900 } });
@@ -48,7 +53,7 @@ async function shots(browser, name, path, { token, user, width = 1360, ready }) 
 
 // --- 1. login return and the public summary ----------------------------------
 
-test('audit 1: "Login needed" shows the public summary; login returns to the page asked for; bad return paths go home', async (browser) => {
+test('audit 1: "Login needed" shows the public summary; login returns to the page asked for; bad return paths go home', async ({ browser }) => {
   const page = await newPage(browser);
   await page.goto(`${env.url}/namespaces/${NS}/runs/build-running`);
   const state = page.locator('.state', { hasText: 'Login needed' });
@@ -82,7 +87,7 @@ test('audit 1: "Login needed" shows the public summary; login returns to the pag
   await close(page);
 });
 
-test('audit 1: screenshots of the login return and Login needed with the public summary', async (browser) => {
+test('audit 1: screenshots of the login return and Login needed with the public summary', async ({ browser }) => {
   await shots(browser, 'login-next', `/login?next=${encodeURIComponent(`/namespaces/${NS}/runs/build-running`)}`, {});
   await shots(browser, 'login-next', `/login?next=${encodeURIComponent(`/namespaces/${NS}/runs/build-running`)}`, { width: 390 });
   await shots(browser, 'login-needed', `/namespaces/${NS}/runs/build-running`, { ready: (p) => p.locator('[data-public-summary]').waitFor() });
@@ -91,9 +96,9 @@ test('audit 1: screenshots of the login return and Login needed with the public 
 
 // --- 2. live durations, message, completion sort ---------------------------------
 
-test('audit 2: the Runs list shows status.message and a live duration, and sorts by completion time both ways', async (browser) => {
+test('audit 2: the Runs list shows status.message and a live duration, and sorts by completion time both ways', async ({ browser }) => {
   const label = `e2e-audit-${Date.now()}`;
-  const t = (s) => new Date(Date.now() - s * 1000).toISOString().replace(/\.\d+Z$/, 'Z');
+  const t = (s: number) => new Date(Date.now() - s * 1000).toISOString().replace(/\.\d+Z$/, 'Z');
   const names = { early: `${label}-early`, late: `${label}-late`, open: `${label}-open` };
   for (const n of Object.values(names)) createRun(n, label);
   try {
@@ -103,30 +108,30 @@ test('audit 2: the Runs list shows status.message and a live duration, and sorts
     const page = await newPage(browser);
     // Counts the page's running intervals of a second or less.
     await page.context().addInitScript(() => {
-      const live = new Map();
+      const live = new Map<number, number>();
       const set = window.setInterval.bind(window);
       const clear = window.clearInterval.bind(window);
-      window.setInterval = (fn, ms, ...a) => {
+      window.setInterval = ((fn: TimerHandler, ms?: number, ...a: unknown[]) => {
         const id = set(fn, ms, ...a);
         live.set(id, ms ?? 0);
         return id;
-      };
-      window.clearInterval = (id) => {
-        live.delete(id);
+      }) as typeof window.setInterval;
+      window.clearInterval = ((id?: number) => {
+        if (id !== undefined) live.delete(id);
         clear(id);
-      };
-      window.__fastIntervals = () => [...live.values()].filter((ms) => ms <= 1000).length;
+      }) as typeof window.clearInterval;
+      (window as unknown as { __fastIntervals: () => number }).__fastIntervals = () => [...live.values()].filter((ms) => ms <= 1000).length;
     });
     await login(page, env.viewer, 'viewer');
     await page.goto(`${env.url}/namespaces/${NS}/runs?labelSelector=app%3D${label}`);
     const rows = page.locator('table.table tbody tr');
     await eventually('three rows', async () => (await rows.count()) === 3);
-    const row = (n) => rows.filter({ has: page.getByRole('link', { name: n, exact: true }) });
+    const row = (n: string) => rows.filter({ has: page.getByRole('link', { name: n, exact: true }) });
     await eventually('the message of each Run', async () => (await row(names.late).innerText()).includes('exit status 3') && (await row(names.open).innerText()).includes('still going'));
     const header = page.locator('thead th', { hasText: 'Duration' });
     assert((await header.count()) === 1, 'no Duration column');
-    const col = await header.evaluate((th) => [...th.parentElement.children].indexOf(th) + 1);
-    const dur = (n) => row(n).locator(`td:nth-child(${col})`).innerText();
+    const col = await header.evaluate((th) => [...th.parentElement!.children].indexOf(th) + 1);
+    const dur = (n: string) => row(n).locator(`td:nth-child(${col})`).innerText();
     assert((await dur(names.early)) === '1m 40s', `the early Run's duration reads ${await dur(names.early)}`);
 
     // Live: with the list not refreshing, the running Run's duration and the ages still move.
@@ -134,7 +139,7 @@ test('audit 2: the Runs list shows status.message and a live duration, and sorts
     const before = await dur(names.open);
     await eventually(`the running duration to move on from ${before}`, async () => (await dur(names.open)) !== before, 4000);
     // One shared timer: not one interval per cell.
-    const timers = await page.evaluate(() => window.__fastIntervals());
+    const timers = await page.evaluate(() => (window as unknown as { __fastIntervals: () => number }).__fastIntervals());
     assert(timers === 1, `${timers} timers of a second or less tick on the page (one shared timer expected)`);
 
     // Sort by completion: ascending oldest first, descending newest first; a Run not completed is last both ways.
@@ -157,12 +162,12 @@ test('audit 2: the Runs list shows status.message and a live duration, and sorts
 
 // --- 3. session panel: gateway down; the log follow across status changes -----------
 
-async function gateway(path) {
+async function gateway(path: string) {
   const r = await fetch(`${process.env.TESTENV_GATEWAY_CONTROL}${path}`, { method: 'POST' });
   assert(r.ok, `gateway control ${path}: HTTP ${r.status}`);
 }
 
-test('audit 3: with the gateway down the Session panel says "gateway unreachable, retrying", checks access again, and runs once it is back', async (browser) => {
+test('audit 3: with the gateway down the Session panel says "gateway unreachable, retrying", checks access again, and runs once it is back', async ({ browser }) => {
   assert(process.env.TESTENV_GATEWAY_CONTROL, 'TESTENV_GATEWAY_CONTROL is not set');
   const page = await newPage(browser);
   await login(page, env.operator, 'operator');
@@ -211,7 +216,7 @@ test('audit 3: with the gateway down the Session panel says "gateway unreachable
   await close(page);
 });
 
-test('audit 3: the Run log follow does not restart when the Run status changes (phase still active)', async (browser) => {
+test('audit 3: the Run log follow does not restart when the Run status changes (phase still active)', async ({ browser }) => {
   const label = `e2e-follow-${Date.now()}`;
   const name = `${label}-run`;
   createRun(name, label);
@@ -220,7 +225,7 @@ test('audit 3: the Run log follow does not restart when the Run status changes (
     const pod = kubectl(['-n', NS, 'get', 'run', 'build-running', '-o', 'jsonpath={.status.assignedPod}']).trim();
     const page = await newPage(browser);
     await login(page, env.viewer, 'viewer');
-    const follows = [];
+    const follows: string[] = [];
     page.on('request', (r) => /\/log(s)?\b.*follow=true/.test(r.url()) && follows.push(r.url()));
     await page.goto(`${env.url}/namespaces/${NS}/runs/${name}`);
     await page.getByRole('heading', { name, level: 1 }).waitFor();
@@ -245,7 +250,7 @@ test('audit 3: the Run log follow does not restart when the Run status changes (
 
 // --- 4. focus after a route change ---------------------------------------------
 
-test('audit 4: after a route change the focus is on the main heading; not on the first load', async (browser) => {
+test('audit 4: after a route change the focus is on the main heading; not on the first load', async ({ browser }) => {
   const page = await newPage(browser);
   await login(page, env.viewer, 'viewer');
   await page.goto(`${env.url}/namespaces/${NS}/runs?labelSelector=app%3Ddemo`);
@@ -273,7 +278,7 @@ test('audit 4: after a route change the focus is on the main heading; not on the
 
 // --- 5. a namespace that does not exist; condition glyphs -------------------------
 
-test('audit 5: a namespace that does not exist says so, not Forbidden', async (browser) => {
+test('audit 5: a namespace that does not exist says so, not Forbidden', async ({ browser }) => {
   const page = await newPage(browser);
   await login(page, env.viewer, 'viewer');
   await page.goto(`${env.url}/namespaces/no-such-namespace-e2e/runs`);
@@ -287,7 +292,7 @@ test('audit 5: a namespace that does not exist says so, not Forbidden', async (b
   await close(page);
 });
 
-test('audit 5: Failed=True and Completed=False are not green checks', async (browser) => {
+test('audit 5: Failed=True and Completed=False are not green checks', async ({ browser }) => {
   const label = `e2e-glyph-${Date.now()}`;
   const name = `${label}-run`;
   createRun(name, label);
@@ -305,9 +310,9 @@ test('audit 5: Failed=True and Completed=False are not green checks', async (bro
     const page = await newPage(browser);
     await login(page, env.viewer, 'viewer');
     await page.goto(`${env.url}/namespaces/${NS}/runs/${name}`);
-    const item = (t) => page.locator('#conditions .tl-item', { has: page.locator('strong', { hasText: new RegExp(`^${t}$`) }) });
+    const item = (t: string) => page.locator('#conditions .tl-item', { has: page.locator('strong', { hasText: new RegExp(`^${t}$`) }) });
     await item('Failed').waitFor();
-    const tone = (t) => item(t).getAttribute('class');
+    const tone = async (t: string) => (await item(t).getAttribute('class')) ?? '';
     assert(/tone-success/.test(await tone('Scheduled')), `Scheduled=True: ${await tone('Scheduled')}`);
     assert(/tone-danger/.test(await tone('Failed')), `Failed=True is not red: ${await tone('Failed')}`);
     assert(/tone-danger/.test(await tone('Completed')), `Completed=False is not red: ${await tone('Completed')}`);
@@ -319,15 +324,15 @@ test('audit 5: Failed=True and Completed=False are not green checks', async (bro
 
 // --- 6. 390 px: the DAG and the job page ----------------------------------------
 
-test('audit 6: at 390 px the Workflow Run jobs stack by stage within the screen; the job page puts steps before the jobs rail', async (browser) => {
+test('audit 6: at 390 px the Workflow Run jobs stack by stage within the screen; the job page puts steps before the jobs rail', async ({ browser }) => {
   const page = await newPage(browser, { viewport: { width: 390, height: 844 } });
   await login(page, env.operator, 'operator');
   await page.goto(`${env.url}/namespaces/${NS}/workflowruns/release-1-4`);
   await page.getByRole('heading', { name: 'release-1-4', level: 1 }).waitFor();
-  const wr = await page.evaluate(async (ns) => (await fetch(`/api/namespaces/${ns}/workflowruns/release-1-4`)).json(), NS);
+  const wr: Json = await page.evaluate(async (ns) => (await fetch(`/api/namespaces/${ns}/workflowruns/release-1-4`)).json(), NS);
   const jobs = Object.keys(wr.spec.jobs);
   const panel = page.locator('#jobs');
-  const boxes = {};
+  const boxes: Record<string, { left: number; right: number; top: number; bottom: number }> = {};
   for (const j of jobs) {
     const link = panel.getByRole('link', { name: new RegExp(`^${j}\\b`) }).first();
     await link.waitFor();

@@ -1,24 +1,24 @@
 // One browser test per defect of the Web UI issue (4 to 9; 1 is in
 // logs.mjs), against the real Console and the demo data.
 import { join } from 'node:path';
-import { STYLES, THEMES, assert, close, env, eventually, login, newPage, test } from './harness.mjs';
-import { applyRun, deleteRun } from './kube.mjs';
+import { attr, STYLES, THEMES, assert, close, env, eventually, login, newPage, test, type Locator } from './support';
+import { applyRun, deleteRun } from './kube';
 
 const NS = env.ns;
 
 /** Contrast of an element's text against the first opaque background behind it. */
-async function textContrast(locator) {
+async function textContrast(locator: Locator) {
   return locator.evaluate((el) => {
-    const rgb = (s) => (s.match(/[\d.]+/g) ?? []).map(Number);
-    const lum = ([r, g, b]) => {
-      const c = (v) => {
+    const rgb = (s: string) => (s.match(/[\d.]+/g) ?? []).map(Number);
+    const lum = ([r = 0, g = 0, b = 0]: number[]) => {
+      const c = (v: number) => {
         const x = v / 255;
         return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4;
       };
       return 0.2126 * c(r) + 0.7152 * c(g) + 0.0722 * c(b);
     };
-    let bg = null;
-    for (let n = el; n && !bg; n = n.parentElement) {
+    let bg: number[] | null = null;
+    for (let n: Element | null = el; n && !bg; n = n.parentElement) {
       const v = rgb(getComputedStyle(n).backgroundColor);
       if (v.length >= 3 && (v.length === 3 || v[3] > 0.99)) bg = v;
     }
@@ -29,7 +29,7 @@ async function textContrast(locator) {
   });
 }
 
-test('defect 4: links on hovered rows and on the 404 page keep 4.5:1 in every Style x Theme', async (browser) => {
+test('defect 4: links on hovered rows and on the 404 page keep 4.5:1 in every Style x Theme', async ({ browser }) => {
   const problems = [];
   for (const style of STYLES) {
     for (const theme of THEMES) {
@@ -75,7 +75,7 @@ const PAGES = [
   '/login',
 ];
 
-test('defect 5: at 390 px no page scrolls sideways; the nav folds and content starts near the top', async (browser) => {
+test('defect 5: at 390 px no page scrolls sideways; the nav folds and content starts near the top', async ({ browser }) => {
   const problems = [];
   const page = await newPage(browser, { viewport: { width: 390, height: 844 } });
   await login(page, env.operator, 'operator');
@@ -107,7 +107,7 @@ test('defect 5: at 390 px no page scrolls sideways; the nav folds and content st
   assert(problems.length === 0, problems.join('\n'));
 });
 
-test('defect 6: a Pending Run waiting for capacity is not shown as failed', async (browser) => {
+test('defect 6: a Pending Run waiting for capacity is not shown as failed', async ({ browser }) => {
   const page = await newPage(browser);
   await login(page, env.viewer, 'viewer');
   await page.goto(`${env.url}/namespaces/${NS}/runs/build-pending`);
@@ -115,7 +115,7 @@ test('defect 6: a Pending Run waiting for capacity is not shown as failed', asyn
   const state = page.locator('#run-state');
   await state.waitFor();
   assert((await state.getAttribute('data-stage')) === 'waiting', `the stage is ${await state.getAttribute('data-stage')}`);
-  assert(!(await state.getAttribute('class')).includes('danger'), 'a waiting Run is shown as failed');
+  assert(!(await attr(state, 'class')).includes('danger'), 'a waiting Run is shown as failed');
   await page.locator('#conditions').getByText('No conditions reported yet.').waitFor();
   // A real failure stays red.
   await page.goto(`${env.url}/namespaces/${NS}/runs/lint-failed`);
@@ -125,7 +125,7 @@ test('defect 6: a Pending Run waiting for capacity is not shown as failed', asyn
   await close(page);
 });
 
-test('defect 7a: a 409 on a Run that has a Pod says why, not "not assigned yet"', async (browser) => {
+test('defect 7a: a 409 on a Run that has a Pod says why, not "not assigned yet"', async ({ browser }) => {
   const name = 'e2e-bad-pod';
   // Assigned (Pod and UID), but to a name no Pod can have: the log API answers 409 and says why.
   applyRun(NS, name, {
@@ -148,7 +148,7 @@ test('defect 7a: a 409 on a Run that has a Pod says why, not "not assigned yet"'
   }
 });
 
-test('defect 7b: a Run deleted while open shows only Not found', async (browser) => {
+test('defect 7b: a Run deleted while open shows only Not found', async ({ browser }) => {
   const name = 'e2e-deleted';
   applyRun(NS, name, { status: { phase: 'Pending' } });
   const page = await newPage(browser);
@@ -166,7 +166,7 @@ test('defect 7b: a Run deleted while open shows only Not found', async (browser)
   }
 });
 
-test('defect 7c: a job the Workflow Run does not declare has no phase badge', async (browser) => {
+test('defect 7c: a job the Workflow Run does not declare has no phase badge', async ({ browser }) => {
   const page = await newPage(browser);
   await login(page, env.viewer, 'viewer');
   await page.goto(`${env.url}/namespaces/${NS}/workflowruns/release-1-4/jobs/nope`);
@@ -175,7 +175,7 @@ test('defect 7c: a job the Workflow Run does not declare has no phase badge', as
   await close(page);
 });
 
-test('defect 7d: after a failed login the focus is on the token field', async (browser) => {
+test('defect 7d: after a failed login the focus is on the token field', async ({ browser }) => {
   const page = await newPage(browser);
   await page.goto(`${env.url}/login`);
   const field = page.getByLabel('Kubernetes bearer token');
@@ -188,7 +188,7 @@ test('defect 7d: after a failed login the focus is on the token field', async (b
   await close(page);
 });
 
-test('defect 7e: the Runs page is in the URL; later pages say they are a snapshot; auto-refresh back on reads at once', async (browser) => {
+test('defect 7e: the Runs page is in the URL; later pages say they are a snapshot; auto-refresh back on reads at once', async ({ browser }) => {
   const page = await newPage(browser);
   await login(page, env.viewer, 'viewer');
   const list = `${env.url}/namespaces/${NS}/runs?labelSelector=app%3Ddemo&limit=3`;
@@ -217,7 +217,7 @@ test('defect 7e: the Runs page is in the URL; later pages say they are a snapsho
   await close(page);
 });
 
-test('defect 8: the Session panel is read-only for a viewer before typing; one progress line; a placeholder for bash', async (browser) => {
+test('defect 8: the Session panel is read-only for a viewer before typing; one progress line; a placeholder for bash', async ({ browser }) => {
   const viewer = await newPage(browser);
   await login(viewer, env.viewer, 'viewer');
   await viewer.goto(`${env.url}/namespaces/${NS}/runs/shell-session`);
@@ -238,7 +238,7 @@ test('defect 8: the Session panel is read-only for a viewer before typing; one p
   const cmd = p2.getByRole('textbox', { name: 'Command' });
   await eventually('the command input to be enabled', () => cmd.isEnabled());
   const placeholder = await cmd.getAttribute('placeholder');
-  assert(!/python/i.test(placeholder), `a Python placeholder on a bash Runtime: ${placeholder}`);
+  assert(!/python/i.test(placeholder ?? ''), `a Python placeholder on a bash Runtime: ${placeholder}`);
   await cmd.fill('sleep 4');
   await p2.getByRole('button', { name: 'Run', exact: true }).click();
   const out = p2.getByRole('log', { name: 'Session events' });
@@ -268,7 +268,7 @@ test('defect 8: the Session panel is read-only for a viewer before typing; one p
   await close(page);
 });
 
-test('defect 9: times say their zone; the retry policy reads as words; no "Unknown" phase; the assigned Pod links', async (browser) => {
+test('defect 9: times say their zone; the retry policy reads as words; no "Unknown" phase; the assigned Pod links', async ({ browser }) => {
   const name = 'e2e-no-status';
   applyRun(NS, name, { labels: { e2e: 'no-status' } });
   const page = await newPage(browser);

@@ -3,7 +3,7 @@
 // (tests/tests/cluster_helm.rs) runs it through `kubectl port-forward` to the
 // Console installed by the chart; hack/e2e --core runs it on hack/testenv.
 //
-//   npm run e2e:cluster
+//   npm run e2e:cluster       (playwright test --project=cluster)
 //
 // CONSOLE_URL        the Console, e.g. https://kruntimes-console.kruntimes-system.svc:9443
 // CONSOLE_CA         PEM file of the CA the Console's certificate must chain to
@@ -27,19 +27,19 @@
 // verified certificate's public key; its contexts keep certificate errors
 // on. Any other certificate (another key, or a different server) is refused
 // by Chromium, which the first test checks.
-// Prints one line per test and a final "N passed, N failed".
+// Prints one line per test and a final "N passed, N failed" (e2e/summary.ts).
 import { execFile } from 'node:child_process';
 import { createHash, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { checkServerIdentity, connect } from 'node:tls';
-import { chromium } from 'playwright-core';
-import { LAUNCH_ARGS, assert, assertNoToken, close, env, eventually, login, newPage, runAll, test } from './harness.mjs';
+import { chromium, type LaunchOptions } from '@playwright/test';
+import { LAUNCH_ARGS, assert, assertNoToken, capture, close, env, eventually, login, newPage, test as base, type Locator, type Page } from './support';
 
-function need(name) {
+function need(name: string): string {
   const v = process.env[name];
-  if (!v) throw new Error(`${name} is not set (see the head of console/web/e2e/cluster.mjs)`);
+  if (!v) throw new Error(`${name} is not set (see the head of console/web/e2e/cluster.spec.ts)`);
   return v;
 }
 
@@ -52,16 +52,17 @@ const cfg = {
   ns: need('E2E_NAMESPACE'),
   runtime: need('E2E_RUNTIME'),
   run: need('E2E_RUN'),
-  messages: JSON.parse(need('E2E_RUN_MESSAGES')),
+  messages: JSON.parse(need('E2E_RUN_MESSAGES')) as unknown,
   append: need('E2E_APPEND_CMD'),
 };
 assert(
   Array.isArray(cfg.messages) && cfg.messages.length > 0 && cfg.messages.every((m) => typeof m === 'string'),
   'E2E_RUN_MESSAGES must be a non-empty JSON array of strings',
 );
+const MESSAGES = cfg.messages as string[];
 
 /** Where Chromium connects for `host` under E2E_HOST_RULES ("MAP host target" entries, comma-separated). */
-function resolveLike(rules, host) {
+function resolveLike(rules: string, host: string): string {
   for (const rule of rules.split(',')) {
     const [verb, pattern, target] = rule.trim().split(/\s+/);
     if (verb === 'MAP' && pattern === host && target) return target;
@@ -74,7 +75,7 @@ function resolveLike(rules, host) {
  * against CONSOLE_CA and its name against the URL's host, and returns the
  * base64 SHA-256 of the verified certificate's SubjectPublicKeyInfo.
  */
-function verifiedSpki() {
+function verifiedSpki(): Promise<string> {
   const u = new URL(cfg.url);
   const host = u.hostname.replace(/^\[|\]$/g, '');
   const port = Number(u.port || 443);
@@ -102,7 +103,7 @@ function verifiedSpki() {
   });
 }
 
-function runAppend(message) {
+function runAppend(message: string): Promise<void> {
   return new Promise((resolve, reject) => {
     execFile('/bin/sh', ['-c', cfg.append, 'e2e-append', message], { timeout: 20_000 }, (err, stdout, stderr) => {
       if (err) reject(new Error(`E2E_APPEND_CMD failed (${err.code ?? err.signal}): ${stderr || stdout}`));
@@ -111,20 +112,20 @@ function runAppend(message) {
   });
 }
 
-async function shot(page, name) {
+async function shot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(env.shots, `cluster-${name}.png`), fullPage: false });
 }
 
 /** Every record the virtualised log panel holds, read by scrolling it from top to bottom: [line number, message]. */
-async function panelRecords(logs) {
+async function panelRecords(logs: Locator): Promise<[number, string][]> {
   const scroll = logs.locator('.log-scroll');
-  const seen = new Map();
+  const seen = new Map<number, string>();
   let top = 0;
   for (let i = 0; i < 2_000; i++) {
     const { rows, height, client } = await scroll.evaluate((el, y) => {
       el.scrollTop = y;
       return {
-        rows: [...el.querySelectorAll('.log-line')].map((r) => [Number(r.querySelector('.ln')?.textContent), r.querySelector('.msg')?.textContent ?? '']),
+        rows: [...el.querySelectorAll('.log-line')].map((r) => [Number(r.querySelector('.ln')?.textContent), r.querySelector('.msg')?.textContent ?? ''] as [number, string]),
         height: el.scrollHeight,
         client: el.clientHeight,
       };
@@ -139,7 +140,7 @@ async function panelRecords(logs) {
 }
 
 /** Index in `have` after the in-order match of every `want`, or the first missing one. */
-function inOrder(have, want) {
+function inOrder(have: string[], want: string[]): { ok?: true; missing?: string } {
   let i = 0;
   for (const w of want) {
     while (i < have.length && have[i] !== w) i++;
@@ -149,16 +150,19 @@ function inOrder(have, want) {
   return { ok: true };
 }
 
-let spki;
-try {
-  spki = await verifiedSpki();
-} catch (e) {
-  console.log(`FAIL the Console's certificate\n     ${e.message}`);
-  console.log('0 passed, 1 failed');
-  process.exit(1);
-}
-console.log(`Console certificate verified against ${cfg.ca}; Chromium trusts only its key (sha256/${spki})`);
-const chromiumArgs = [...(cfg.hostRules ? [`--host-resolver-rules=${cfg.hostRules}`] : []), `--ignore-certificate-errors-spki-list=${spki}`];
+const hostRuleArgs = cfg.hostRules ? [`--host-resolver-rules=${cfg.hostRules}`] : [];
+
+/** Chromium trusts only the key of the Console's verified certificate (checked once per worker). */
+const test = base.extend<object, { launchOptions: LaunchOptions }>({
+  launchOptions: [
+    async ({ launchOptions }, use) => {
+      const spki = await verifiedSpki();
+      console.log(`Console certificate verified against ${cfg.ca}; Chromium trusts only its key (sha256/${spki})`);
+      await use({ ...launchOptions, args: [...(launchOptions.args ?? []), ...hostRuleArgs, `--ignore-certificate-errors-spki-list=${spki}`] });
+    },
+    { scope: 'worker' },
+  ],
+});
 
 test('Chromium refuses the Console without the verified key', async () => {
   const bare = await chromium.launch({
@@ -177,7 +181,7 @@ test('Chromium refuses the Console without the verified key', async () => {
   }
 });
 
-test(`${cfg.user}: log in, Runs of runtime ${cfg.runtime}, ${cfg.run}'s log tail, follow a new record, log out`, async (browser) => {
+test(`${cfg.user}: log in, Runs of runtime ${cfg.runtime}, ${cfg.run}'s log tail, follow a new record, log out`, async ({ browser }) => {
   const page = await newPage(browser, { ignoreHTTPSErrors: false });
   await page.goto(`${cfg.url}/login`);
   await page.getByLabel('Kubernetes bearer token').waitFor();
@@ -212,12 +216,12 @@ test(`${cfg.user}: log in, Runs of runtime ${cfg.runtime}, ${cfg.run}'s log tail
   // An active Run opens following; the plain tail is read with Follow off.
   await logs.getByLabel('Follow').uncheck();
   await eventually('the log tail', async () => (await state.innerText()).startsWith('Last '), 20_000);
-  const shown = Number((await state.innerText()).match(/^Last ([\d,]+)/)[1].replace(/,/g, ''));
+  const shown = Number(capture(/^Last ([\d,]+)/, await state.innerText()).replace(/,/g, ''));
   const records = await panelRecords(logs);
   assert(records.length === shown, `the panel says ${shown} records and holds ${records.length}`);
   assert(records.every(([n], i) => n === records[0][0] + i), 'the panel skips line numbers');
   const tail = records.map(([, m]) => m);
-  const order = inOrder(tail, cfg.messages);
+  const order = inOrder(tail, MESSAGES);
   assert(order.ok, `the tail lacks ${JSON.stringify(order.missing)} (or shows it out of order); it shows:\n${tail.join('\n')}`);
   await shot(page, 'run-tail');
 
@@ -229,7 +233,7 @@ test(`${cfg.user}: log in, Runs of runtime ${cfg.runtime}, ${cfg.run}'s log tail
   await eventually(`the new record "${marker}" in the followed panel`, async () => (await logs.locator('.log-line', { hasText: marker }).count()) > 0, 20_000);
   const after = (await panelRecords(logs)).map(([, m]) => m);
   assert(after.filter((m) => m === marker).length === 1, `the new record is shown ${after.filter((m) => m === marker).length} times`);
-  assert(inOrder(after, [...cfg.messages, marker]).ok, 'the new record is not after the tail');
+  assert(inOrder(after, [...MESSAGES, marker]).ok, 'the new record is not after the tail');
   await shot(page, 'run-follow');
   await assertNoToken(page, cfg.token);
 
@@ -244,5 +248,3 @@ test(`${cfg.user}: log in, Runs of runtime ${cfg.runtime}, ${cfg.run}'s log tail
   await close(page);
 });
 
-const ok = await runAll({ args: chromiumArgs });
-process.exit(ok ? 0 : 1);

@@ -3,12 +3,12 @@
 // their env) and have a literal env value and a secretKeyRef; none of that
 // reaches the page or the API answer, and the copy buttons hold the kubectl
 // commands.
-import { api, assert, close, env, getJson, login, newPage, test } from './harness.mjs';
+import { api, assert, close, env, getJson, login, newPage, test } from './support';
 
 const NS = env.ns;
 const SECRETS = ['s3cr3t-literal-value', 'demo-credentials', 'managedFields', 'last-applied-configuration', 'password'];
 
-test('yaml: the YAML view of a Run never contains an env value, managed fields or secret references; copy buttons give kubectl commands', async (browser) => {
+test('yaml: the YAML view of a Run never contains an env value, managed fields or secret references; copy buttons give kubectl commands', async ({ browser }) => {
   // The answer itself, as the API returns it.
   const ctx = await api(env.viewer);
   for (const path of [`/api/namespaces/${NS}/runs/build-running/manifest`, `/api/namespaces/${NS}/runtimes/bash/manifest`, `/api/namespaces/${NS}/workflowruns/release-1-4/manifest`]) {

@@ -5,7 +5,7 @@
 // fit-to-view scale the drawing; a step Run links back to its job and every
 // Pod name is a link.
 import { execFileSync } from 'node:child_process';
-import { assert, close, env, eventually, login, newPage, test } from './harness.mjs';
+import { attr, assert, close, env, eventually, login, newPage, test, type Page } from './support';
 
 const NS = env.ns;
 const WR = 'e2e-dag-14';
@@ -36,17 +36,28 @@ function applyWorkflowRun() {
   execFileSync('kubectl', ['apply', '-f', '-'], { input: yaml, stdio: ['pipe', 'ignore', 'inherit'] });
 }
 
+type Row = NonNullable<Awaited<ReturnType<typeof focusedRow>>>;
+
+/** The focused job row, which must be one (focus left the graph fails the test). */
+async function focusedIn(page: Page): Promise<Row> {
+  const f = await focusedRow(page);
+  assert(f, 'the focus left the graph');
+  return f;
+}
+
 /** The focused job row: its id and its box relative to the canvas. */
-async function focusedRow(page) {
+async function focusedRow(page: Page) {
   return page.evaluate(() => {
     const a = document.activeElement;
     const canvas = document.querySelector('[data-testid="dag-canvas"]');
-    if (!a || !a.matches('a.dag-row') || !canvas) return null;
-    const r = a.querySelector('.dag-row-bg').getBoundingClientRect();
+    if (!(a instanceof SVGElement || a instanceof HTMLElement) || !a.matches('a.dag-row') || !canvas) return null;
+    const bg = a.querySelector('.dag-row-bg');
+    if (!bg) return null;
+    const r = bg.getBoundingClientRect();
     const c = canvas.getBoundingClientRect();
-    const stroke = getComputedStyle(a.querySelector('.dag-row-bg')).stroke;
+    const stroke = getComputedStyle(bg).stroke;
     return {
-      id: a.dataset.job,
+      id: a.dataset.job ?? '',
       x: r.left - c.left + canvas.scrollLeft,
       y: r.top - c.top + canvas.scrollTop,
       visible: r.left >= c.left - 1 && r.right <= c.left + canvas.clientWidth + 1 && r.top >= c.top - 1 && r.bottom <= c.top + canvas.clientHeight + 1,
@@ -55,7 +66,7 @@ async function focusedRow(page) {
   });
 }
 
-test('dag: Tab and arrow order on a 14-job DAG, focus scrolled into view and visible, arrowheads, lineage, zoom', async (browser) => {
+test('dag: Tab and arrow order on a 14-job DAG, focus scrolled into view and visible, arrowheads, lineage, zoom', async ({ browser }) => {
   applyWorkflowRun();
   const page = await newPage(browser, { viewport: { width: 900, height: 700 } });
   await login(page, env.viewer, 'viewer');
@@ -67,7 +78,7 @@ test('dag: Tab and arrow order on a 14-job DAG, focus scrolled into view and vis
 
   // Tab: from the first row through all 14, stage by stage (left to right), top to bottom within a stage.
   await rows.first().focus();
-  const seen = [];
+  const seen: Row[] = [];
   for (let i = 0; i < 14; i++) {
     const f = await focusedRow(page);
     assert(f, `Tab ${i} left the graph`);
@@ -80,8 +91,8 @@ test('dag: Tab and arrow order on a 14-job DAG, focus scrolled into view and vis
   assert(new Set(ids).size === 14, `Tab visited ${ids.join(', ')}`);
   assert(ids[0] === 'checkout' && ids[13] === 'publish', `Tab order starts ${ids[0]} and ends ${ids[13]}: ${ids.join(', ')}`);
   for (let i = 1; i < seen.length; i++) {
-    const a = seen[i - 1];
-    const b = seen[i];
+    const a = seen[i - 1]!;
+    const b = seen[i]!;
     const ok = b.x > a.x + 1 || (Math.abs(b.x - a.x) <= 1 && b.y > a.y);
     assert(ok, `Tab went from ${a.id} (${a.x},${a.y}) to ${b.id} (${b.x},${b.y}): not stage order\n${ids.join(', ')}`);
   }
@@ -89,28 +100,28 @@ test('dag: Tab and arrow order on a 14-job DAG, focus scrolled into view and vis
 
   // Arrows.
   await page.keyboard.press('Home');
-  let f = await focusedRow(page);
+  let f = await focusedIn(page);
   assert(f.id === 'checkout', `Home focused ${f.id}`);
   await page.keyboard.press('ArrowRight');
-  f = await focusedRow(page);
+  f = await focusedIn(page);
   const stage1 = f;
-  assert(f.x > seen[0].x && ['deps', 'security', 'licenses'].includes(f.id), `ArrowRight from checkout focused ${f.id}`);
+  assert(f.x > seen[0]!.x && ['deps', 'security', 'licenses'].includes(f.id), `ArrowRight from checkout focused ${f.id}`);
   await page.keyboard.press('ArrowDown');
-  f = await focusedRow(page);
+  f = await focusedIn(page);
   assert(Math.abs(f.x - stage1.x) <= 1 && f.y > stage1.y, `ArrowDown stayed in the stage? ${JSON.stringify(f)}`);
   await page.keyboard.press('ArrowUp');
-  f = await focusedRow(page);
+  f = await focusedIn(page);
   assert(f.id === stage1.id, `ArrowUp went back to ${f.id}, not ${stage1.id}`);
   await page.keyboard.press('ArrowLeft');
-  f = await focusedRow(page);
+  f = await focusedIn(page);
   assert(f.id === 'checkout', `ArrowLeft focused ${f.id}`);
   await page.keyboard.press('End');
-  f = await focusedRow(page);
+  f = await focusedIn(page);
   assert(f.id === 'publish', `End focused ${f.id}`);
   assert(f.visible, 'End did not scroll publish into view');
   // The page itself did not scroll with the arrows (they were handled).
   await page.keyboard.press('ArrowRight');
-  assert((await focusedRow(page)).id === 'publish', 'ArrowRight past the last stage moved focus');
+  assert((await focusedIn(page)).id === 'publish', 'ArrowRight past the last stage moved focus');
 
   // Arrowheads on every edge.
   const markers = await canvas.locator('path.dag-edge').evaluateAll((ps) =>
@@ -159,17 +170,17 @@ test('dag: Tab and arrow order on a 14-job DAG, focus scrolled into view and vis
   await close(page);
 });
 
-test('relationships: a step Run links to its WorkflowRun and job; Pod names are links', async (browser) => {
+test('relationships: a step Run links to its WorkflowRun and job; Pod names are links', async ({ browser }) => {
   const page = await newPage(browser);
   await login(page, env.viewer, 'viewer');
   await page.goto(`${env.url}/namespaces/${NS}/runs/lint-failed`);
   const overview = page.locator('#overview');
   await overview.getByRole('link', { name: 'release-1-4', exact: true }).waitFor();
   const job = overview.getByRole('link', { name: 'lint', exact: true });
-  assert((await job.getAttribute('href')).endsWith(`/namespaces/${NS}/workflowruns/release-1-4/jobs/lint`), 'the job link is wrong');
+  assert((await attr(job, 'href')).endsWith(`/namespaces/${NS}/workflowruns/release-1-4/jobs/lint`), 'the job link is wrong');
   // The assigned Pod is a link to its Runtime's Pod row.
   const pod = overview.getByRole('link', { name: 'bash-pool-1', exact: true });
-  assert((await pod.getAttribute('href')).endsWith(`/namespaces/${NS}/runtimes/bash#pod-bash-pool-1`), 'the Pod link is wrong');
+  assert((await attr(pod, 'href')).endsWith(`/namespaces/${NS}/runtimes/bash#pod-bash-pool-1`), 'the Pod link is wrong');
   await job.click();
   await page.getByRole('heading', { name: 'lint', level: 1 }).waitFor();
 

@@ -5,11 +5,11 @@
 // completion times, with Action steps, a snapshot and a failed call's
 // message; Runs with the engine's conditions, a waiting message and retry
 // Events.
-import { assert, close, env, eventually, login, newPage, test } from './harness.mjs';
+import { attr, assert, close, env, eventually, login, newPage, test } from './support';
 
 const NS = env.ns;
 
-test('engine data: Runtimes count their ready Pods, show the template image and the engine capacity', async (browser) => {
+test('engine data: Runtimes count their ready Pods, show the template image and the engine capacity', async ({ browser }) => {
   const page = await newPage(browser);
   await login(page, env.viewer, 'viewer');
   await page.goto(`${env.url}/namespaces/${NS}/runtimes`);
@@ -34,11 +34,11 @@ test('engine data: Runtimes count their ready Pods, show the template image and 
   await close(page);
 });
 
-test('engine data: a Workflow Run takes its times from its Runs and shows Action steps, snapshot and message', async (browser) => {
+test('engine data: a Workflow Run takes its times from its Runs and shows Action steps, snapshot and message', async ({ browser }) => {
   const page = await newPage(browser);
   await login(page, env.viewer, 'viewer');
   await page.goto(`${env.url}/namespaces/${NS}/workflowruns`);
-  const row = (name) => page.locator('table.table tbody tr', { has: page.locator('td:first-child > a', { hasText: new RegExp(`^${name}$`) }) });
+  const row = (name: string) => page.locator('table.table tbody tr', { has: page.locator('td:first-child > a', { hasText: new RegExp(`^${name}$`) }) });
   const release = row('release-1-4');
   await release.waitFor();
   // Started: from its first step Run (the engine writes no startTime).
@@ -64,7 +64,7 @@ test('engine data: a Workflow Run takes its times from its Runs and shows Action
   ]) {
     const link = steps.locator(`[data-action-step="${step}"]`).getByRole('link', { name: run, exact: true });
     await link.waitFor();
-    assert((await link.getAttribute('href')).endsWith(`/namespaces/${NS}/runs/${run}`), `${step} links elsewhere`);
+    assert((await attr(link, 'href')).endsWith(`/namespaces/${NS}/runs/${run}`), `${step} links elsewhere`);
   }
   await page.locator('.kv-row', { hasText: /^Started after/ }).getByRole('link', { name: 'checkout' }).waitFor();
 
@@ -73,7 +73,7 @@ test('engine data: a Workflow Run takes its times from its Runs and shows Action
   await close(page);
 });
 
-test('engine data: Runs name their Workflow Run step, read the engine conditions, attempts and windowed events', async (browser) => {
+test('engine data: Runs name their Workflow Run step, read the engine conditions, attempts and windowed events', async ({ browser }) => {
   const page = await newPage(browser);
   await login(page, env.viewer, 'viewer');
   await page.goto(`${env.url}/namespaces/${NS}/runs?labelSelector=app%3Ddemo`);

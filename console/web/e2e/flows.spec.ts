@@ -2,6 +2,7 @@
 // Other suites may have left Runs in the namespace: nothing here assumes an
 // otherwise empty namespace; the demo Runs are found by name and label.
 import {
+  attr,
   api,
   appendRunLog,
   assert,
@@ -13,11 +14,11 @@ import {
   login,
   newPage,
   test,
-} from './harness.mjs';
+} from './support';
 
 const NS = env.ns;
 
-test('viewer: log in, filter Runs, Run detail, log tail then follow, DAG pan, job page, step logs', async (browser) => {
+test('viewer: log in, filter Runs, Run detail, log tail then follow, DAG pan, job page, step logs', async ({ browser }) => {
   const page = await newPage(browser);
   await login(page, env.viewer, 'viewer');
 
@@ -55,7 +56,7 @@ test('viewer: log in, filter Runs, Run detail, log tail then follow, DAG pan, jo
   appendRunLog(run, marker, 'stderr');
   const line = logs.locator('.log-line', { hasText: marker });
   await line.waitFor({ timeout: 10_000 });
-  assert((await line.getAttribute('class')).includes('stderr'), 'the appended stderr line is not marked as stderr');
+  assert((await attr(line, 'class')).includes('stderr'), 'the appended stderr line is not marked as stderr');
   // Scrolling up pauses the view; "Resume" follows again.
   await logs.locator('.log-scroll').evaluate((el) => el.scrollTo(0, 0));
   await eventually('the paused state', async () => (await logs.locator('.log-state.is-paused').count()) === 1 || (await logs.locator('.log-scroll').evaluate((el) => el.scrollHeight <= el.clientHeight)));
@@ -116,7 +117,7 @@ test('viewer: log in, filter Runs, Run detail, log tail then follow, DAG pan, jo
   await close(page);
 });
 
-test('operator: session command output, cancel a long one, run again', async (browser) => {
+test('operator: session command output, cancel a long one, run again', async ({ browser }) => {
   const page = await newPage(browser);
   await login(page, env.operator, 'operator');
   await page.goto(`${env.url}/namespaces/${NS}/runs/shell-session`);
@@ -156,7 +157,7 @@ test('operator: session command output, cancel a long one, run again', async (br
   await close(page);
 });
 
-test('viewer: the Session panel explains that operations are forbidden before anything is typed', async (browser) => {
+test('viewer: the Session panel explains that operations are forbidden before anything is typed', async ({ browser }) => {
   const page = await newPage(browser);
   await login(page, env.viewer, 'viewer');
   await page.goto(`${env.url}/namespaces/${NS}/runs/shell-session`);
@@ -172,7 +173,7 @@ test('viewer: the Session panel explains that operations are forbidden before an
   await close(page);
 });
 
-test('session survives a reload; a deep link opens directly; logout ends it', async (browser) => {
+test('session survives a reload; a deep link opens directly; logout ends it', async ({ browser }) => {
   const page = await newPage(browser);
   await login(page, env.viewer, 'viewer');
   await page.reload();
@@ -204,7 +205,7 @@ test('session survives a reload; a deep link opens directly; logout ends it', as
   await close(page);
 });
 
-test('settings: Style and Theme switch, persist across a reload, and invalid stored values fall back', async (browser) => {
+test('settings: Style and Theme switch, persist across a reload, and invalid stored values fall back', async ({ browser }) => {
   const page = await newPage(browser);
   const root = () => page.evaluate(() => ({ style: document.documentElement.dataset.style, theme: document.documentElement.dataset.theme }));
   await page.goto(`${env.url}/settings`);

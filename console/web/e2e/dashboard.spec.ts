@@ -4,7 +4,7 @@
 // credential in the page. tests/tests/cluster_dashboard.rs starts the proxy
 // on hack/cluster and runs this flow:
 //
-//   npm run e2e:dashboard
+//   npm run e2e:dashboard       (playwright test --project=dashboard)
 //
 // DASHBOARD_URL      the URL the proxy printed, e.g. http://127.0.0.1:9080
 // E2E_USER           the kubeconfig user the header must show
@@ -14,14 +14,15 @@
 // E2E_MARKER         a prefix for the Run names another page's refused requests name
 // E2E_SHOTS          screenshot folder (default target/ui-shots); CHROMIUM
 //
-// Prints one line per test and a final "N passed, N failed".
+// Prints one line per test and a final "N passed, N failed" (e2e/summary.ts).
 import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { assert, assertNoToken, close, env, eventually, newPage, runAll, test } from './harness.mjs';
+import { assert, assertNoToken, close, env, eventually, newPage, test, type Page } from './support';
 
-function need(name) {
+function need(name: string): string {
   const v = process.env[name];
-  if (!v) throw new Error(`${name} is not set (see the head of console/web/e2e/dashboard.mjs)`);
+  if (!v) throw new Error(`${name} is not set (see the head of console/web/e2e/dashboard.spec.ts)`);
   return v;
 }
 
@@ -36,13 +37,13 @@ const cfg = {
   marker: need('E2E_MARKER'),
 };
 
-async function shot(page, name) {
+async function shot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(env.shots, `dashboard-${name}.png`), fullPage: false });
 }
 
 /** Every response the page receives, headers and body, must not hold the token. */
-function watchResponses(page) {
-  const seen = [];
+function watchResponses(page: Page) {
+  const seen: { url: string; leak: boolean; cookie: boolean }[] = [];
   page.on('response', async (r) => {
     const headers = JSON.stringify(await r.allHeaders().catch(() => ({})));
     const body = await r.text().catch(() => '');
@@ -51,7 +52,7 @@ function watchResponses(page) {
   return seen;
 }
 
-test(`${cfg.user}: signed in without a token page, own Runs readable, another namespace's Run forbidden`, async (browser) => {
+test(`${cfg.user}: signed in without a token page, own Runs readable, another namespace's Run forbidden`, async ({ browser }) => {
   const page = await newPage(browser, { ignoreHTTPSErrors: false });
   const responses = watchResponses(page);
   await page.goto(`${cfg.url}/namespaces/${cfg.ns}/runs`);
@@ -94,7 +95,7 @@ test(`${cfg.user}: signed in without a token page, own Runs readable, another na
   await close(page);
 });
 
-test('a page of another origin cannot use the proxy', async (browser) => {
+test('a page of another origin cannot use the proxy', async ({ browser }) => {
   // Another local web page (its own origin on 127.0.0.1) makes the browser
   // post to the proxy and open a WebSocket to it. Chromium sends that page's
   // Origin; the proxy refuses both. The Rust suite checks from the logs that
@@ -103,8 +104,8 @@ test('a page of another origin cannot use the proxy', async (browser) => {
     res.writeHead(200, { 'content-type': 'text/html' });
     res.end('<!doctype html><title>another page</title>');
   });
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  const other = `http://127.0.0.1:${server.address().port}`;
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const other = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const page = await newPage(browser, { ignoreHTTPSErrors: false });
   try {
     await page.goto(`${other}/`);
@@ -114,7 +115,7 @@ test('a page of another origin cannot use the proxy', async (browser) => {
           (r) => r.type,
           (e) => `error ${e}`,
         );
-        const ws = await new Promise((resolve) => {
+        const ws = await new Promise<string>((resolve) => {
           const s = new WebSocket(`${url.replace(/^http/, 'ws')}/v1/namespaces/${ns}/runs/${marker}-page-ws/00000000-0000-0000-0000-000000000000/operations:ws`);
           s.onopen = () => resolve('open');
           s.onerror = () => resolve('refused');
@@ -131,5 +132,3 @@ test('a page of another origin cannot use the proxy', async (browser) => {
   await close(page);
 });
 
-const ok = await runAll();
-process.exit(ok ? 0 : 1);
