@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { ActionListItem, WorkspaceListItem } from '../src/api/kinds';
-import { retention, sortActions, sortWorkspaces, ttlWords, workspaceTone } from '../src/lib/kinds';
+import type { ActionListItem, WorkspaceListItem } from '../api/kinds';
+import { retention, sortActions, sortWorkspaces, ttlWords, workspaceTone } from './kinds';
 
 const ws = (name: string, phase: string, lastUsedTime?: string): WorkspaceListItem => ({
   metadata: { name, namespace: 'team-a', creationTimestamp: '2026-01-01T00:00:00Z' },

@@ -3,8 +3,8 @@
 // the last record) into a sink, never the whole log at once; a server without
 // fromStart (400) is paged back from its tail to the start first.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { CursorRecord } from '../src/api/logTypes';
-import { downloadWholeLog, type LogSink } from '../src/lib/logDownload';
+import type { CursorRecord } from '../api/logTypes';
+import { downloadWholeLog, type LogSink } from './logDownload';
 
 const cur = (i: number) => `1764601000.${String(i).padStart(9, '0')}-0`;
 const rec = (i: number): CursorRecord => ({ stream: i % 3 ? 'stdout' : 'stderr', message: `m${i}`, pod: 'p', cursor: cur(i) });

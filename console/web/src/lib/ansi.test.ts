@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { applySgr, color256, contrastRatio, luminance, parseAnsi, readableRgb, stripAnsi } from '../src/lib/ansi';
+import { applySgr, color256, contrastRatio, luminance, parseAnsi, readableRgb, stripAnsi } from './ansi';
 
 const E = '\u001b';
 

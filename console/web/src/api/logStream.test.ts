@@ -1,9 +1,9 @@
 // @vitest-environment jsdom
 import { act, renderHook, waitFor } from '@testing-library/react';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { LogBuffer, backoffMs, useRunLogStream, type RunLogStreamOptions } from '../src/api/logStream';
+import { LogBuffer, backoffMs, useRunLogStream, type RunLogStreamOptions } from './logStream';
 // Records of a server without cursors: the fallback the viewer keeps.
-import type { CursorRecord as LogRecord } from '../src/api/logTypes';
+import type { CursorRecord as LogRecord } from './logTypes';
 
 const rec = (message: string, s?: number): LogRecord => ({
   stream: 'stdout',

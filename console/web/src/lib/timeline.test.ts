@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { failedStep, timeline } from '../src/lib/timeline';
+import { failedStep, timeline } from './timeline';
 
 const t0 = Date.parse('2026-01-01T10:00:00Z');
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CommandHistory, appendEntry, commandPlaceholder, outputText, type Entry } from '../src/lib/sessionPanel';
+import { CommandHistory, appendEntry, commandPlaceholder, outputText, type Entry } from './sessionPanel';
 
 const progress = (message: string, percent?: number): Entry => ({
   kind: 'event',

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 // hover. Links use --link on surfaces and --link-tint on tinted areas (the
 // page background, hovered rows), as base.css sets --link-here.
 
-const css = readFileSync(new URL('../src/styles/tokens.css', import.meta.url), 'utf8');
+const css = readFileSync(new URL('./tokens.css', import.meta.url), 'utf8');
 
 function luminance(hex: string): number {
   const channel = (i: number) => {

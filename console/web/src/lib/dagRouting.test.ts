@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fitScale, focusOrder, layoutDag, lineage, moveFocus, onLineage, stageJobs, type DagJobInput, type DagLayout } from '../src/lib/dag';
+import { fitScale, focusOrder, layoutDag, lineage, moveFocus, onLineage, stageJobs, type DagJobInput, type DagLayout } from './dag';
 
 /** Points along an SVG path of absolute M, L, Q and C commands (what layoutDag writes). */
 function sample(d: string): Array<[number, number]> {

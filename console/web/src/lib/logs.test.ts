@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 // Records of a server without cursors: the fallback the viewer keeps.
-import type { CursorRecord as LogRecord } from '../src/api/logTypes';
+import type { CursorRecord as LogRecord } from '../api/logTypes';
 import {
   INITIAL_FOLLOW,
   ResumeMatcher,
@@ -16,7 +16,7 @@ import {
   stepMatch,
   tailSummary,
   type FollowEvent,
-} from '../src/lib/logs';
+} from './logs';
 
 const rec = (message: string, time?: string, stream: 'stdout' | 'stderr' = 'stdout'): LogRecord => ({
   stream,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { safeReturnPath } from '../src/lib/returnPath';
+import { safeReturnPath } from './returnPath';
 
 describe('the return path after a login', () => {
   it('keeps a path of this Console with its query and fragment', () => {

@@ -7,10 +7,10 @@ import {
   login,
   onUnauthorized,
   operationsSocketUrl,
-} from '../src/api/client';
-import { ApiError } from '../src/api/errors';
+} from './client';
+import { ApiError } from './errors';
 // Records of a server without cursors: the fallback the viewer keeps.
-import type { CursorRecord as LogRecord } from '../src/api/logTypes';
+import type { CursorRecord as LogRecord } from './logTypes';
 
 /** Replaces `fetch` with `answer`, recording every call. */
 function stubFetch(answer: (url: string, init: RequestInit) => Response | Promise<Response>) {

@@ -3,7 +3,7 @@
 // the count, the matches' cursors, the next page after the last match.
 import { act, renderHook, waitFor } from '@testing-library/react';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { matchCountText, useWholeLogSearch } from '../src/api/logSearch';
+import { matchCountText, useWholeLogSearch } from './logSearch';
 
 const cur = (i: number) => `1764601000.${String(i).padStart(9, '0')}-0`;
 const rec = (i: number, match = false) => ({ stream: 'stdout', message: `m${i}`, pod: 'p', cursor: cur(i), ...(match ? { match: true } : {}) });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { nextSort, parseSort, RUN_COLUMNS, sortRuns } from '../src/lib/sort';
-import type { RunListItem } from '../src/api/types';
+import { nextSort, parseSort, RUN_COLUMNS, sortRuns } from './sort';
+import type { RunListItem } from '../api/types';
 
 const run = (name: string, phase: string, created: string, attempt?: number): RunListItem => ({
   metadata: { name, namespace: 'team-a', creationTimestamp: created },

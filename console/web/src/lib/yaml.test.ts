@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isPlain, toYaml } from '../src/lib/yaml';
+import { isPlain, toYaml } from './yaml';
 
 describe('toYaml', () => {
   it('writes maps, sequences and scalars as kubectl would read them', () => {

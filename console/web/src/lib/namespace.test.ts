@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { landingNamespace, offeredNamespaces } from '../src/lib/namespace';
-import type { NamespaceList } from '../src/api/types';
+import { landingNamespace, offeredNamespaces } from './namespace';
+import type { NamespaceList } from '../api/types';
 
 const viewer: NamespaceList = { items: [{ name: 'team-a', readable: true }], home: 'team-a' };
 const admin: NamespaceList = {

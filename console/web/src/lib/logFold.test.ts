@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { CursorRecord } from '../src/api/logTypes';
-import { findGroups, firstError, groupOf, visibleLines } from '../src/lib/logFold';
+import type { CursorRecord } from '../api/logTypes';
+import { findGroups, firstError, groupOf, visibleLines } from './logFold';
 
 const rec = (message: string, stream: 'stdout' | 'stderr' = 'stdout'): CursorRecord => ({ message, stream }) as CursorRecord;
 const lines = (...ms: string[]) => ms.map((m) => rec(m));

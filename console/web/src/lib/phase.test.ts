@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CONDITION_POLARITY, conditionPolarity, conditionTone } from '../src/lib/phase';
+import { CONDITION_POLARITY, conditionPolarity, conditionTone } from './phase';
 
 describe('conditions read by the engine reasons', () => {
   it('is green for Scheduled/Assigned, Running/Claimed and Completed/RunCompleted', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { waiting, waitingSentence } from '../src/lib/capacity';
-import type { RuntimeDetail, RuntimePod } from '../src/api/types';
+import { waiting, waitingSentence } from './capacity';
+import type { RuntimeDetail, RuntimePod } from '../api/types';
 
 function pod(name: string, ready: boolean, used: number, cap = 8): RuntimePod {
   return {

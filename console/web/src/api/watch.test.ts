@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../src/api/errors';
-import { NamespaceWatch, staleKeys, type LiveState } from '../src/api/watch';
-import type { WatchKind } from '../src/api/client';
-import type { WatchLine } from '../src/api/types';
+import { ApiError } from './errors';
+import { NamespaceWatch, staleKeys, type LiveState } from './watch';
+import type { WatchKind } from './client';
+import type { WatchLine } from './types';
 
 type Call = Partial<Record<WatchKind, string | undefined>>;
 

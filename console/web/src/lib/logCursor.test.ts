@@ -4,9 +4,9 @@
 // a final `Status` line on every follow the server ends).
 import { act, renderHook, waitFor } from '@testing-library/react';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { LogBuffer, backoffMs, useRunLogStream, type RunLogStreamOptions } from '../src/api/logStream';
-import type { CursorRecord } from '../src/api/logTypes';
-import { cursorHash, indexOfCursor, parseCursorHash, parseLineHash, recordHash } from '../src/lib/logs';
+import { LogBuffer, backoffMs, useRunLogStream, type RunLogStreamOptions } from '../api/logStream';
+import type { CursorRecord } from '../api/logTypes';
+import { cursorHash, indexOfCursor, parseCursorHash, parseLineHash, recordHash } from './logs';
 
 const cur = (s: number, seq = 0) => `17646010${String(s).padStart(2, '0')}.123456789-${seq}`;
 const rec = (message: string, s: number, seq = 0): CursorRecord => ({

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 // (WCAG AA: 4.5:1 for normal text, 3:1 for the focus ring and highlighted
 // edges, which are not text).
 
-const css = readFileSync(new URL('../src/styles/tokens.css', import.meta.url), 'utf8');
+const css = readFileSync(new URL('./tokens.css', import.meta.url), 'utf8');
 
 function luminance(hex: string): number {
   const channel = (i: number) => {

@@ -1,7 +1,7 @@
 // @vitest-environment jsdom
 import { act, renderHook } from '@testing-library/react';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { useNow } from '../src/lib/now';
+import { useNow } from './now';
 
 afterEach(() => {
   vi.useRealTimers();

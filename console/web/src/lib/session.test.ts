@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { canIHint, describeAccess, toApiError } from '../src/api/errors';
-import { NdjsonSplitter } from '../src/lib/ndjson';
-import { GATEWAY_ATTEMPTS, classifyClose, decodeOutput, explainRefusal, gatewayRetryMs, heartbeatMs, parseServerFrame, splitCommandLine, toOperation } from '../src/lib/session';
+import { canIHint, describeAccess, toApiError } from '../api/errors';
+import { NdjsonSplitter } from './ndjson';
+import { GATEWAY_ATTEMPTS, classifyClose, decodeOutput, explainRefusal, gatewayRetryMs, heartbeatMs, parseServerFrame, splitCommandLine, toOperation } from './session';
 
 describe('session command line', () => {
   it('splits on whitespace with quotes and escapes', () => {

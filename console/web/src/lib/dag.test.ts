@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { layoutDag, stageJobs, type DagJobInput, dagRowLabel } from '../src/lib/dag';
+import { layoutDag, stageJobs, type DagJobInput, dagRowLabel } from './dag';
 
 const stagesOf = (jobs: DagJobInput[]) => stageJobs(jobs).stages;
 

@@ -9,7 +9,7 @@ import {
   resolveTheme,
   writeSettings,
   type SettingsStorage,
-} from '../src/lib/settings';
+} from './settings';
 
 function memoryStorage(init: Record<string, string> = {}): SettingsStorage & { data: Record<string, string> } {
   const data = { ...init };
@@ -78,7 +78,7 @@ describe('settings', () => {
 });
 
 describe('public/theme-init.js (runs before React)', () => {
-  const script = readFileSync(new URL('../public/theme-init.js', import.meta.url), 'utf8');
+  const script = readFileSync(new URL('../../public/theme-init.js', import.meta.url), 'utf8');
 
   function runInit(storage: SettingsStorage | 'throws', prefersDark: boolean): Record<string, string> {
     const attrs: Record<string, string> = {};

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { dateTime, describeValue, logTime, zoneOf } from '../src/lib/format';
-import { conditionTone } from '../src/lib/phase';
+import { dateTime, describeValue, logTime, zoneOf } from './format';
+import { conditionTone } from './phase';
 
 describe('times carry their zone', () => {
   it('dateTime ends with the zone of the local time', () => {
