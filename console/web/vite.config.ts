@@ -45,7 +45,7 @@ export default defineConfig({
       : undefined,
   },
   test: {
-    include: ['tests/**/*.test.ts'],
+    include: ['src/**/*.test.{ts,tsx}'],
     environment: 'node',
   },
 });

@@ -11,7 +11,7 @@
 //! `Impersonate-User` are dropped, the user's own permissions decide; a
 //! foreign `Host` or `Origin` (and a state change without `Origin`) is
 //! refused and never reaches the Console (its access log shows forwarded
-//! paths and not the refused ones); Chromium (console/web/e2e/dashboard.mjs)
+//! paths and not the refused ones); Chromium (console/web/e2e/dashboard.spec.ts)
 //! sees the user without a token page; no token is in the proxy's or the
 //! Console's log; after SIGTERM the proxy exits 0, and the Console sees no
 //! connection left from the port-forward. Skipped without a cluster.

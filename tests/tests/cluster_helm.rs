@@ -1002,7 +1002,7 @@ fn chrono_now(offset: i64) -> String {
     text(&out.stdout).trim().to_owned()
 }
 
-/// What the browser's core flow needs (console/web/e2e/cluster.mjs).
+/// What the browser's core flow needs (console/web/e2e/cluster.spec.ts).
 struct BrowserFlow<'a> {
     ca: &'a Path,
     port: u16,

@@ -29,6 +29,7 @@ export const queryKeys = {
   action: (ns: string, name: string) => ['action', ns, name] as const,
   workspaces: (ns: string, q: ObjectListQuery = {}) => ['persistentworkspaces', ns, q] as const,
   workspace: (ns: string, name: string) => ['persistentworkspace', ns, name] as const,
+  operationsAccess: (ns: string, name: string) => ['operations-access', ns, name] as const,
 };
 
 type Live = { live?: boolean };
@@ -44,6 +45,21 @@ function useLiveOptions(live: boolean | undefined): { refetchInterval: number | 
 
 export function useSession() {
   return useQuery({ queryKey: queryKeys.session, queryFn: api.getSession, staleTime: 60_000 });
+}
+
+/**
+ * May the caller run session operations on the Run (the review the Console
+ * makes before the upgrade)? Asked once `enabled` (the Run is Ready), before
+ * anyone types; a denial is an answer, not an error, so it is not retried.
+ */
+export function useOperationsAccess(ns: string, name: string, enabled: boolean) {
+  return useQuery({
+    queryKey: queryKeys.operationsAccess(ns, name),
+    queryFn: () => api.getOperationsAccess(ns, name),
+    enabled,
+    staleTime: 30_000,
+    retry: false,
+  });
 }
 
 export function useNamespaces() {

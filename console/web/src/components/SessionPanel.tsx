@@ -7,10 +7,10 @@
  * is read-only and names the missing verb. The only control in the Console
  * that changes anything.
  */
-import { useQuery } from '@tanstack/react-query';
 import { useEffect, useId, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
-import { getOperationsAccess, getSession, openOperationsSocket, operationsAccess } from '../api/client';
+import { openOperationsSocket, operationsAccess } from '../api/client';
 import { ApiError } from '../api/errors';
+import { useOperationsAccess, useSession } from '../api/queries';
 import type { SessionClientFrame } from '../api/requests';
 import type { RunDetail } from '../api/types';
 import { GATEWAY_ATTEMPTS, classifyClose, decodeOutput, explainRefusal, gatewayRetryMs, heartbeatMs, parseServerFrame, toOperation } from '../lib/session';
@@ -61,13 +61,8 @@ export function SessionPanel({ run }: { run: RunDetail }) {
   const outRef = useRef<HTMLDivElement>(null);
 
   // May this account run operations here? Asked once the Run is Ready, before anyone types.
-  const can = useQuery({
-    queryKey: ['operations-access', ns, name],
-    queryFn: () => getOperationsAccess(ns, name),
-    enabled: ready,
-    staleTime: 30_000,
-    retry: false,
-  });
+  const can = useOperationsAccess(ns, name, ready);
+  const session = useSession();
   const denied = can.data?.allowed === false;
   const loggedOut = can.error instanceof ApiError && can.error.isUnauthorized;
   const readOnly = denied || loggedOut;
@@ -172,8 +167,8 @@ export function SessionPanel({ run }: { run: RunDetail }) {
           // session and run the access check again to tell an expired login
           // (401) and a missing permission (403) from an unreachable gateway (502/503).
           void Promise.all([
-            getSession().then(
-              (s) => s.authenticated,
+            session.refetch().then(
+              (r) => (r.isError ? undefined : r.data?.authenticated),
               () => undefined,
             ),
             can.refetch().then(
