@@ -45,7 +45,7 @@ impl From<DurationArg> for std::time::Duration {
     version = env!("KRUNTIMES_CONSOLE_VERSION"),
     about,
     long_about = None,
-    after_help = "`kruntimes-console check --help`: check an installation from inside the cluster (the chart's helm test).\n`kruntimes-console dashboard --help`: the Console on your own machine through a loopback proxy with your kubeconfig credential (local development only)."
+    after_help = "`kruntimes-console check --help`: check an installation from inside the cluster (the chart's helm test).\n`kruntimes-console dashboard --help`: the Console on your own machine through a loopback proxy with your kubeconfig credential (local development only).\n\nTraces: OpenTelemetry over OTLP http/protobuf, off unless OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set; OTEL_SERVICE_NAME (default kruntimes-console), OTEL_TRACES_SAMPLER(_ARG), OTEL_EXPORTER_OTLP_HEADERS/_TIMEOUT/_CERTIFICATE and OTEL_BSP_* apply (docs/operations.md, \"Traces\")."
 )]
 pub struct Args {
     /// Kubeconfig holding the Console's own (ServiceAccount) credentials.

@@ -15,6 +15,7 @@ pub mod error;
 pub mod headers;
 pub mod logging;
 pub mod origin;
+pub mod otel;
 pub mod root;
 pub mod router;
 pub mod session;

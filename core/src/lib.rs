@@ -27,6 +27,7 @@ pub mod serve;
 pub mod status;
 pub mod tls;
 pub mod tls_stream;
+pub mod trace;
 pub mod ttlmap;
 pub mod workers;
 pub mod workflowrun;
