@@ -531,11 +531,14 @@ async fn forward_invoke(
     *upstream.headers_mut() = headers;
     // The answer, its body included, within the total timeout.
     let deadline = tokio::time::Instant::now() + state.bounds.total_timeout;
-    let call = state.http.get().request(upstream);
+    let call = tracing::Span::none().in_scope(|| state.http.get().request(upstream));
     let resp = match &span {
         Some(span) => {
             use tracing::Instrument;
-            let res = tokio::time::timeout_at(deadline, call.instrument(span.clone())).await;
+            // Polled outside any span: hyper's pool spawns a new connection's
+            // task `in_current_span`, which would keep the span open with it.
+            let res =
+                tokio::time::timeout_at(deadline, call.instrument(tracing::Span::none())).await;
             let code = match &res {
                 Ok(Ok(r)) => Some(r.status().as_u16()),
                 _ => None,

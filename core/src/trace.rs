@@ -199,7 +199,7 @@ pub fn server_span(method: &str, route: Option<&str>, headers: &HeaderMap) -> Sp
 
 /// Records a finished request's status code and ID on its span.
 pub fn record_response(span: &Span, code: u16, request_id: &[u8; 16]) {
-    span.record("http.response.status_code", code);
+    span.record("http.response.status_code", i64::from(code));
     if let Ok(id) = std::str::from_utf8(request_id) {
         span.record("request_id", id);
     }
@@ -243,7 +243,7 @@ pub fn gateway_span(route: &'static str, address: &str, port: u16) -> Span {
 pub fn record_call(span: &Span, code: Option<u16>) {
     match code {
         Some(code) => {
-            span.record("http.response.status_code", code);
+            span.record("http.response.status_code", i64::from(code));
             if code >= 500 {
                 span.record("otel.status_code", "ERROR");
             }
@@ -299,15 +299,16 @@ where
         }
         let span = kube_span(req.method().as_str(), req.uri().path());
         inject(&span, req.headers_mut());
-        let fut = self.inner.call(req);
-        let recorded = span.clone();
+        // Called and polled outside any span: hyper's pool spawns each new
+        // connection's task `in_current_span`, which would hold a span open
+        // for as long as the connection lives.
+        let fut = Span::none().in_scope(|| self.inner.call(req));
         futures::future::Either::Right(
             async move {
-                let res = fut.await;
-                record_call(&recorded, res.as_ref().ok().map(|r| r.status().as_u16()));
+                let res = fut.instrument(Span::none()).await;
+                record_call(&span, res.as_ref().ok().map(|r| r.status().as_u16()));
                 res
             }
-            .instrument(span)
             .boxed(),
         )
     }
@@ -393,8 +394,20 @@ mod tests {
         use tracing::Instrument;
         use tracing_subscriber::layer::SubscriberExt;
         let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
-        let subscriber = tracing_subscriber::registry()
-            .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+        use tracing_subscriber::Layer as _;
+        // As the Console composes it: the log layer with its own filter first.
+        let subscriber =
+            tracing_subscriber::registry()
+                .with(tracing_subscriber::fmt::layer().with_filter(
+                    tracing_subscriber::EnvFilter::new("info,kube=warn,hyper=warn"),
+                ))
+                .with(
+                    tracing_opentelemetry::layer()
+                        .with_tracer(provider.tracer("test"))
+                        .with_filter(tracing_subscriber::filter::filter_fn(|m| {
+                            m.is_span() && m.target() == TARGET
+                        })),
+                );
         let _default = tracing::subscriber::set_default(subscriber);
         enable();
         let seen = std::sync::Arc::new(std::sync::Mutex::new(HeaderMap::new()));
@@ -417,6 +430,11 @@ mod tests {
             )
             .body(())
             .unwrap();
+        let gw = span.in_scope(|| gateway_span("/r/{x}", "gateway.example", 8443));
+        assert!(
+            headers_of(&gw).is_some(),
+            "the gateway call's span is recorded"
+        );
         svc.ready().await.unwrap();
         // Called from within the request's span, as a handler calls kube.
         async { svc.call(call).await }
