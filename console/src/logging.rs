@@ -236,9 +236,7 @@ pub fn init_with_traces(
             .with_threads(false)
             .with_target(false)
             .with_tracked_inactivity(false)
-            .with_filter(tracing_subscriber::filter::filter_fn(|meta| {
-                meta.is_span() && meta.target() == kruntimes_core::trace::TARGET
-            }))
+            .with_filter(kruntimes_core::trace::SpanFilter)
     });
     tracing_subscriber::registry()
         .with(log.with_filter(filter))

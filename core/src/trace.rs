@@ -37,6 +37,49 @@ const MAX_TRACESTATE_MEMBERS: usize = 32;
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
 
+/// The filter of the exporter's layer: the spans made here ([`TARGET`]),
+/// nothing else (no log line becomes a span event).
+///
+/// It never answers `Interest::always` for a callsite. A per-layer filter's
+/// decision reaches its layer through a thread-local set by the `enabled`
+/// pass just before a span is made; a callsite every filter finds always
+/// interesting skips that pass, and its span is then judged by whatever the
+/// last pass on the thread left there. After a `tracing::enabled!` check
+/// ([`crate::observe::access_logged`]), which runs a pass no span or event
+/// follows, that is this filter's "no" to a log event: the next span made
+/// here on the thread was dropped from the traces (a request's gateway call,
+/// made on the thread that had just checked whether the access line is
+/// logged). Answering `sometimes` runs the pass for every span.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SpanFilter;
+
+impl SpanFilter {
+    fn takes(meta: &tracing::Metadata<'_>) -> bool {
+        meta.is_span() && meta.target() == TARGET
+    }
+}
+
+impl<S> tracing_subscriber::layer::Filter<S> for SpanFilter {
+    fn enabled(
+        &self,
+        meta: &tracing::Metadata<'_>,
+        _: &tracing_subscriber::layer::Context<'_, S>,
+    ) -> bool {
+        Self::takes(meta)
+    }
+
+    fn callsite_enabled(
+        &self,
+        meta: &'static tracing::Metadata<'static>,
+    ) -> tracing::subscriber::Interest {
+        if Self::takes(meta) {
+            tracing::subscriber::Interest::sometimes()
+        } else {
+            tracing::subscriber::Interest::never()
+        }
+    }
+}
+
 /// Whether traces are exported (an exporter was installed).
 #[inline]
 pub fn enabled() -> bool {
@@ -383,31 +426,69 @@ mod tests {
         assert_eq!(sc.trace_state().get("congo"), Some("t61rcWkgMzE"));
     }
 
+    /// The Console's subscriber: the log layer with its own filter first,
+    /// then the exporter's layer with [`SpanFilter`].
+    fn console_subscriber(
+        provider: &opentelemetry_sdk::trace::SdkTracerProvider,
+    ) -> impl tracing::Subscriber + Send + Sync {
+        use opentelemetry::trace::TracerProvider as _;
+        use tracing_subscriber::Layer as _;
+        use tracing_subscriber::layer::SubscriberExt;
+        tracing_subscriber::registry()
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_test_writer()
+                    .with_filter(tracing_subscriber::EnvFilter::new(
+                        "info,kube=warn,hyper=warn",
+                    )),
+            )
+            .with(
+                tracing_opentelemetry::layer()
+                    .with_tracer(provider.tracer("test"))
+                    .with_filter(SpanFilter),
+            )
+    }
+
+    /// Checking whether the access line is logged (a `tracing::enabled!`
+    /// pass that no event follows) loses no span made after it on the
+    /// thread: neither a call's span nor the next request's.
+    #[test]
+    fn spans_after_an_access_log_check_are_recorded() {
+        let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
+        let _default = tracing::subscriber::set_default(console_subscriber(&provider));
+        let mut h = HeaderMap::new();
+        h.insert("traceparent", HeaderValue::from_static(TP));
+        for _ in 0..3 {
+            let _ = crate::observe::access_logged();
+            let request = server_span("POST", Some("/r/{x}"), &h);
+            assert!(headers_of(&request).is_some(), "the request's span");
+            let _ = crate::observe::access_logged();
+            let gw = request.in_scope(|| gateway_span("/r/{x}", "gateway.example", 8443));
+            let (parent, _) = headers_of(&gw).expect("the gateway call's span");
+            let parent = parent.to_str().unwrap().to_owned();
+            assert!(
+                parent.starts_with("00-4bf92f3577b34da6a3ce929d0e0e4736-"),
+                "{parent}"
+            );
+            let _ = crate::observe::access_logged();
+            let kube = request.in_scope(|| kube_span("GET", "/api"));
+            assert!(
+                headers_of(&kube).is_some(),
+                "the kube-apiserver call's span"
+            );
+        }
+    }
+
     /// A request span from a caller's `traceparent`, and a call to
     /// kube-apiserver made within it through [`KubeTraceLayer`]: the call
     /// carries a `traceparent` of the caller's trace naming a new span (the
     /// call's), the caller's `tracestate`, and nothing of the caller's own.
     #[tokio::test]
     async fn kube_calls_carry_a_traceparent_of_the_request_trace() {
-        use opentelemetry::trace::TracerProvider as _;
         use tower::{Layer, Service, ServiceExt};
         use tracing::Instrument;
-        use tracing_subscriber::layer::SubscriberExt;
         let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
-        use tracing_subscriber::Layer as _;
-        // As the Console composes it: the log layer with its own filter first.
-        let subscriber =
-            tracing_subscriber::registry()
-                .with(tracing_subscriber::fmt::layer().with_filter(
-                    tracing_subscriber::EnvFilter::new("info,kube=warn,hyper=warn"),
-                ))
-                .with(
-                    tracing_opentelemetry::layer()
-                        .with_tracer(provider.tracer("test"))
-                        .with_filter(tracing_subscriber::filter::filter_fn(|m| {
-                            m.is_span() && m.target() == TARGET
-                        })),
-                );
+        let subscriber = console_subscriber(&provider);
         let _default = tracing::subscriber::set_default(subscriber);
         enable();
         let seen = std::sync::Arc::new(std::sync::Mutex::new(HeaderMap::new()));
