@@ -9,6 +9,7 @@ pub mod runs;
 pub mod upstream;
 pub mod ws;
 
+use kruntimes_core::failure::{Reason, Refusal as _};
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
@@ -243,13 +244,24 @@ pub(crate) fn is_forwarded_request_header(name: &HeaderName) -> bool {
 
 /// A 429 for a reached cap, naming it and its flag.
 pub fn cap_reached(e: &CapReached) -> ConsoleError {
-    let mut err = ConsoleError::new(
-        StatusCode::TOO_MANY_REQUESTS,
-        "TooManyRequests",
-        e.to_string(),
-    );
-    err.retry_after = Some(1);
-    err
+    e.into()
+}
+
+/// How a `/v1` call failed on its way to the gateway or back.
+#[derive(Debug, thiserror::Error)]
+pub enum AccessFailure {
+    #[error(
+        "the request body did not arrive within {secs}s (--access-body-timeout); nothing was forwarded"
+    )]
+    BodyTimeout { secs: f32 },
+    #[error("the Runtime gateway did not answer in time")]
+    GatewayTimeout,
+    #[error("the Runtime gateway closed the connection before answering")]
+    BrokeOff,
+    #[error("the Runtime gateway's response exceeds {max} bytes")]
+    ResponseTooLarge { max: usize },
+    #[error("the Runtime gateway is busy")]
+    GatewayBusy,
 }
 
 fn take_slot(state: &AccessState, identity: &Identity) -> Result<Slot, ConsoleError> {
@@ -407,7 +419,7 @@ async fn invoke(
         Err(e) => {
             let announced = content_length(&parts.headers);
             let max = state.bounds.max_request_bytes;
-            if e.code == StatusCode::PAYLOAD_TOO_LARGE
+            if e.is(Reason::PayloadTooLarge)
                 && announced.is_some_and(|len| len <= max.saturating_mul(2))
             {
                 drain(body, announced.unwrap_or(0)).await;
@@ -483,14 +495,9 @@ async fn forward_invoke(
     let body = tokio::time::timeout(timeout, bounded_body(body, state.bounds.max_request_bytes))
         .await
         .map_err(|_| {
-            ConsoleError::new(
-                StatusCode::REQUEST_TIMEOUT,
-                "RequestTimeout",
-                format!(
-                    "the request body did not arrive within {}s (--access-body-timeout); nothing was forwarded",
-                    timeout.as_secs_f32()
-                ),
-            )
+            ConsoleError::from(AccessFailure::BodyTimeout {
+                secs: timeout.as_secs_f32(),
+            })
         })??;
     let mut headers = HeaderMap::new();
     for (k, v) in &parts.headers {
@@ -514,13 +521,7 @@ async fn forward_invoke(
     let deadline = tokio::time::Instant::now() + state.bounds.total_timeout;
     let resp = tokio::time::timeout_at(deadline, state.http.get().request(upstream))
         .await
-        .map_err(|_| {
-            ConsoleError::new(
-                StatusCode::GATEWAY_TIMEOUT,
-                "Timeout",
-                "the Runtime gateway did not answer in time",
-            )
-        })?
+        .map_err(|_| ConsoleError::from(AccessFailure::GatewayTimeout))?
         .map_err(|e| unreachable(&target, &e))?;
     relay_response(resp, inv, state.bounds.max_response_bytes, slot, deadline)
 }
@@ -542,11 +543,7 @@ pub(crate) fn unreachable(
 
 /// A call dispatched and broken off: not retried (the call may have run).
 pub(crate) fn broke_off() -> ConsoleError {
-    ConsoleError::new(
-        StatusCode::BAD_GATEWAY,
-        "BadGateway",
-        "the Runtime gateway closed the connection before answering",
-    )
+    AccessFailure::BrokeOff.into()
 }
 
 /// Passes the gateway's answer through (429 and 5xx included), bounded.
@@ -563,11 +560,7 @@ fn relay_response(
         .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
         && len > max
     {
-        return Err(ConsoleError::new(
-            StatusCode::BAD_GATEWAY,
-            "BadGateway",
-            format!("the Runtime gateway's response exceeds {max} bytes"),
-        ));
+        return Err(AccessFailure::ResponseTooLarge { max }.into());
     }
     let (parts, body) = resp.into_parts();
     let listed = connection_listed(&parts.headers);
@@ -788,7 +781,10 @@ mod tests {
         h.insert(INVOCATION_ID, "a".repeat(128).parse().unwrap());
         assert!(invocation_id(&h).is_ok());
         h.insert(INVOCATION_ID, "a".repeat(129).parse().unwrap());
-        assert_eq!(invocation_id(&h).unwrap_err().code, StatusCode::BAD_REQUEST);
+        assert_eq!(
+            invocation_id(&h).unwrap_err().code(),
+            StatusCode::BAD_REQUEST
+        );
     }
 
     #[test]
