@@ -21,7 +21,7 @@ use axum::extract::{Path, Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use bytes::Bytes;
-use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use http::{HeaderMap, HeaderName, HeaderValue, header};
 use http_body_util::BodyExt;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -783,7 +783,7 @@ mod tests {
         h.insert(INVOCATION_ID, "a".repeat(129).parse().unwrap());
         assert_eq!(
             invocation_id(&h).unwrap_err().code(),
-            StatusCode::BAD_REQUEST
+            http::StatusCode::BAD_REQUEST
         );
     }
 
