@@ -184,8 +184,9 @@ enum Kind {
 pub struct Failure {
     kind: Kind,
     pub message: String,
-    /// `details` of the Status: the object the failure is about, when known.
-    pub details: Option<StatusDetails>,
+    /// `details` of the Status: the object the failure is about, when known
+    /// (boxed: a failure travels in `Result`s and stays small).
+    pub details: Option<Box<StatusDetails>>,
     /// Seconds a client should wait before retrying (`Retry-After`).
     pub retry_after: Option<u32>,
 }
@@ -356,11 +357,11 @@ pub trait Refusal: From<Failure> + Sized {
 
     /// Names the object the failure is about in the Status `details`.
     fn about(mut self, group: &'static str, kind: &'static str, name: impl Into<String>) -> Self {
-        self.failure_mut().details = Some(StatusDetails {
+        self.failure_mut().details = Some(Box::new(StatusDetails {
             name: name.into(),
             group,
             kind,
-        });
+        }));
         self
     }
 }
@@ -599,6 +600,17 @@ mod tests {
             (500, "InternalServerError")
         );
         assert_eq!(f.retry_after, Some(1));
+    }
+
+    #[test]
+    fn a_failure_stays_small() {
+        // It travels in every handler's `Result`; the Console's error adds a
+        // pointer to it.
+        assert!(
+            std::mem::size_of::<Failure>() <= 80,
+            "{}",
+            std::mem::size_of::<Failure>()
+        );
     }
 
     #[test]
