@@ -1,5 +1,6 @@
 //! The aggregated API listener's routes and middleware.
 
+use kruntimes_core::failure::Refusal as _;
 use std::sync::Arc;
 
 use axum::Router;

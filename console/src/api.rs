@@ -19,6 +19,7 @@ pub mod workspaces;
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Path};
+use kruntimes_core::failure::Refusal as _;
 use kruntimes_core::names::{is_dns1123_label, is_dns1123_subdomain};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::{Api, Client};

@@ -10,6 +10,7 @@ use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use kruntimes_core::auth::BearerToken;
+use kruntimes_core::failure::Refusal as _;
 use kube::client::ConfigExt;
 use kube::client::retry::RetryPolicy;
 use std::time::Duration;

@@ -5,6 +5,7 @@
 
 use http::HeaderMap;
 use kruntimes_core::auth::{AuthError, Authenticator, BearerToken, Caller, bearer_token};
+use kruntimes_core::failure::Refusal as _;
 use kruntimes_core::tls::PeerCertificates;
 
 use crate::error::ConsoleError;

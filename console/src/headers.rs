@@ -50,17 +50,21 @@ pub fn is_security_header(name: &str) -> bool {
     SECURITY_HEADERS.iter().any(|(n, _)| *n == name)
 }
 
+/// A request whose header block is larger than the Console accepts.
+#[derive(Debug, thiserror::Error)]
+#[error("the request headers total {size} bytes; at most {max} are accepted")]
+pub struct HeadersTooLarge {
+    pub size: usize,
+    pub max: usize,
+}
+
 /// Refuses a request whose header block exceeds `max` bytes (431), and sets
 /// the security headers on the response.
 pub async fn guard(State(max): State<usize>, req: Request, next: Next) -> Response {
     let api = req.uri().path().starts_with("/api/") || req.uri().path().starts_with("/v1/");
     let size = header_bytes(req.headers());
     let mut resp = if size > max {
-        let refusal = crate::error::ConsoleError::new(
-            http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            "RequestHeaderFieldsTooLarge",
-            format!("the request headers total {size} bytes; at most {max} are accepted"),
-        );
+        let refusal = HeadersTooLarge { size, max }.into();
         crate::error::refuse(req.into_body(), refusal).await
     } else {
         next.run(req).await

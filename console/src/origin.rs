@@ -2,6 +2,7 @@
 //! per request and enforces the Origin rule for credentials a browser
 //! attaches by itself.
 
+use kruntimes_core::failure::Refusal as _;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};

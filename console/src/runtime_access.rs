@@ -9,6 +9,7 @@ pub mod runs;
 pub mod upstream;
 pub mod ws;
 
+use kruntimes_core::failure::{Reason, Refusal as _};
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,7 +21,7 @@ use axum::extract::{Path, Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use bytes::Bytes;
-use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use http::{HeaderMap, HeaderName, HeaderValue, header};
 use http_body_util::BodyExt;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -264,13 +265,24 @@ pub(crate) fn is_passable(name: &HeaderName, value: &[u8]) -> bool {
 
 /// A 429 for a reached cap, naming it and its flag.
 pub fn cap_reached(e: &CapReached) -> ConsoleError {
-    let mut err = ConsoleError::new(
-        StatusCode::TOO_MANY_REQUESTS,
-        "TooManyRequests",
-        e.to_string(),
-    );
-    err.retry_after = Some(1);
-    err
+    e.into()
+}
+
+/// How a `/v1` call failed on its way to the gateway or back.
+#[derive(Debug, thiserror::Error)]
+pub enum AccessFailure {
+    #[error(
+        "the request body did not arrive within {secs}s (--access-body-timeout); nothing was forwarded"
+    )]
+    BodyTimeout { secs: f32 },
+    #[error("the Runtime gateway did not answer in time")]
+    GatewayTimeout,
+    #[error("the Runtime gateway closed the connection before answering")]
+    BrokeOff,
+    #[error("the Runtime gateway's response exceeds {max} bytes")]
+    ResponseTooLarge { max: usize },
+    #[error("the Runtime gateway is busy")]
+    GatewayBusy,
 }
 
 fn take_slot(state: &AccessState, identity: &Identity) -> Result<Slot, ConsoleError> {
@@ -428,7 +440,7 @@ async fn invoke(
         Err(e) => {
             let announced = content_length(&parts.headers);
             let max = state.bounds.max_request_bytes;
-            if e.code == StatusCode::PAYLOAD_TOO_LARGE
+            if e.is(Reason::PayloadTooLarge)
                 && announced.is_some_and(|len| len <= max.saturating_mul(2))
             {
                 drain(body, announced.unwrap_or(0)).await;
@@ -504,14 +516,9 @@ async fn forward_invoke(
     let body = tokio::time::timeout(timeout, bounded_body(body, state.bounds.max_request_bytes))
         .await
         .map_err(|_| {
-            ConsoleError::new(
-                StatusCode::REQUEST_TIMEOUT,
-                "RequestTimeout",
-                format!(
-                    "the request body did not arrive within {}s (--access-body-timeout); nothing was forwarded",
-                    timeout.as_secs_f32()
-                ),
-            )
+            ConsoleError::from(AccessFailure::BodyTimeout {
+                secs: timeout.as_secs_f32(),
+            })
         })??;
     let mut headers = HeaderMap::new();
     for (k, v) in &parts.headers {
@@ -556,13 +563,7 @@ async fn forward_invoke(
         None => tokio::time::timeout_at(deadline, call).await,
     };
     let resp = resp
-        .map_err(|_| {
-            ConsoleError::new(
-                StatusCode::GATEWAY_TIMEOUT,
-                "Timeout",
-                "the Runtime gateway did not answer in time",
-            )
-        })?
+        .map_err(|_| ConsoleError::from(AccessFailure::GatewayTimeout))?
         .map_err(|e| unreachable(&target, &e))?;
     relay_response(resp, inv, state.bounds.max_response_bytes, slot, deadline)
 }
@@ -584,11 +585,7 @@ pub(crate) fn unreachable(
 
 /// A call dispatched and broken off: not retried (the call may have run).
 pub(crate) fn broke_off() -> ConsoleError {
-    ConsoleError::new(
-        StatusCode::BAD_GATEWAY,
-        "BadGateway",
-        "the Runtime gateway closed the connection before answering",
-    )
+    AccessFailure::BrokeOff.into()
 }
 
 /// Passes the gateway's answer through (429 and 5xx included), bounded.
@@ -605,11 +602,7 @@ fn relay_response(
         .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
         && len > max
     {
-        return Err(ConsoleError::new(
-            StatusCode::BAD_GATEWAY,
-            "BadGateway",
-            format!("the Runtime gateway's response exceeds {max} bytes"),
-        ));
+        return Err(AccessFailure::ResponseTooLarge { max }.into());
     }
     let (parts, body) = resp.into_parts();
     let listed = connection_listed(&parts.headers);
@@ -830,7 +823,10 @@ mod tests {
         h.insert(INVOCATION_ID, "a".repeat(128).parse().unwrap());
         assert!(invocation_id(&h).is_ok());
         h.insert(INVOCATION_ID, "a".repeat(129).parse().unwrap());
-        assert_eq!(invocation_id(&h).unwrap_err().code, StatusCode::BAD_REQUEST);
+        assert_eq!(
+            invocation_id(&h).unwrap_err().code(),
+            http::StatusCode::BAD_REQUEST
+        );
     }
 
     #[test]

@@ -9,7 +9,8 @@
 
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
-use http::{HeaderValue, StatusCode, Uri, header};
+use http::{HeaderValue, Uri, header};
+use kruntimes_core::failure::{Reason, Refusal as _};
 use rust_embed::Embed;
 
 #[derive(Embed)]
@@ -112,10 +113,10 @@ pub async fn serve(uri: Uri) -> Response {
         }
     }
     if path.starts_with("assets/") {
-        return (StatusCode::NOT_FOUND, "not found").into_response();
+        return (Reason::NotFound.code(), "not found").into_response();
     }
     file_response("index.html", false)
-        .unwrap_or_else(|| (StatusCode::NOT_FOUND, "no web UI").into_response())
+        .unwrap_or_else(|| (Reason::NotFound.code(), "no web UI").into_response())
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 
 pub mod action;
 pub mod auth;
+pub mod failure;
 pub mod flags;
 pub mod guard;
 pub mod lifecycle;

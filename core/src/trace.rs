@@ -240,13 +240,18 @@ pub fn server_span(method: &str, route: Option<&str>, headers: &HeaderMap) -> Sp
     span
 }
 
+/// A 5xx answer marks its span as an error (OpenTelemetry's HTTP rule).
+fn server_error(code: u16) -> bool {
+    http::StatusCode::from_u16(code).is_ok_and(|c| c.is_server_error())
+}
+
 /// Records a finished request's status code and ID on its span.
 pub fn record_response(span: &Span, code: u16, request_id: &[u8; 16]) {
     span.record("http.response.status_code", i64::from(code));
     if let Ok(id) = std::str::from_utf8(request_id) {
         span.record("request_id", id);
     }
-    if code >= 500 {
+    if server_error(code) {
         span.record("otel.status_code", "ERROR");
     }
 }
@@ -287,7 +292,7 @@ pub fn record_call(span: &Span, code: Option<u16>) {
     match code {
         Some(code) => {
             span.record("http.response.status_code", i64::from(code));
-            if code >= 500 {
+            if server_error(code) {
                 span.record("otel.status_code", "ERROR");
             }
         }

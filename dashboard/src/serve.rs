@@ -18,6 +18,8 @@ use tokio::sync::{Mutex, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tower::BoxError;
 
+use kruntimes_core::failure::Reason;
+
 use super::guard::{self, Own};
 use super::upstream::{PortForward, Upstream};
 
@@ -162,7 +164,7 @@ async fn forward(
     if let Err(refusal) = guard::admit(&shared.own, req.method(), host.as_deref(), req.headers()) {
         tracing::warn!(target: "dashboard", "refused {} {}: {}", req.method(), req.uri().path(), refusal.0);
         return text(
-            StatusCode::FORBIDDEN,
+            Reason::Forbidden.code(),
             format!("refused by the dashboard proxy: {}", refusal.0),
         );
     }
@@ -174,7 +176,7 @@ async fn forward(
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > max as u64) {
         return text(
-            StatusCode::PAYLOAD_TOO_LARGE,
+            Reason::PayloadTooLarge.code(),
             format!("the request body is over {max} bytes (--max-request-bytes)"),
         );
     }
@@ -185,7 +187,7 @@ async fn forward(
         Ok(v) => v,
         Err(e) => {
             tracing::warn!(target: "dashboard", "{e:#}");
-            return text(StatusCode::BAD_GATEWAY, format!("{e:#}"));
+            return text(Reason::BadGateway.code(), format!("{e:#}"));
         }
     };
     let (parts, body) = req.into_parts();
@@ -218,7 +220,7 @@ async fn forward(
                 Err(e) => {
                     tracing::warn!(target: "dashboard", "{e:#}");
                     return text(
-                        StatusCode::BAD_GATEWAY,
+                        Reason::BadGateway.code(),
                         format!("cannot reach a Console Pod: {e:#}"),
                     );
                 }
@@ -228,7 +230,7 @@ async fn forward(
     if sender.ready().await.is_err() {
         link.port_forward.take();
         return text(
-            StatusCode::BAD_GATEWAY,
+            Reason::BadGateway.code(),
             "the connection to the Console closed",
         );
     }
@@ -238,14 +240,14 @@ async fn forward(
         Ok(Err(e)) => {
             link.port_forward.take();
             return text(
-                StatusCode::BAD_GATEWAY,
+                Reason::BadGateway.code(),
                 format!("the Console did not answer: {e}"),
             );
         }
         Err(_) => {
             link.port_forward.take();
             return text(
-                StatusCode::GATEWAY_TIMEOUT,
+                Reason::GatewayTimeout.code(),
                 format!("the Console did not answer within {timeout:?} (--response-timeout)"),
             );
         }

@@ -5,6 +5,7 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use http::{HeaderValue, StatusCode, header};
+use kruntimes_core::failure::Reason;
 use kruntimes_core::lifecycle::{Lifecycle, Phase};
 use kruntimes_core::metrics::Metrics;
 use kruntimes_core::ready::Readiness;
@@ -25,7 +26,7 @@ async fn metrics(State(s): State<AdminState>) -> Response {
     s.metrics.before_scrape();
     let mut out = String::new();
     if prometheus_client::encoding::text::encode(&mut out, &s.registry).is_err() {
-        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+        return Reason::Internal.code().into_response();
     }
     let mut resp = out.into_response();
     resp.headers_mut().insert(
@@ -37,14 +38,14 @@ async fn metrics(State(s): State<AdminState>) -> Response {
 
 async fn ready(State(s): State<AdminState>) -> Response {
     if s.lifecycle.phase() != Phase::Serving {
-        return (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response();
+        return (Reason::Unavailable.code(), "shutting down\n").into_response();
     }
     let pending = s.readiness.pending();
     if pending.is_empty() {
         (StatusCode::OK, "ready\n").into_response()
     } else {
         (
-            StatusCode::SERVICE_UNAVAILABLE,
+            Reason::Unavailable.code(),
             format!("not ready: waiting for {}\n", pending.join(", ")),
         )
             .into_response()

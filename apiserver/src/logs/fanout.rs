@@ -9,6 +9,7 @@
 //! the hub or the others, nor grows without bound. The upstream stream
 //! closes when its last follower leaves.
 
+use kruntimes_core::failure::{Reason, Refusal as _};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -532,7 +533,7 @@ pub fn reconnect(error: &ApiError) -> ApiError {
     // A reconnect cannot help a follower that fell behind (it reconnects
     // after its last record itself) or whose cursor is gone (410: read again
     // without it).
-    if matches!(error.reason, "FellBehind" | "Gone") {
+    if matches!(error.kind(), Some(Reason::FellBehind | Reason::Gone)) {
         return error.clone();
     }
     let message = error.message.trim_end();

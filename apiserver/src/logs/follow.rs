@@ -8,6 +8,7 @@
 //! record ends the polling, and written records already delivered as live
 //! lines are skipped (the hand-over).
 
+use kruntimes_core::failure::Refusal as _;
 use std::sync::Arc;
 use std::time::Duration;
 

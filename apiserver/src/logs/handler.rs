@@ -1,5 +1,6 @@
 //! `GET /apis/logs.kruntimes.io/v1alpha1/namespaces/{ns}/runs/{name}/log`.
 
+use kruntimes_core::failure::Refusal as _;
 use std::convert::Infallible;
 use std::sync::Arc;
 

@@ -13,6 +13,7 @@
 
 use bytes::Bytes;
 use k8s_openapi::api::core::v1::Pod;
+use kruntimes_core::failure::{Reason, Refusal as _};
 use kube::Api;
 use kube::api::LogParams;
 use std::sync::Arc;
@@ -325,7 +326,10 @@ impl LogSource {
             Ok(scan) => Ok(Some(scan)),
             // The kubelet keeps one previous container's log; a second
             // restart or a log removed leaves none (400 or 404).
-            Err(e) if container == Container::Previous && matches!(e.code.as_u16(), 400 | 404) => {
+            Err(e)
+                if container == Container::Previous
+                    && (e.is(Reason::BadRequest) || e.is(Reason::NotFound)) =>
+            {
                 Ok(None)
             }
             Err(e) => Err(e),
@@ -371,7 +375,10 @@ impl LogSource {
         let mut scan = match scan {
             Ok(scan) => scan,
             // The previous container's log is gone: it holds nothing to count.
-            Err(e) if container == Container::Previous && matches!(e.code.as_u16(), 400 | 404) => {
+            Err(e)
+                if container == Container::Previous
+                    && (e.is(Reason::BadRequest) || e.is(Reason::NotFound)) =>
+            {
                 return Ok(Some(0));
             }
             Err(e) => return Err(e),

@@ -2,6 +2,7 @@
 //! steps call with `uses`. No public read: without a credential both answer
 //! 401. Step `env` values never leave the server (only the names are read).
 
+use kruntimes_core::failure::Refusal as _;
 use std::sync::Arc;
 
 use axum::Extension;

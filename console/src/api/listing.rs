@@ -4,6 +4,7 @@
 //! read and how many of its objects were consumed), so a filtered list costs
 //! a bounded number of upstream reads per request and never lists everything.
 
+use kruntimes_core::failure::{Reason, Refusal as _};
 use std::fmt::Debug;
 
 use base64::Engine;
@@ -76,7 +77,7 @@ pub struct Scan<'a> {
 
 /// Is this the API server refusing a field selector the CRD does not declare?
 fn unsupported_field(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 400 && s.message.contains("field label not supported"))
+    matches!(e, kube::Error::Api(s) if s.code == Reason::BadRequest.code_u16() && s.message.contains("field label not supported"))
 }
 
 fn list_params(s: &Scan<'_>, limit: u32, cont: Option<&str>, fields: bool) -> ListParams {

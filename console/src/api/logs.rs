@@ -1,6 +1,7 @@
 //! Run logs through kube-apiserver's aggregated path, as the caller: the
 //! Console never reads a Pod log for a browser itself.
 
+use kruntimes_core::failure::{Failure, Reason, Refusal as _};
 use std::sync::Arc;
 
 use axum::Extension;
@@ -289,14 +290,9 @@ fn status_error(code: StatusCode, body: &[u8], ns: &str, name: &str) -> ConsoleE
         .and_then(|m| m.as_str())
         .unwrap_or("the log request failed")
         .to_owned();
-    let reason = status
-        .get("reason")
-        .and_then(|m| m.as_str())
-        .filter(|r| !r.is_empty())
-        .map(str::to_owned)
-        .unwrap_or_else(|| code.canonical_reason().unwrap_or("Error").replace(' ', ""));
-    let mut e = ConsoleError::new(code, &reason, message);
-    if code == StatusCode::FORBIDDEN {
+    let reason = status.get("reason").and_then(|m| m.as_str()).unwrap_or("");
+    let mut e = ConsoleError::from(Failure::relayed(code.as_u16(), reason, message));
+    if e.is(Reason::Forbidden) {
         let mut a = AccessRequest::new("get", "logs.kruntimes.io", "runs", ns, Some(name));
         a.subresource = Some("log".into());
         e = e.with_access(a);

@@ -3,6 +3,7 @@
 //! UI can show it as YAML: no env value, no managed fields, no secret or
 //! ConfigMap reference, no annotation that embeds a copy of the object.
 
+use kruntimes_core::failure::Refusal as _;
 use std::sync::Arc;
 
 use axum::Extension;

@@ -1,6 +1,7 @@
 //! `GET /api/namespaces`: the namespaces the caller can read, and the one
 //! the UI lands in when nothing is remembered.
 
+use kruntimes_core::failure::{Reason, Refusal as _};
 use std::sync::Arc;
 
 use axum::Extension;
@@ -80,7 +81,7 @@ fn review_failure(e: kube::Error) -> ConsoleError {
 }
 
 fn is_forbidden(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 403 || s.code == 401)
+    matches!(e, kube::Error::Api(s) if s.code == Reason::Forbidden.code_u16() || s.code == Reason::Unauthorized.code_u16())
 }
 
 pub async fn namespaces(
@@ -192,10 +193,12 @@ pub async fn namespace(
             let client = state.users.for_token(creds.token()?)?;
             match Api::<Namespace>::all(client).get_opt(&ns).await {
                 Ok(found) => Some(found.is_some()),
-                Err(kube::Error::Api(s)) if s.code == 403 && state.public_read => {
+                Err(kube::Error::Api(s))
+                    if s.code == Reason::Forbidden.code_u16() && state.public_read =>
+                {
                     listed_by_console(&state, &ns).await
                 }
-                Err(kube::Error::Api(s)) if s.code == 403 => None,
+                Err(kube::Error::Api(s)) if s.code == Reason::Forbidden.code_u16() => None,
                 Err(e) => {
                     let mut access = AccessRequest::new("get", "", "namespaces", "", Some(&ns));
                     access.namespace = None;

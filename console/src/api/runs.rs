@@ -1,5 +1,6 @@
 //! Runs: the paged, filtered list and the detail with its Pod and Events.
 
+use kruntimes_core::failure::{Reason, Refusal as _};
 use std::sync::Arc;
 
 use axum::Extension;
@@ -295,7 +296,7 @@ pub async fn list(
             "listing runs",
             AccessRequest::new("list", "kruntimes.io", "runs", &ns, None),
         ));
-        if e.code == http::StatusCode::BAD_REQUEST
+        if e.is(Reason::BadRequest)
             && let Some(sel) = &q.label_selector
         {
             e.message = format!(
@@ -354,7 +355,7 @@ pub async fn detail(
                     message: format!(
                         "invalid assignedPod {p:?}: not a DNS-1123 subdomain; the Pod was not read"
                     ),
-                    code: Some(422),
+                    code: Some(Reason::Invalid.code_u16()),
                 },
                 None => pod_section(&client, &ns, valid_pod, pod_uid).await,
             }
@@ -963,7 +964,7 @@ mod tests {
             "phase=%zz",
         ] {
             let e = parse_query(Some(bad)).unwrap_err();
-            assert_eq!(e.code, http::StatusCode::BAD_REQUEST, "{bad}");
+            assert_eq!(e.code(), http::StatusCode::BAD_REQUEST, "{bad}");
         }
         assert!(
             parse_query(Some("createdAfter=2026-01-02T15:04:05Z"))
@@ -991,7 +992,7 @@ mod tests {
             "createdAfter=2026-01-02T15:04:05Z",
         ] {
             let e = check_public_filters(&parse_query(Some(bad)).unwrap()).unwrap_err();
-            assert_eq!(e.code, http::StatusCode::UNAUTHORIZED, "{bad}");
+            assert_eq!(e.code(), http::StatusCode::UNAUTHORIZED, "{bad}");
             assert!(e.message.contains("bearer token"), "{}", e.message);
         }
     }

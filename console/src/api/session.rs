@@ -1,6 +1,7 @@
 //! `/api/session`: who the caller is, login (a token sealed into the
 //! HttpOnly cookie) and logout.
 
+use kruntimes_core::failure::Refusal as _;
 use std::sync::Arc;
 
 use axum::Extension;

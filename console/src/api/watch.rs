@@ -6,6 +6,7 @@
 //! names and resourceVersions, never objects: the UI reads what changed
 //! through the ordinary endpoints.
 
+use kruntimes_core::failure::{Reason, Refusal as _};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -134,7 +135,12 @@ async fn follow_kind(
                     AccessRequest::new("watch", "kruntimes.io", plural, &ns, None),
                 )
                 .into();
-                let _ = send(WatchLine::error(plural, err.code.as_u16(), err.message)).await;
+                let _ = send(WatchLine::error(
+                    plural,
+                    err.code().as_u16(),
+                    err.failure.message,
+                ))
+                .await;
                 return;
             }
         };
@@ -161,14 +167,18 @@ async fn follow_kind(
                     }
                     continue;
                 }
-                WatchEvent::Error(e) if e.code == 410 => {
+                WatchEvent::Error(e) if e.code == Reason::Gone.code_u16() => {
                     // Too old to resume: start again from now and tell the
                     // UI to read everything of this kind again.
                     match current_rv(&api, &ns, plural).await {
                         Ok(now) => rv = now,
                         Err(err) => {
-                            let _ = send(WatchLine::error(plural, err.code.as_u16(), err.message))
-                                .await;
+                            let _ = send(WatchLine::error(
+                                plural,
+                                err.code().as_u16(),
+                                err.failure.message,
+                            ))
+                            .await;
                             return;
                         }
                     }
@@ -269,9 +279,9 @@ pub async fn watch(
                 (why, _, _) = &mut revoked => {
                     tracing::info!(reason = %why, "ending a watch stream whose access ended");
                     let e = why.to_api_error();
-                    break Some(WatchLine::end(e.code.as_u16(), e.message.clone()));
+                    break Some(WatchLine::end(e.code().as_u16(), e.message.clone()));
                 }
-                () = &mut stopping => break Some(WatchLine::end(503, "the server is shutting down; reconnect".into())),
+                () = &mut stopping => break Some(WatchLine::end(Reason::Unavailable.code_u16(), "the server is shutting down; reconnect".into())),
                 () = tx.closed() => break None,
                 _ = beat.tick() => {
                     if tx.send(line(&WatchLine::heartbeat())).await.is_err() {

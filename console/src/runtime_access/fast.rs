@@ -11,12 +11,13 @@
 //! transfer coding, an oversized head) goes to hyper and the router,
 //! together with the rest of its connection.
 
+use kruntimes_core::failure::{Reason, Refusal as _};
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::response::IntoResponse;
 use bytes::Buf;
-use http::{HeaderValue, Method, StatusCode, header};
+use http::{HeaderValue, Method, header};
 use kruntimes_core::observe::{Observer, access_logged, request_id};
 use kruntimes_core::trace;
 use kruntimes_transport::h1::{self, BodyKind, Parsed, RequestHead, field};
@@ -27,8 +28,8 @@ use tokio::time::Instant;
 use super::gateway::GatewayTarget;
 use super::upstream::{Upstream, Upstreams};
 use super::{
-    AccessState, AdmittedInvoke, INVOCATION_ID, INVOKE_ROUTE, admit_invoke, connection_listed,
-    identity_fields, is_forwarded_request_header, is_passable, is_stripped,
+    AccessFailure, AccessState, AdmittedInvoke, INVOCATION_ID, INVOKE_ROUTE, admit_invoke,
+    connection_listed, identity_fields, is_forwarded_request_header, is_passable, is_stripped,
 };
 use crate::credentials::resolve;
 use crate::error::{ConsoleError, REFUSAL_DRAIN_BYTES};
@@ -182,7 +183,7 @@ impl InvokeFastPath {
                 // As the router: a refusal reads (and drops) a little of the
                 // body first; a 413 whose announced body is not huge, all of it.
                 let max = self.access.bounds.max_request_bytes as u64;
-                let budget = if e.code == StatusCode::PAYLOAD_TOO_LARGE && len <= max * 2 {
+                let budget = if e.is(Reason::PayloadTooLarge) && len <= max * 2 {
                     len
                 } else {
                     REFUSAL_DRAIN_BYTES as u64
@@ -191,7 +192,7 @@ impl InvokeFastPath {
                 // not lost to a reset), and the connection then closes.
                 let drained = skip(conn, len.min(budget)).await && len <= budget;
                 let keep = drained && !close;
-                let (code, took) = (e.code.as_u16(), started.elapsed());
+                let (code, took) = (e.code().as_u16(), started.elapsed());
                 let kept = self.answer_error(conn, e, &id, keep).await && keep;
                 self.record(&head, code, took, &id);
                 return kept;
@@ -203,7 +204,7 @@ impl InvokeFastPath {
         {
             Ok(keep) => keep,
             Err(Failed::Answer(e)) => {
-                let (code, took) = (e.code.as_u16(), started.elapsed());
+                let (code, took) = (e.code().as_u16(), started.elapsed());
                 // The request body may be unread (408): the connection closes.
                 self.answer_error(conn, e, &id, false).await;
                 self.record(&head, code, took, &id);
@@ -360,14 +361,12 @@ impl InvokeFastPath {
                 }
                 None => {
                     conn.out = req;
-                    return Err(Failed::Answer(ConsoleError::new(
-                        StatusCode::REQUEST_TIMEOUT,
-                        "RequestTimeout",
-                        format!(
-                            "the request body did not arrive within {}s (--access-body-timeout); nothing was forwarded",
-                            bounds.body_timeout.as_secs_f32()
-                        ),
-                    )));
+                    return Err(Failed::Answer(
+                        AccessFailure::BodyTimeout {
+                            secs: bounds.body_timeout.as_secs_f32(),
+                        }
+                        .into(),
+                    ));
                 }
             }
         }
@@ -400,11 +399,9 @@ impl InvokeFastPath {
         let max = bounds.max_response_bytes;
         let kind = match kind {
             Some(BodyKind::Length(n)) if n > max as u64 => {
-                return Err(Failed::Answer(ConsoleError::new(
-                    StatusCode::BAD_GATEWAY,
-                    "BadGateway",
-                    format!("the Runtime gateway's response exceeds {max} bytes"),
-                )));
+                return Err(Failed::Answer(
+                    AccessFailure::ResponseTooLarge { max }.into(),
+                ));
             }
             Some(k) => k,
             None => return Err(Failed::Answer(broken_off(&target, "malformed framing"))),
@@ -485,13 +482,7 @@ impl InvokeFastPath {
         req: &[u8],
         deadline: Instant,
     ) -> Result<(Box<Upstream>, u16), ConsoleError> {
-        let timed_out = || {
-            ConsoleError::new(
-                StatusCode::GATEWAY_TIMEOUT,
-                "Timeout",
-                "the Runtime gateway did not answer in time",
-            )
-        };
+        let timed_out = || ConsoleError::from(AccessFailure::GatewayTimeout);
         let mut up = match self.upstreams.idle(target) {
             Some(up) => up,
             None => match conn

@@ -5,6 +5,7 @@
 //! The Console answers the caller's upgrade itself and relays frames
 //! ([`super::frames`]) in one task that owns both sockets.
 
+use kruntimes_core::failure::{Reason, Refusal as _};
 use std::future::{Future, poll_fn};
 use std::sync::Arc;
 use std::task::Poll;
@@ -20,7 +21,7 @@ use tokio_tungstenite::tungstenite;
 use super::frames::{Direction, Pipe, Refusal, Stop};
 use super::gateway::{GatewayStream, GatewayTarget};
 use super::runs::Mode;
-use super::{AccessState, identity_fields};
+use super::{AccessFailure, AccessState, identity_fields};
 use crate::error::ConsoleError;
 use kruntimes_core::auth::Caller as Identity;
 use kruntimes_core::auth::{ResourceAttributes, Revoked};
@@ -196,15 +197,9 @@ async fn handshake(
             Err(e) => return Err(failed(&e.to_string())),
         }
     };
-    if head.status == 429 {
+    if head.status == Reason::TooManyRequests.code_u16() {
         tracing::warn!(gateway = %target.authority(), "the gateway refused an operations socket: 429");
-        let mut e = ConsoleError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "TooManyRequests",
-            "the Runtime gateway is busy",
-        );
-        e.retry_after = Some(1);
-        return Err(e);
+        return Err(AccessFailure::GatewayBusy.into());
     }
     let has = |name: &str, token: &str| h1::has_token(&answer, name, token);
     let accept = tungstenite::handshake::derive_accept_key(key.as_bytes());

@@ -33,6 +33,7 @@ impl Revoked {
     /// The final `Status` of a follow that ends for this reason: 403 when
     /// the action is no longer allowed, 401 otherwise.
     pub fn to_api_error(&self) -> crate::status::ApiError {
+        use crate::failure::Refusal as _;
         match self {
             Self::Forbidden { .. } => crate::status::ApiError::forbidden(self.to_string()),
             _ => crate::status::ApiError::unauthorized(self.to_string()),
