@@ -7,8 +7,8 @@ use axum::response::{IntoResponse, Response};
 use kruntimes_core::failure::{Failure, Reason, Refusal, relay_kube};
 
 use crate::api::types::{AccessRequest, ApiErrorBody, ApiErrorInfo, Section};
-use crate::headers::HeadersTooLarge;
-use crate::runtime_access::AccessFailure;
+use crate::headers::limit::HeadersTooLarge;
+use crate::runtime_access::failure::AccessFailure;
 use crate::runtime_access::gateway::GatewayError;
 use crate::runtime_access::runs::RunUnavailable;
 

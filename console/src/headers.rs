@@ -1,6 +1,8 @@
 //! The Console's outer guard: the request header bound, and security
 //! headers on every response (the refusals included).
 
+pub mod limit;
+
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
@@ -50,13 +52,7 @@ pub fn is_security_header(name: &str) -> bool {
     SECURITY_HEADERS.iter().any(|(n, _)| *n == name)
 }
 
-/// A request whose header block is larger than the Console accepts.
-#[derive(Debug, thiserror::Error)]
-#[error("the request headers total {size} bytes; at most {max} are accepted")]
-pub struct HeadersTooLarge {
-    pub size: usize,
-    pub max: usize,
-}
+pub use limit::HeadersTooLarge;
 
 /// Refuses a request whose header block exceeds `max` bytes (431), and sets
 /// the security headers on the response.

@@ -2,6 +2,7 @@
 //! operations, authorized by SubjectAccessReview and forwarded to the Run's
 //! Runtime gateway with the caller's identity in `X-Remote-*` headers.
 
+pub mod failure;
 pub mod fast;
 pub mod frames;
 pub mod gateway;
@@ -41,6 +42,7 @@ use crate::api::types::AccessRequest;
 use crate::credentials::Credentials;
 use crate::error::{ConsoleError, drain, refuse};
 use crate::state::RequestCredentials;
+pub use failure::AccessFailure;
 
 /// Header carrying an invocation's ID, echoed back.
 pub const INVOCATION_ID: &str = "x-kruntime-invocation-id";
@@ -266,23 +268,6 @@ pub(crate) fn is_passable(name: &HeaderName, value: &[u8]) -> bool {
 /// A 429 for a reached cap, naming it and its flag.
 pub fn cap_reached(e: &CapReached) -> ConsoleError {
     e.into()
-}
-
-/// How a `/v1` call failed on its way to the gateway or back.
-#[derive(Debug, thiserror::Error)]
-pub enum AccessFailure {
-    #[error(
-        "the request body did not arrive within {secs}s (--access-body-timeout); nothing was forwarded"
-    )]
-    BodyTimeout { secs: f32 },
-    #[error("the Runtime gateway did not answer in time")]
-    GatewayTimeout,
-    #[error("the Runtime gateway closed the connection before answering")]
-    BrokeOff,
-    #[error("the Runtime gateway's response exceeds {max} bytes")]
-    ResponseTooLarge { max: usize },
-    #[error("the Runtime gateway is busy")]
-    GatewayBusy,
 }
 
 fn take_slot(state: &AccessState, identity: &Identity) -> Result<Slot, ConsoleError> {

@@ -1,0 +1,10 @@
+//! The refusal of a header block over the Console's bound; `error.rs`
+//! maps it to its answer.
+
+/// A request whose header block is larger than the Console accepts.
+#[derive(Debug, thiserror::Error)]
+#[error("the request headers total {size} bytes; at most {max} are accepted")]
+pub struct HeadersTooLarge {
+    pub size: usize,
+    pub max: usize,
+}
