@@ -1,5 +1,5 @@
 //! The access log's writer, in process: the Console's own writer thread
-//! (`console/src/logging.rs`) next to `tracing-appender`'s non-blocking
+//! (`kruntimes-console/src/logging.rs`) next to `tracing-appender`'s non-blocking
 //! writer, on the same JSON lines.
 //!
 //! ```sh
