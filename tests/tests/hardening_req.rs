@@ -667,7 +667,10 @@ fn signed_client_cert(dir: &Path, name: &str, cn: &str, org: &str) -> (PathBuf, 
     p.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
     let key = rcgen::KeyPair::generate().unwrap();
     let cert = p.signed_by(&key, &issuer).unwrap();
-    let (crt, keyf) = (dir.join(format!("{name}.crt")), dir.join(format!("{name}.key")));
+    let (crt, keyf) = (
+        dir.join(format!("{name}.crt")),
+        dir.join(format!("{name}.key")),
+    );
     std::fs::write(&crt, cert.pem()).unwrap();
     std::fs::write(&keyf, key.serialize_pem()).unwrap();
     (crt, keyf)

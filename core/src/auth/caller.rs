@@ -238,7 +238,10 @@ mod tests {
             let said = c.unforwardable().unwrap_or_default();
             assert!(said.contains(why), "{user:?} {groups:?}: {said:?}");
         }
-        let mut c = caller("system:serviceaccount:a:b", &["system:authenticated", "a b"]);
+        let mut c = caller(
+            "system:serviceaccount:a:b",
+            &["system:authenticated", "a b"],
+        );
         assert_eq!(c.unforwardable(), None, "inner spaces travel as they are");
         c.extra.insert("scopes".into(), vec!["x, y".into()]);
         assert_eq!(c.unforwardable(), None, "extra values are one field each");
