@@ -65,12 +65,14 @@ pub struct Args {
 
     /// PEM serving certificate (chain) of the aggregated API listener.
     /// Re-read when the file changes.
-    #[arg(long)]
-    pub apiserver_tls_cert: PathBuf,
+    // Option only so that a subcommand parses without it; clap requires it
+    // when the binary serves.
+    #[arg(long, required = true)]
+    pub apiserver_tls_cert: Option<PathBuf>,
 
     /// PEM private key of the aggregated API listener. Re-read when the file changes.
-    #[arg(long)]
-    pub apiserver_tls_key: PathBuf,
+    #[arg(long, required = true)]
+    pub apiserver_tls_key: Option<PathBuf>,
 
     /// Address of the Console listener: the web UI, /api and /v1.
     #[arg(long, default_value = "0.0.0.0:9443")]
@@ -489,4 +491,42 @@ pub struct CheckArgs {
     /// How long to keep retrying before giving up.
     #[arg(long, default_value = "60s")]
     pub timeout: DurationArg,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(argv: &[&str]) -> Result<Args, String> {
+        Args::try_parse_from(argv).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_subcommands_parse_without_the_servers_required_flags() {
+        let check = parse(&["kruntimes-console", "check"]).unwrap();
+        assert!(matches!(check.command, Some(Command::Check(_))));
+        let dashboard = parse(&["kruntimes-console", "dashboard", "--port", "0"]).unwrap();
+        match dashboard.command {
+            Some(Command::Dashboard(d)) => assert_eq!(d.port, 0),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_server_requires_its_serving_certificate() {
+        let err = parse(&["kruntimes-console"]).unwrap_err();
+        assert!(err.contains("--apiserver-tls-cert"), "{err}");
+        let err = parse(&["kruntimes-console", "--apiserver-tls-cert", "c.pem"]).unwrap_err();
+        assert!(err.contains("--apiserver-tls-key"), "{err}");
+        let args = parse(&[
+            "kruntimes-console",
+            "--apiserver-tls-cert",
+            "c.pem",
+            "--apiserver-tls-key",
+            "k.pem",
+        ])
+        .unwrap();
+        assert!(args.command.is_none());
+        assert_eq!(args.apiserver_tls_cert, Some(PathBuf::from("c.pem")));
+    }
 }
