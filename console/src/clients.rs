@@ -47,7 +47,8 @@ fn pool(max_idle: usize) -> hyper_util::client::legacy::Builder {
 }
 
 /// The Console's own client: kube's default stack (timeouts, retries of
-/// 429/503/504, the configuration's credentials and headers) over a pool
+/// 429/503/504, the configuration's credentials and headers), a span and a
+/// `traceparent` per request when traces are on, over a pool
 /// that keeps at most `max_idle` idle connections, each with a small read
 /// buffer. kube's own pool keeps every connection a burst opened, for 90 s,
 /// with its grown buffer: after 200 follows opened at once that was ~250
@@ -71,6 +72,7 @@ pub fn service_account(config: &kube::Config, max_idle: usize) -> anyhow::Result
         )
         .option_layer(config.auth_layer()?)
         .layer(config.extra_headers_layer()?)
+        .layer(kruntimes_core::trace::KubeTraceLayer)
         .map_err(BoxError::from)
         .service(pool);
     Ok(kube::Client::new(service, config.default_namespace.clone()))
@@ -118,6 +120,7 @@ impl UserClients {
                 http::header::AUTHORIZATION,
                 value,
             ))
+            .layer(kruntimes_core::trace::KubeTraceLayer)
             .service(self.upstream.clone());
         Ok(kube::Client::new(
             service,

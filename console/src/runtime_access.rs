@@ -32,6 +32,7 @@ use kruntimes_core::lifecycle::Lifecycle;
 use kruntimes_core::limit::{CapReached, Caps, Slot};
 use kruntimes_core::names::{is_dns1123_label, is_dns1123_subdomain};
 use kruntimes_core::routes::{self, Route};
+use kruntimes_core::trace;
 use kruntimes_transport::workers::PerThread;
 use rustls::ClientConfig;
 
@@ -140,10 +141,13 @@ fn gateway_client(
         .build(https)
 }
 
+/// The invoke route's template.
+pub const INVOKE_ROUTE: &str = "/v1/namespaces/{ns}/runs/{name}/{uid}/invoke";
+
 /// The `/v1` routes; every one is counted as `v1`.
 pub static ROUTES: &[Route<Arc<AccessState>>] = &[
     Route {
-        path: "/v1/namespaces/{ns}/runs/{name}/{uid}/invoke",
+        path: INVOKE_ROUTE,
         name: "v1",
         methods: || post(invoke),
     },
@@ -249,6 +253,16 @@ pub const FORWARDED_REQUEST_HEADERS: [&str; 10] = [
 /// list to that).
 pub(crate) fn is_forwarded_request_header(name: &HeaderName) -> bool {
     FORWARDED_REQUEST_HEADERS.contains(&name.as_str())
+}
+
+/// Is this forwarded header's value passed on? A `traceparent` that is not
+/// valid W3C or a `tracestate` over its bound is dropped (never an error);
+/// with traces on, both are replaced by the gateway call's own.
+pub(crate) fn is_passable(name: &HeaderName, value: &[u8]) -> bool {
+    if trace::enabled() && matches!(name.as_str(), "traceparent" | "tracestate") {
+        return false;
+    }
+    trace::is_passable(name.as_str(), value)
 }
 
 /// A 429 for a reached cap, naming it and its flag.
@@ -493,12 +507,17 @@ async fn forward_invoke(
         })??;
     let mut headers = HeaderMap::new();
     for (k, v) in &parts.headers {
-        if is_forwarded_request_header(k) {
+        if is_forwarded_request_header(k) && is_passable(k, v.as_bytes()) {
             headers.append(k.clone(), v.clone());
         }
     }
     identity_headers(&creds.caller, &mut headers);
     headers.insert(INVOCATION_ID, inv.clone());
+    let span = trace::enabled().then(|| {
+        let span = trace::gateway_span(INVOKE_ROUTE, &target.host, target.port);
+        trace::inject(&span, &mut headers);
+        span
+    });
     let uri = format!(
         "https://{}:{}{}",
         target.host,
@@ -511,8 +530,24 @@ async fn forward_invoke(
     *upstream.headers_mut() = headers;
     // The answer, its body included, within the total timeout.
     let deadline = tokio::time::Instant::now() + state.bounds.total_timeout;
-    let resp = tokio::time::timeout_at(deadline, state.http.get().request(upstream))
-        .await
+    let call = tracing::Span::none().in_scope(|| state.http.get().request(upstream));
+    let resp = match &span {
+        Some(span) => {
+            use tracing::Instrument;
+            // Polled outside any span: hyper's pool spawns a new connection's
+            // task `in_current_span`, which would keep the span open with it.
+            let res =
+                tokio::time::timeout_at(deadline, call.instrument(tracing::Span::none())).await;
+            let code = match &res {
+                Ok(Ok(r)) => Some(r.status().as_u16()),
+                _ => None,
+            };
+            trace::record_call(span, code);
+            res
+        }
+        None => tokio::time::timeout_at(deadline, call).await,
+    };
+    let resp = resp
         .map_err(|_| ConsoleError::from(AccessFailure::GatewayTimeout))?
         .map_err(|e| unreachable(&target, &e))?;
     relay_response(resp, inv, state.bounds.max_response_bytes, slot, deadline)

@@ -26,6 +26,7 @@ pub mod runtime;
 pub mod runtimed;
 pub mod status;
 pub mod tls;
+pub mod trace;
 pub mod ttlmap;
 pub mod workflowrun;
 pub mod workspace;

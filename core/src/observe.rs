@@ -125,8 +125,26 @@ pub fn access_logged() -> bool {
     tracing::enabled!(tracing::Level::INFO)
 }
 
-/// The middleware (its state is shared, not copied, per request).
+/// The middleware (its state is shared, not copied, per request). With
+/// traces on, the request runs in its span ([`crate::trace::server_span`]).
 pub async fn observe(State(o): State<Arc<Observer>>, req: Request, next: Next) -> Response {
+    if crate::trace::enabled() {
+        use tracing::Instrument;
+        let template = req.extensions().get::<MatchedPath>().map(|p| p.as_str());
+        let span = crate::trace::server_span(req.method().as_str(), template, req.headers());
+        return observed(o, req, next, Some(&span))
+            .instrument(span.clone())
+            .await;
+    }
+    observed(o, req, next, None).await
+}
+
+async fn observed(
+    o: Arc<Observer>,
+    req: Request,
+    next: Next,
+    span: Option<&tracing::Span>,
+) -> Response {
     let route = req
         .extensions()
         .get::<MatchedPath>()
@@ -142,6 +160,9 @@ pub async fn observe(State(o): State<Arc<Observer>>, req: Request, next: Next) -
     let code = resp.status().as_u16();
     if let Ok(v) = HeaderValue::from_bytes(&id) {
         resp.headers_mut().insert("x-request-id", v);
+    }
+    if let Some(span) = span {
+        crate::trace::record_response(span, code, &id);
     }
     o.record(
         route,

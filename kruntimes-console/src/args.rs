@@ -46,7 +46,8 @@ pub enum Command {
     about,
     long_about = None,
     args_conflicts_with_subcommands = true,
-    subcommand_negates_reqs = true
+    subcommand_negates_reqs = true,
+    after_help = "Traces: OpenTelemetry over OTLP http/protobuf, off unless OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set; OTEL_SERVICE_NAME (default kruntimes-console), OTEL_TRACES_SAMPLER(_ARG), OTEL_EXPORTER_OTLP_HEADERS/_TIMEOUT/_CERTIFICATE and OTEL_BSP_* apply (docs/operations.md, \"Traces\")."
 )]
 pub struct Args {
     /// Another program of the binary instead of the server.

@@ -10,6 +10,7 @@ pub mod admin;
 pub mod args;
 pub mod check;
 pub mod logging;
+pub mod otel;
 pub mod root;
 
 pub use args::Args;

@@ -191,6 +191,19 @@ pub fn write_access(a: &Access<'_>) {
 
 /// Installs the global subscriber; keep the guard until the process ends.
 pub fn init(format: &str) -> LogGuard {
+    init_with_traces(format, None)
+}
+
+/// [`init`], and with `tracer` the spans of [`kruntimes_core::trace`] go to
+/// it (and only those: log lines never become span events). The log filter
+/// (`RUST_LOG`) applies to log lines only, so it cannot turn traces off.
+pub fn init_with_traces(
+    format: &str,
+    tracer: Option<opentelemetry_sdk::trace::Tracer>,
+) -> LogGuard {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let shared = Arc::new(Shared::default());
     let _ = WRITER.set(shared.clone());
     let writer_side = shared.clone();
@@ -202,18 +215,38 @@ pub fn init(format: &str) -> LogGuard {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         EnvFilter::new("info,kube=warn,kube_runtime=warn,hyper=warn,rustls=warn,tower=warn")
     });
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(lines);
-    if format == "text" {
-        builder.init();
+    let text = format == "text";
+    let fmt = tracing_subscriber::fmt::layer().with_writer(lines);
+    let log: Box<dyn Layer<tracing_subscriber::Registry> + Send + Sync> = if text {
+        Box::new(fmt)
     } else {
-        builder
-            .json()
-            .flatten_event(true)
-            .with_current_span(false)
-            .init();
+        // Span fields stay out of log lines: they are the same with traces on or off.
+        Box::new(
+            fmt.json()
+                .flatten_event(true)
+                .with_current_span(false)
+                .with_span_list(false),
+        )
+    };
+    let traced = tracer.is_some();
+    let otel = tracer.map(|tracer| {
+        tracing_opentelemetry::layer()
+            .with_tracer(tracer)
+            .with_location(false)
+            .with_threads(false)
+            .with_target(false)
+            .with_tracked_inactivity(false)
+            .with_filter(kruntimes_core::trace::SpanFilter)
+    });
+    tracing_subscriber::registry()
+        .with(log.with_filter(filter))
+        .with(otel)
+        .init();
+    if !text {
         kruntimes_core::observe::set_access_log(write_access);
+    }
+    if traced {
+        kruntimes_core::trace::enable();
     }
     LogGuard { shared, thread }
 }

@@ -44,10 +44,18 @@ fn main() -> anyhow::Result<()> {
 
 /// The server: both listeners and the admin listener until SIGTERM.
 fn serve(args: kruntimes_console::Args) -> anyhow::Result<()> {
-    // Kept to the end: dropping it writes the log lines still pending.
-    let _log = kruntimes_console::logging::init(&args.log_format);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    // Only with OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT; its exports run on `runtime`.
+    let (tracer, traces) = match kruntimes_console::otel::exporter(runtime.handle().clone())? {
+        Some((tracer, guard)) => (Some(tracer), Some(guard)),
+        None => (None, None),
+    };
+    // Kept to the end: dropping it writes the log lines still pending.
+    let _log = kruntimes_console::logging::init_with_traces(&args.log_format, tracer);
+    // Dropped before the log guard, while the runtime still runs: the spans
+    // still queued are sent.
+    let _traces = traces;
     runtime.block_on(kruntimes_console::run(args))
 }

@@ -491,6 +491,11 @@ impl ConsoleProcess {
     /// `--console-listen`) and the ports are read from its `listening`
     /// line, so no port is chosen before the Console binds it.
     pub fn start(dir: &Path, args: &[String]) -> Self {
+        Self::start_with_env(dir, args, &[])
+    }
+
+    /// [`start`](Self::start) with `vars` added to its environment.
+    pub fn start_with_env(dir: &Path, args: &[String], vars: &[(&str, &str)]) -> Self {
         let e = env();
         let log = dir.join("console.log");
         let out = std::fs::File::create(&log).expect("console log");
@@ -513,6 +518,7 @@ impl ConsoleProcess {
                 .arg(e.pki("console.key"));
         }
         cmd.args(args.iter().filter(|a| *a != "--no-wait"))
+            .envs(vars.iter().copied())
             .stdout(out.try_clone().expect("log"))
             .stderr(out);
         let mut child = cmd.spawn().expect("starting kruntimes-console");

@@ -366,7 +366,8 @@ pub async fn serve(
             }
         }
     };
-    tokio::spawn(task);
+    // With traces on, the follow's reads are children of its request's span.
+    tokio::spawn(tracing::Instrument::in_current_span(task));
     let body = futures::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|b| (Ok::<_, Infallible>(b), rx))
     });

@@ -276,11 +276,22 @@ impl LogSource {
             .map_err(|_| ApiError::shutting_down())?;
         let mut params = self.params(since, follow, container);
         params.limit_bytes = limit_bytes.and_then(|b| i64::try_from(b).ok());
-        let stream = self
-            .pods
-            .log_stream(&self.pod, &params)
-            .await
-            .map_err(|e| from_kube(&e, &format!("reading the log of pod {:?}", self.pod)))?;
+        let opened = self.pods.log_stream(&self.pod, &params);
+        let stream = if kruntimes_core::trace::enabled() {
+            use tracing::Instrument;
+            let span = tracing::info_span!(
+                target: kruntimes_core::trace::TARGET,
+                "pod-log",
+                otel.name = "Pod log read",
+                k8s.pod.name = %self.pod,
+                k8s.container.previous = params.previous,
+                follow = params.follow,
+            );
+            opened.instrument(span).await
+        } else {
+            opened.await
+        }
+        .map_err(|e| from_kube(&e, &format!("reading the log of pod {:?}", self.pod)))?;
         Ok(Scan {
             reader: LineReader::new(Box::pin(stream), MAX_LINE_BYTES),
             line: Line::default(),

@@ -19,6 +19,7 @@ use axum::response::IntoResponse;
 use bytes::Buf;
 use http::{HeaderValue, Method, header};
 use kruntimes_core::observe::{Observer, access_logged, request_id};
+use kruntimes_core::trace;
 use kruntimes_transport::h1::{self, BodyKind, Parsed, RequestHead, field};
 use kruntimes_transport::serve::{FastConn, FastPath, read_into};
 use tokio::io::AsyncWriteExt;
@@ -27,8 +28,8 @@ use tokio::time::Instant;
 use super::gateway::GatewayTarget;
 use super::upstream::{Upstream, Upstreams};
 use super::{
-    AccessFailure, AccessState, AdmittedInvoke, INVOCATION_ID, admit_invoke, connection_listed,
-    identity_fields, is_forwarded_request_header, is_stripped,
+    AccessFailure, AccessState, AdmittedInvoke, INVOCATION_ID, INVOKE_ROUTE, admit_invoke,
+    connection_listed, identity_fields, is_forwarded_request_header, is_passable, is_stripped,
 };
 use crate::credentials::resolve;
 use crate::error::{ConsoleError, REFUSAL_DRAIN_BYTES};
@@ -150,6 +151,11 @@ impl FastPath for InvokeFastPath {
         head: RequestHead,
         conn: &'a mut FastConn,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>> {
+        if trace::enabled() {
+            use tracing::Instrument;
+            let span = trace::server_span("POST", Some(INVOKE_ROUTE), &conn.headers);
+            return Box::pin(self.invoke(head, conn).instrument(span));
+        }
         Box::pin(self.invoke(head, conn))
     }
 
@@ -237,6 +243,9 @@ impl InvokeFastPath {
     /// written, with the time taken up to its head, as the router's observer.
     fn record(&self, head: &RequestHead, code: u16, took: Duration, id: &[u8; 16]) {
         let path = access_logged().then_some(head.target.as_str());
+        if trace::enabled() {
+            trace::record_response(&tracing::Span::current(), code, id);
+        }
         self.observer.metrics.fast_path_requests.inc();
         self.observer.record("v1", "POST", path, code, took, id);
     }
@@ -306,12 +315,23 @@ impl InvokeFastPath {
             field(&mut req, "host", target.authority().as_bytes());
         }
         for (k, v) in &conn.headers {
-            if k.as_str() != INVOCATION_ID && is_forwarded_request_header(k) {
+            if k.as_str() != INVOCATION_ID
+                && is_forwarded_request_header(k)
+                && is_passable(k, v.as_bytes())
+            {
                 field(&mut req, k.as_str(), v.as_bytes());
             }
         }
         identity_fields(&creds.caller, |k, v| field(&mut req, k, v.as_bytes()));
         field(&mut req, INVOCATION_ID, inv.as_bytes());
+        let span =
+            trace::enabled().then(|| trace::gateway_span(INVOKE_ROUTE, &target.host, target.port));
+        if let Some((parent, state)) = span.as_ref().and_then(trace::headers_of) {
+            field(&mut req, "traceparent", parent.as_bytes());
+            if let Some(state) = state {
+                field(&mut req, "tracestate", state.as_bytes());
+            }
+        }
         // As hyper's client: an empty body is sent without a length.
         if len > 0 {
             field_num(&mut req, "content-length", len);
@@ -351,7 +371,18 @@ impl InvokeFastPath {
             }
         }
         let deadline = Instant::now() + bounds.total_timeout;
-        let exchange = self.exchange(conn, &target, &req, deadline).await;
+        let exchange = match &span {
+            Some(span) => {
+                use tracing::Instrument;
+                let x = self
+                    .exchange(conn, &target, &req, deadline)
+                    .instrument(span.clone())
+                    .await;
+                trace::record_call(span, x.as_ref().ok().map(|(_, status)| *status));
+                x
+            }
+            None => self.exchange(conn, &target, &req, deadline).await,
+        };
         conn.out = req;
         let (mut up, status) = match exchange {
             Ok(x) => x,
