@@ -429,7 +429,7 @@ fn prometheus_scrapes_both_pods_loads_the_rules_and_every_dashboard_panel_has_da
     // JSON is YAML: the rule file is the PrometheusRule's spec as it is.
     std::fs::write(d.join("rules.yml"), rule["spec"].to_string()).unwrap();
     let targets = d.join("targets.json");
-    std::fs::write(&targets, discovered_targets(&c, &sm).to_string()).unwrap();
+    std::fs::write(&targets, discovered_targets(c, &sm).to_string()).unwrap();
     let jobs: Vec<Value> = (0..sm["spec"]["endpoints"].as_array().unwrap().len())
         .map(|i| scrape_job(&sm, i, &targets))
         .collect();
