@@ -160,14 +160,15 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
             move || request_header.is_loaded()
         },
     );
-    let (Some(api_cert_file), Some(api_key_file)) =
-        (args.apiserver_tls_cert.clone(), args.apiserver_tls_key.clone())
-    else {
+    let (Some(api_cert_file), Some(api_key_file)) = (
+        args.apiserver_tls_cert.clone(),
+        args.apiserver_tls_key.clone(),
+    ) else {
         anyhow::bail!("--apiserver-tls-cert and --apiserver-tls-key are required");
     };
     let api_cert = Arc::new(
         ReloadingCert::new(api_cert_file.clone(), api_key_file.clone())
-        .context("--apiserver-tls-cert/--apiserver-tls-key")?,
+            .context("--apiserver-tls-cert/--apiserver-tls-key")?,
     );
     expiry_gauge(&metrics, "apiserver", api_cert.clone());
     let api_tls = Arc::new(server_config(api_cert, api_verifier.clone(), true)?);
@@ -207,12 +208,8 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
     }
     let console_cert = Arc::new(
         ReloadingCert::new(
-            args.console_tls_cert
-                .clone()
-                .unwrap_or(api_cert_file),
-            args.console_tls_key
-                .clone()
-                .unwrap_or(api_key_file),
+            args.console_tls_cert.clone().unwrap_or(api_cert_file),
+            args.console_tls_key.clone().unwrap_or(api_key_file),
         )
         .context("--console-tls-cert/--console-tls-key")?,
     );

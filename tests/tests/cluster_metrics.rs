@@ -4,9 +4,14 @@
 //! Operator CRDs installed first), then Debian's `prometheus` run on the
 //! host (loopback only, a temporary TSDB, killed at the end) with the scrape
 //! configuration the Prometheus Operator would derive from the installed
-//! ServiceMonitor (Kubernetes service discovery against the cluster's
-//! kube-apiserver, the Operator's relabeling) and the rules of the
-//! installed PrometheusRule.
+//! ServiceMonitor (the Operator's relabeling over the targets of role
+//! `endpoints` discovery) and the rules of the installed PrometheusRule.
+//! Debian builds Prometheus without its Kubernetes discovery
+//! (`kubernetes_sd_configs` is an unknown field there), so the test plays
+//! that part: it reads the Services, EndpointSlices and Pods from
+//! kube-apiserver and writes them, with the `__meta_kubernetes_*` labels
+//! Kubernetes discovery would give them, to a `file_sd_configs` file;
+//! Prometheus then applies the relabeling itself.
 //!
 //! Checks: both Console Pods are scraped (`up == 1` for 2 targets), every
 //! rule is loaded with health ok, and after a short load (log reads through
@@ -87,15 +92,23 @@ impl Prometheus {
             .stderr(log)
             .spawn()
             .expect("starting prometheus");
-        let p = Self {
+        let mut p = Self {
             child,
             url: format!("http://127.0.0.1:{port}"),
         };
-        eventually("prometheus ready", 60, || {
-            let (code, _) = get(&format!("{}/-/ready", p.url));
-            (code == 200).then_some(())
-        });
-        p
+        // Ready, or the reason it is not (it exited, or its log) in the failure.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            if get(&format!("{}/-/ready", p.url)).0 == 200 {
+                return p;
+            }
+            let exited = p.child.try_wait().ok().flatten();
+            if exited.is_some() || std::time::Instant::now() > deadline {
+                let log = std::fs::read_to_string(dir.join("prometheus.log")).unwrap_or_default();
+                panic!("prometheus not ready (exit: {exited:?}); its log:\n{log}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        }
     }
 
     /// `GET /api/v1/<path>`'s `data`; panics unless the status is success.
@@ -148,11 +161,117 @@ fn sanitize(name: &str) -> String {
         .collect()
 }
 
+/// The targets Prometheus' Kubernetes discovery (role `endpoints`) finds in
+/// the namespaces of ServiceMonitor `sm`, as a `file_sd_configs` file's
+/// target groups: one per Service port and ready endpoint address, with the
+/// `__meta_kubernetes_*` labels that discovery writes.
+fn discovered_targets(c: &Cluster, sm: &Value) -> Value {
+    let mut groups = vec![];
+    let namespaces = sm["spec"]["namespaceSelector"]["matchNames"]
+        .as_array()
+        .expect("the ServiceMonitor names its namespaces");
+    for ns in namespaces {
+        let ns = ns.as_str().unwrap();
+        let services = c.json(&["-n", ns, "get", "services"]);
+        let slices = c.json(&["-n", ns, "get", "endpointslices"]);
+        let pods = c.json(&["-n", ns, "get", "pods"]);
+        for svc in services["items"].as_array().unwrap() {
+            let svc_name = svc["metadata"]["name"].as_str().unwrap();
+            let mut svc_labels = serde_json::Map::new();
+            svc_labels.insert("__meta_kubernetes_namespace".into(), json!(ns));
+            svc_labels.insert("__meta_kubernetes_service_name".into(), json!(svc_name));
+            if let Some(ls) = svc["metadata"]["labels"].as_object() {
+                for (k, v) in ls {
+                    let k = sanitize(k);
+                    svc_labels.insert(format!("__meta_kubernetes_service_label_{k}"), v.clone());
+                    svc_labels.insert(
+                        format!("__meta_kubernetes_service_labelpresent_{k}"),
+                        json!("true"),
+                    );
+                }
+            }
+            let owned = slices["items"].as_array().unwrap().iter().filter(|sl| {
+                sl["metadata"]["labels"]["kubernetes.io/service-name"].as_str() == Some(svc_name)
+            });
+            for slice in owned {
+                for port in slice["ports"].as_array().into_iter().flatten() {
+                    for ep in slice["endpoints"].as_array().into_iter().flatten() {
+                        let ready = ep["conditions"]["ready"].as_bool().unwrap_or(true);
+                        for addr in ep["addresses"].as_array().into_iter().flatten() {
+                            let mut labels = svc_labels.clone();
+                            labels.insert(
+                                "__meta_kubernetes_endpoint_port_name".into(),
+                                port["name"].clone(),
+                            );
+                            labels.insert(
+                                "__meta_kubernetes_endpoint_ready".into(),
+                                json!(ready.to_string()),
+                            );
+                            let target = &ep["targetRef"];
+                            if target["kind"] == "Pod" {
+                                let pod_name = target["name"].as_str().unwrap();
+                                labels.insert(
+                                    "__meta_kubernetes_endpoint_address_target_kind".into(),
+                                    json!("Pod"),
+                                );
+                                labels.insert(
+                                    "__meta_kubernetes_endpoint_address_target_name".into(),
+                                    json!(pod_name),
+                                );
+                                let pod = pods["items"]
+                                    .as_array()
+                                    .unwrap()
+                                    .iter()
+                                    .find(|p| p["metadata"]["name"] == pod_name);
+                                if let Some(pod) = pod {
+                                    labels.insert(
+                                        "__meta_kubernetes_pod_name".into(),
+                                        json!(pod_name),
+                                    );
+                                    labels.insert(
+                                        "__meta_kubernetes_pod_phase".into(),
+                                        pod["status"]["phase"].clone(),
+                                    );
+                                    // The container that declares the port.
+                                    let container =
+                                        pod["spec"]["containers"].as_array().unwrap().iter().find(
+                                            |ct| {
+                                                ct["ports"]
+                                                    .as_array()
+                                                    .into_iter()
+                                                    .flatten()
+                                                    .any(|cp| cp["containerPort"] == port["port"])
+                                            },
+                                        );
+                                    if let Some(ct) = container {
+                                        labels.insert(
+                                            "__meta_kubernetes_pod_container_name".into(),
+                                            ct["name"].clone(),
+                                        );
+                                    }
+                                }
+                            }
+                            let address = format!(
+                                "{}:{}",
+                                addr.as_str().unwrap(),
+                                port["port"].as_u64().unwrap()
+                            );
+                            groups.push(json!({"targets": [address], "labels": labels}));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Value::Array(groups)
+}
+
 /// The scrape job the Prometheus Operator generates for endpoint `i` of
 /// ServiceMonitor `sm` (role endpoints, as its default service discovery
-/// role): keep the selected Services' endpoints on the named port, label
-/// the target as the Operator does, then the endpoint's own relabelings.
-fn scrape_job(sm: &Value, i: usize, api_server: &str, ca: &Path, token: &Path) -> Value {
+/// role), over the targets in `targets` (written by [`discovered_targets`]):
+/// keep the selected Services' endpoints on the named port, label the
+/// target as the Operator does, then the endpoint's own relabelings.
+fn scrape_job(sm: &Value, i: usize, targets: &Path) -> Value {
     let ns = sm["metadata"]["namespace"].as_str().unwrap();
     let name = sm["metadata"]["name"].as_str().unwrap();
     let ep = &sm["spec"]["endpoints"][i];
@@ -215,13 +334,7 @@ fn scrape_job(sm: &Value, i: usize, api_server: &str, ca: &Path, token: &Path) -
         "scrape_timeout": ep["scrapeTimeout"],
         "metrics_path": ep["path"],
         "scheme": ep["scheme"],
-        "kubernetes_sd_configs": [{
-            "role": "endpoints",
-            "api_server": api_server,
-            "tls_config": {"ca_file": ca},
-            "authorization": {"credentials_file": token},
-            "namespaces": {"names": sm["spec"]["namespaceSelector"]["matchNames"]},
-        }],
+        "file_sd_configs": [{"files": [targets], "refresh_interval": "5s"}],
         "relabel_configs": relabel,
     });
     if let Some(m) = ep["metricRelabelings"].as_array() {
@@ -313,20 +426,12 @@ fn prometheus_scrapes_both_pods_loads_the_rules_and_every_dashboard_panel_has_da
         "configmap",
         "kruntimes-console-dashboard",
     ]);
-    let token = d.join("token");
-    std::fs::write(&token, c.var("CLUSTER_TOKEN_ADMIN")).unwrap();
     // JSON is YAML: the rule file is the PrometheusRule's spec as it is.
     std::fs::write(d.join("rules.yml"), rule["spec"].to_string()).unwrap();
+    let targets = d.join("targets.json");
+    std::fs::write(&targets, discovered_targets(c, &sm).to_string()).unwrap();
     let jobs: Vec<Value> = (0..sm["spec"]["endpoints"].as_array().unwrap().len())
-        .map(|i| {
-            scrape_job(
-                &sm,
-                i,
-                c.var("CLUSTER_APISERVER"),
-                Path::new(c.var("CLUSTER_CA")),
-                &token,
-            )
-        })
+        .map(|i| scrape_job(&sm, i, &targets))
         .collect();
     let config = json!({
         "global": {"scrape_interval": "5s", "evaluation_interval": "5s"},
