@@ -1345,3 +1345,107 @@ async fn the_gateway_handshake_carries_identity_and_its_refusals_pass_through() 
     gateway_mode(&gw, r#"{"mode":"normal"}"#);
     assert!(ws_connect(&path, &headers[..1]).await.is_ok());
 }
+
+/// The operator's session cookie (`name=value`), from a sign-in.
+fn operator_cookie() -> String {
+    let r = post(
+        &format!("{}/api/session", env().var("CONSOLE_URL")),
+        &[("Content-Type", "application/json")],
+        &json!({"token": env().token("operator")}).to_string(),
+        None,
+    );
+    assert_eq!(r.code, 200, "{}", r.body);
+    r.headers
+        .iter()
+        .filter(|(k, v)| k == "set-cookie" && !v.contains("Max-Age=0"))
+        .filter_map(|(_, v)| v.split(';').next().map(str::to_owned))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Sends `head` (a whole HTTP/1.1 request without body) to the shared
+/// Console over TLS and returns the status of its answer (0: none).
+async fn raw_h1_status(head: &str) -> u16 {
+    use rustls::pki_types::pem::PemObject;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut roots = rustls::RootCertStore::empty();
+    let pem = std::fs::read(env().var("CONSOLE_CA")).unwrap();
+    for c in rustls::pki_types::CertificateDer::pem_slice_iter(&pem) {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let mut config = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let addr = env().var("CONSOLE_URL").trim_start_matches("https://");
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
+        .connect(
+            rustls::pki_types::ServerName::try_from("localhost").unwrap(),
+            tcp,
+        )
+        .await
+        .unwrap();
+    tls.write_all(head.as_bytes()).await.unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        match tokio::time::timeout(Duration::from_secs(15), tls.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => got.extend_from_slice(&buf[..n]),
+            _ => break,
+        }
+    }
+    let text = String::from_utf8_lossy(&got);
+    text.split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Item 7 of issue 28: an upgrade is an upgrade however its `Upgrade`
+/// field is spelt. With the session cookie and a foreign Origin, an
+/// `Upgrade` listing `websocket` among other tokens, or two `Upgrade`
+/// fields, is refused (403) like the plain one, and nothing reaches the
+/// gateway. (Over HTTP/2 a request cannot carry `Upgrade` at all, RFC 9113
+/// §8.2.2; the router decides with the same function there.)
+#[tokio::test]
+async fn every_spelling_of_a_cross_origin_upgrade_is_refused() {
+    let fx = Fixtures::new("team-a").await;
+    let (name, uid) = run(&fx, "bash", "session", "Ready").await;
+    let cookie = operator_cookie();
+    let path = ops_path("team-a", &name, &uid);
+    let host = env().var("CONSOLE_URL").trim_start_matches("https://");
+    let request = |origin: &str, upgrade: &str| {
+        format!(
+            "GET {path} HTTP/1.1\r\nHost: {host}\r\nCookie: {cookie}\r\nOrigin: {origin}\r\n\
+             Connection: Upgrade\r\n{upgrade}Sec-WebSocket-Version: 13\r\n\
+             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+        )
+    };
+    let evil = "https://evil.example";
+    let before = gateway_requests(&name).len();
+    for upgrade in [
+        "Upgrade: websocket\r\n",
+        "Upgrade: websocket, x-foo\r\n",
+        "Upgrade: x-foo, websocket\r\n",
+        "Upgrade: websocket\r\nUpgrade: x-foo\r\n",
+        "Upgrade: x-foo\r\nUpgrade: websocket\r\n",
+        "Upgrade: WebSocket\r\n",
+    ] {
+        let code = raw_h1_status(&request(evil, upgrade)).await;
+        assert_eq!(
+            code, 403,
+            "cross-origin upgrade {upgrade:?} answered {code}"
+        );
+    }
+    assert_eq!(
+        gateway_requests(&name).len(),
+        before,
+        "a cross-origin upgrade reached the gateway"
+    );
+    // The same request from the Console's own origin is a WebSocket.
+    let own = env().var("CONSOLE_URL");
+    let code = raw_h1_status(&request(own, "Upgrade: websocket\r\n")).await;
+    assert_eq!(code, 101, "a same-origin upgrade");
+}
