@@ -100,8 +100,9 @@ pub struct Args {
     #[arg(long)]
     pub cookie_key_file: Option<PathBuf>,
 
-    /// Lifetime of a browser session.
-    #[arg(long, default_value = "8h")]
+    /// Lifetime of a browser session. Signing out clears the cookie in the
+    /// browser only: a copy stays valid until this runs out.
+    #[arg(long, default_value = "1h")]
     pub session_ttl: DurationArg,
 
     /// Serve list summaries (names, phases, runtimes, ages, counts) to
