@@ -133,10 +133,12 @@ pub struct Args {
     pub kube_idle_connections: usize,
 
     /// PEM CA bundle that verifies Runtime gateways' serving certificates.
+    /// Re-read when the file changes.
     #[arg(long)]
     pub gateway_ca_file: Option<PathBuf>,
 
     /// PEM client certificate the Console presents to Runtime gateways.
+    /// Re-read (with its key) when the files change.
     #[arg(long)]
     pub gateway_client_cert: Option<PathBuf>,
 

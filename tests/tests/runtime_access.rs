@@ -589,6 +589,21 @@ impl Drop for OwnGateway {
 
 async fn own_gateway() -> OwnGateway {
     let e = env();
+    own_gateway_with(
+        &e.pki("gateway.crt"),
+        &e.pki("gateway.key"),
+        &e.pki("console-ca.crt"),
+    )
+    .await
+}
+
+/// A gateway of its own serving `cert`/`key` and trusting clients of `client_ca`.
+async fn own_gateway_with(
+    cert: &std::path::Path,
+    key: &std::path::Path,
+    client_ca: &std::path::Path,
+) -> OwnGateway {
+    let e = env();
     let (port, ctl) = (free_port(), free_port());
     let child = Command::new(kruntimes_tests::env::debug_dir().join("fake-gateway"))
         .arg("--listen")
@@ -596,11 +611,11 @@ async fn own_gateway() -> OwnGateway {
         .arg("--control-listen")
         .arg(format!("127.0.0.1:{ctl}"))
         .arg("--tls-cert")
-        .arg(e.pki("gateway.crt"))
+        .arg(cert)
         .arg("--tls-key")
-        .arg(e.pki("gateway.key"))
+        .arg(key)
         .arg("--client-ca")
-        .arg(e.pki("console-ca.crt"))
+        .arg(client_ca)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -1494,4 +1509,221 @@ async fn an_early_413_and_close_is_relayed_on_both_paths() {
     gateway_mode(&gw, r#"{"mode":"normal"}"#);
     let r = post(&url, &[("Authorization", &op)], "{}", None);
     assert_eq!(r.code, 200, "{}", r.body);
+}
+
+/// Runs openssl in `dir`; panics with its message when it fails.
+fn openssl(dir: &std::path::Path, args: &[&str]) {
+    let out = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A new CA `name` in `dir` and a leaf it signs (`leaf.crt`/`leaf.key`
+/// prefixed with `name`) for `usage` (`serverAuth` or `clientAuth`).
+fn ca_and_leaf(dir: &std::path::Path, name: &str, cn: &str, usage: &str) {
+    let (ca_key, ca_crt) = (format!("{name}-ca.key"), format!("{name}-ca.crt"));
+    let (key, csr, crt, ext) = (
+        format!("{name}.key"),
+        format!("{name}.csr"),
+        format!("{name}.crt"),
+        format!("{name}.ext"),
+    );
+    openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-sha256",
+            "-days",
+            "1",
+            "-keyout",
+            &ca_key,
+            "-out",
+            &ca_crt,
+            "-subj",
+            &format!("/CN={name}-rotated-ca"),
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+        ],
+    );
+    std::fs::write(
+        dir.join(&ext),
+        format!(
+            "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n\
+             extendedKeyUsage={usage}\nsubjectAltName=DNS:localhost,IP:127.0.0.1\n"
+        ),
+    )
+    .unwrap();
+    openssl(
+        dir,
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            &key,
+            "-out",
+            &csr,
+            "-subj",
+            &format!("/CN={cn}"),
+        ],
+    );
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            &ca_crt,
+            "-CAkey",
+            &ca_key,
+            "-CAcreateserial",
+            "-days",
+            "1",
+            "-sha256",
+            "-out",
+            &crt,
+            "-extfile",
+            &ext,
+        ],
+    );
+}
+
+/// Replaces `to` with `from`'s bytes in one step (a new file renamed over it).
+fn rotate(from: &std::path::Path, to: &std::path::Path) {
+    let tmp = to.with_extension("new");
+    std::fs::copy(from, &tmp).unwrap();
+    std::fs::rename(&tmp, to).unwrap();
+}
+
+/// Item 10 of issue 28: the gateway CA and the Console's client certificate
+/// for the gateways are re-read when their files change. A gateway with a
+/// new CA, trusting only a new client CA, is unreachable with the files the
+/// Console started with; once they are rotated on disk, invokes over both
+/// paths succeed, presenting the new client certificate, with no restart.
+#[tokio::test]
+async fn rotated_gateway_tls_files_are_picked_up_without_a_restart() {
+    let e = env();
+    let dir = tempfile::tempdir().unwrap();
+    let pki = dir.path();
+    ca_and_leaf(pki, "gw", "rotated-gateway", "serverAuth");
+    ca_and_leaf(pki, "client", "rotated-console", "clientAuth");
+    let gw = own_gateway_with(
+        &pki.join("gw.crt"),
+        &pki.join("gw.key"),
+        &pki.join("client-ca.crt"),
+    )
+    .await;
+    let fx = Fixtures::new("team-a").await;
+    // Not `run`: the shared Console cannot reach this gateway to settle it.
+    let name = unique("function-run");
+    let uid = fx
+        .create_run(&name, &gw.runtime, "function", json!({}))
+        .await;
+    fx.set_run_status(&name, json!({"phase": "Ready"})).await;
+
+    // The files the Console is started with: the environment's.
+    let live = pki.join("live");
+    std::fs::create_dir(&live).unwrap();
+    let (ca, crt, key) = (
+        live.join("ca.crt"),
+        live.join("client.crt"),
+        live.join("client.key"),
+    );
+    rotate(&e.pki("gateway-ca.crt"), &ca);
+    rotate(&e.pki("console.crt"), &crt);
+    rotate(&e.pki("console.key"), &key);
+    let cdir = tempfile::tempdir().unwrap();
+    let console = kruntimes_tests::env::ConsoleProcess::start(
+        cdir.path(),
+        &[
+            format!("--gateway-ca-file={}", ca.display()),
+            format!("--gateway-client-cert={}", crt.display()),
+            format!("--gateway-client-key={}", key.display()),
+        ],
+    );
+    let pid = console.pid();
+    let url = format!(
+        "https://127.0.0.1:{}/v1/namespaces/team-a/runs/{name}/{uid}/invoke",
+        console.console_port
+    );
+    let op = bearer("operator");
+    let call = |version: &str| {
+        curl::request_as(
+            Some(version),
+            "POST",
+            &url,
+            &[("Authorization", &op)],
+            Body::Raw("{}"),
+        )
+    };
+    // Until the Run cache has the Run Ready, 404 or 503 "is Pending";
+    // then the old CA cannot verify the gateway.
+    let mut last = String::new();
+    for _ in 0..150 {
+        let r = call("2");
+        last = format!("{} {}", r.code, r.body);
+        if r.body.contains("unreachable") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for version in ["1.1", "2"] {
+        let r = call(version);
+        assert_eq!(
+            r.code, 503,
+            "HTTP/{version} with the old CA (before: {last}): {}",
+            r.body
+        );
+        assert!(r.body.contains("unreachable"), "{}", r.body);
+    }
+
+    rotate(&pki.join("gw-ca.crt"), &ca);
+    rotate(&pki.join("client.crt"), &crt);
+    rotate(&pki.join("client.key"), &key);
+    for version in ["1.1", "2"] {
+        let mut got = String::new();
+        let mut ok = false;
+        for _ in 0..100 {
+            let r = call(version);
+            if r.code == 200 {
+                ok = true;
+                break;
+            }
+            got = format!("{} {}", r.code, r.body);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(
+            ok,
+            "HTTP/{version}: never succeeded after the rotation: {got}"
+        );
+    }
+    assert_eq!(console.pid(), pid, "the Console restarted");
+    let (code, body) = e.curl(&format!("{}/requests", gw.control), &[]);
+    assert_eq!(code, 200, "{body}");
+    let seen: Vec<Value> = serde_json::from_str(&body).unwrap();
+    let ours: Vec<&Value> = seen
+        .iter()
+        .filter(|r| r["path"].as_str().unwrap_or("").contains(&name))
+        .collect();
+    assert!(ours.len() >= 2, "{body}");
+    assert!(
+        ours.iter().all(|r| r["clientCN"] == "rotated-console"),
+        "the gateway saw another client certificate: {body}"
+    );
 }
