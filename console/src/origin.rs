@@ -131,7 +131,8 @@ mod tests {
     /// (fields, is an upgrade, is a WebSocket upgrade the Console answers)
     #[test]
     fn upgrade_detection_table() {
-        let table: &[(&[(&str, &str)], bool, bool)] = &[
+        type Row = (&'static [(&'static str, &'static str)], bool, bool);
+        let table: &[Row] = &[
             (&[], false, false),
             (&[("connection", "keep-alive")], false, false),
             (
