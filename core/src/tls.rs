@@ -482,4 +482,50 @@ mod tests {
         assert_eq!(cert.expiry(), Some(1_924_992_000), "2031-01-01T00:00:00Z");
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    /// A CA (its PEM) and a server leaf for `server.test` it signed (DER).
+    fn ca_and_server_leaf(cn: &str) -> (String, CertificateDer<'static>) {
+        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+        let mut params = CertificateParams::new(Vec::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.distinguished_name.push(DnType::CommonName, cn);
+        let ca_key = KeyPair::generate().unwrap();
+        let ca = params.self_signed(&ca_key).unwrap();
+        let issuer = Issuer::new(params, ca_key);
+        let leaf = CertificateParams::new(vec!["server.test".to_owned()])
+            .unwrap()
+            .signed_by(&KeyPair::generate().unwrap(), &issuer)
+            .unwrap();
+        (ca.pem(), leaf.der().clone())
+    }
+
+    #[test]
+    fn server_roots_follow_a_rotation_and_keep_the_last_good_bundle() {
+        use rustls::client::danger::ServerCertVerifier as _;
+        let dir = std::env::temp_dir().join(format!("krt-tls-roots-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("ca.crt");
+        let (old_ca, old_leaf) = ca_and_server_leaf("old ca");
+        let (new_ca, new_leaf) = ca_and_server_leaf("new ca");
+        std::fs::write(&path, &old_ca).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let roots = ReloadingServerRoots::new(path.clone(), provider).unwrap();
+        let name = rustls_pki_types::ServerName::try_from("server.test").unwrap();
+        let verify = |leaf: &CertificateDer<'_>| {
+            roots
+                .verify_server_cert(leaf, &[], &name, &[], UnixTime::now())
+                .is_ok()
+        };
+        assert!(verify(&old_leaf));
+        assert!(!verify(&new_leaf));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&path, &new_ca).unwrap();
+        assert!(verify(&new_leaf), "the rotated bundle was not read");
+        assert!(!verify(&old_leaf), "the old CA is still trusted");
+        // A broken bundle keeps the last good one.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&path, "not a certificate").unwrap();
+        assert!(verify(&new_leaf));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
