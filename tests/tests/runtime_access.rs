@@ -1418,12 +1418,101 @@ async fn raw_h1_status(head: &str) -> u16 {
         .unwrap_or(0)
 }
 
+/// A TLS connection to the shared Console offering only `alpn`.
+async fn console_tls(alpn: &[u8]) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    use rustls::pki_types::pem::PemObject;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut roots = rustls::RootCertStore::empty();
+    let pem = std::fs::read(env().var("CONSOLE_CA")).unwrap();
+    for c in rustls::pki_types::CertificateDer::pem_slice_iter(&pem) {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let mut config = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![alpn.to_vec()];
+    let addr = env().var("CONSOLE_URL").trim_start_matches("https://");
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
+        .connect(
+            rustls::pki_types::ServerName::try_from("localhost").unwrap(),
+            tcp,
+        )
+        .await
+        .unwrap()
+}
+
+/// Sends one HTTP/2 request of `fields` (HPACK literals, no Huffman) on
+/// stream 1 and returns the first frame the Console sends about that
+/// stream: (frame type, payload).
+async fn raw_h2_first_answer(fields: &[(&str, &str)]) -> (u8, Vec<u8>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tls = console_tls(b"h2").await;
+    let mut block = Vec::new();
+    for (name, value) in fields {
+        // Literal header field without indexing, new name (RFC 7541 §6.2.2);
+        // lengths are 7-bit-prefix integers (§5.1).
+        let string = |block: &mut Vec<u8>, s: &str| {
+            let mut n = s.len();
+            if n < 127 {
+                block.push(n as u8);
+            } else {
+                block.push(127);
+                n -= 127;
+                while n >= 128 {
+                    block.push((n % 128) as u8 | 0x80);
+                    n /= 128;
+                }
+                block.push(n as u8);
+            }
+            block.extend_from_slice(s.as_bytes());
+        };
+        block.push(0x00);
+        string(&mut block, name);
+        string(&mut block, value);
+    }
+    let frame = |kind: u8, flags: u8, stream: u32, payload: &[u8]| {
+        let len = payload.len() as u32;
+        let mut f = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
+        f.extend_from_slice(&stream.to_be_bytes());
+        f.extend_from_slice(payload);
+        f
+    };
+    let mut out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    out.extend(frame(0x4, 0, 0, &[])); // SETTINGS
+    out.extend(frame(0x1, 0x4 | 0x1, 1, &block)); // HEADERS, END_HEADERS | END_STREAM
+    tls.write_all(&out).await.unwrap();
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        // Whole frames in the buffer: the first one about stream 1.
+        while buf.len() >= 9 {
+            let len =
+                (usize::from(buf[0]) << 16) | (usize::from(buf[1]) << 8) | usize::from(buf[2]);
+            if buf.len() < 9 + len {
+                break;
+            }
+            let kind = buf[3];
+            let stream = u32::from_be_bytes([buf[5], buf[6], buf[7], buf[8]]) & 0x7fff_ffff;
+            let payload = buf[9..9 + len].to_vec();
+            buf.drain(..9 + len);
+            if stream == 1 || kind == 0x7 {
+                return (kind, payload);
+            }
+        }
+        match tokio::time::timeout(Duration::from_secs(15), tls.read(&mut chunk)).await {
+            Ok(Ok(n)) if n > 0 => buf.extend_from_slice(&chunk[..n]),
+            other => panic!("the Console never answered stream 1: {other:?}"),
+        }
+    }
+}
+
 /// Item 7 of issue 28: an upgrade is an upgrade however its `Upgrade`
 /// field is spelt. With the session cookie and a foreign Origin, an
 /// `Upgrade` listing `websocket` among other tokens, or two `Upgrade`
 /// fields, is refused (403) like the plain one, and nothing reaches the
-/// gateway. (Over HTTP/2 a request cannot carry `Upgrade` at all, RFC 9113
-/// §8.2.2; the router decides with the same function there.)
+/// gateway. Over HTTP/2 (the router) the same requests are malformed and
+/// their stream is reset before any handler runs.
 #[tokio::test]
 async fn every_spelling_of_a_cross_origin_upgrade_is_refused() {
     let fx = Fixtures::new("team-a").await;
@@ -1463,6 +1552,44 @@ async fn every_spelling_of_a_cross_origin_upgrade_is_refused() {
     let own = env().var("CONSOLE_URL");
     let code = raw_h1_status(&request(own, "Upgrade: websocket\r\n")).await;
     assert_eq!(code, 101, "a same-origin upgrade");
+
+    // HTTP/2, the router: a request carrying `Upgrade` or `Connection` is
+    // malformed (RFC 9113 §8.2.2); the stream is reset (PROTOCOL_ERROR)
+    // before any handler, whatever the spelling, and nothing is forwarded.
+    let before = gateway_requests(&name).len();
+    for upgrade in [
+        &[("upgrade", "websocket")][..],
+        &[("upgrade", "websocket, x-foo")],
+        &[("upgrade", "websocket"), ("upgrade", "x-foo")],
+        &[("connection", "upgrade"), ("upgrade", "websocket")],
+    ] {
+        let mut fields = vec![
+            (":method", "GET"),
+            (":scheme", "https"),
+            (":authority", host),
+            (":path", path.as_str()),
+            ("cookie", cookie.as_str()),
+            ("origin", evil),
+            ("sec-websocket-version", "13"),
+            ("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="),
+        ];
+        fields.extend_from_slice(upgrade);
+        let (kind, payload) = raw_h2_first_answer(&fields).await;
+        assert_eq!(
+            kind, 0x3,
+            "HTTP/2 {upgrade:?}: frame type {kind}, not RST_STREAM: {payload:?}"
+        );
+        assert_eq!(
+            payload,
+            [0, 0, 0, 1],
+            "HTTP/2 {upgrade:?}: not PROTOCOL_ERROR"
+        );
+    }
+    assert_eq!(
+        gateway_requests(&name).len(),
+        before,
+        "an HTTP/2 request with Upgrade reached the gateway"
+    );
 }
 
 /// Item 8 of issue 28: a gateway that answers 413 as soon as it has the
