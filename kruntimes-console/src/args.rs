@@ -105,8 +105,10 @@ pub struct Args {
     #[arg(long, default_value = "1h")]
     pub session_ttl: DurationArg,
 
-    /// Serve list summaries (names, phases, runtimes, ages, counts) to
-    /// callers without credentials, read with the Console's own identity.
+    /// Serve Run, Runtime and WorkflowRun list summaries (names, phases,
+    /// runtimes, ages, counts) in a namespace the caller names to callers
+    /// without credentials, read with the Console's own identity. The
+    /// namespace list itself always needs a credential.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub public_read: bool,
 
