@@ -165,7 +165,9 @@ mod tests {
             let mut head = [0u8; 16];
             s.read_exact(&mut head).await.unwrap();
             s.write_all(b"answer").await.unwrap();
-            // Closing with unread data sends a reset.
+            // The answer leaves before the close; closing with unread data
+            // then sends a reset.
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         });
         let tcp = TcpStream::connect(addr).await.unwrap();
         let mut io = TokioIo::new(EarlyAnswerIo::new(TokioIo::new(tcp)));
