@@ -11,6 +11,8 @@ use axum::response::Response;
 use http::{HeaderMap, Method, header};
 use kruntimes_core::tls::PeerCertificates;
 
+use kruntimes_transport::h1;
+
 use crate::credentials::{Credentials, Source, resolve};
 use crate::error::{ConsoleError, refuse};
 use crate::state::{ConsoleState, RequestCredentials};
@@ -27,6 +29,28 @@ pub fn same_origin(headers: &HeaderMap, uri: &http::Uri) -> bool {
         .map(str::to_owned)
         .or_else(|| uri.authority().map(|a| a.as_str().to_owned()));
     host.is_some_and(|h| origin.eq_ignore_ascii_case(&format!("https://{h}")))
+}
+
+/// Does a request ask to switch protocols? Any `Upgrade` field, whatever
+/// its value and however many there are, or a `Connection` field naming
+/// `upgrade`. The one answer every part of the Console uses: the Origin rule
+/// below, the invoke fast path (which leaves such a request to the router)
+/// and the `operations:ws` handler (which accepts only [`websocket_upgrade`]).
+pub fn is_upgrade(headers: &HeaderMap) -> bool {
+    headers.contains_key(header::UPGRADE) || h1::has_token(headers, "connection", "upgrade")
+}
+
+/// Is a request a WebSocket upgrade the Console answers? Exactly one
+/// `Upgrade` field holding only the token `websocket`, and `Connection`
+/// naming `upgrade`. Anything else [`is_upgrade`] sees is refused, never
+/// switched.
+pub fn websocket_upgrade(headers: &HeaderMap) -> bool {
+    let mut fields = headers.get_all(header::UPGRADE).iter();
+    let only_websocket = match (fields.next(), fields.next()) {
+        (Some(v), None) => v.as_bytes().trim_ascii().eq_ignore_ascii_case(b"websocket"),
+        _ => false,
+    };
+    only_websocket && h1::has_token(headers, "connection", "upgrade")
 }
 
 /// Resolves credentials once per request and enforces the Origin rule on
@@ -67,10 +91,7 @@ pub fn cross_origin(
     uri: &http::Uri,
 ) -> Option<ConsoleError> {
     let changes_state = !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS);
-    let is_ws = headers
-        .get(header::UPGRADE)
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"websocket"));
-    if !(changes_state || is_ws) {
+    if !(changes_state || is_upgrade(headers)) {
         return None;
     }
     let has_origin = headers.contains_key(header::ORIGIN);
@@ -90,4 +111,146 @@ pub fn cross_origin(
     Some(ConsoleError::forbidden(format!(
         "cross-origin request refused: a request authenticated by {what} must come from the Console's own origin"
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(fields: &[(&str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in fields {
+            h.append(
+                http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                http::HeaderValue::from_str(v).unwrap(),
+            );
+        }
+        h
+    }
+
+    /// (fields, is an upgrade, is a WebSocket upgrade the Console answers)
+    #[test]
+    fn upgrade_detection_table() {
+        type Row = (&'static [(&'static str, &'static str)], bool, bool);
+        let table: &[Row] = &[
+            (&[], false, false),
+            (&[("connection", "keep-alive")], false, false),
+            (
+                &[("connection", "Upgrade"), ("upgrade", "websocket")],
+                true,
+                true,
+            ),
+            (
+                &[
+                    ("connection", "keep-alive, Upgrade"),
+                    ("upgrade", "WebSocket"),
+                ],
+                true,
+                true,
+            ),
+            (
+                &[("connection", "upgrade"), ("upgrade", " websocket ")],
+                true,
+                true,
+            ),
+            (&[("upgrade", "websocket")], true, false),
+            (&[("connection", "upgrade")], true, false),
+            (
+                &[("connection", "upgrade"), ("upgrade", "websocket, x-foo")],
+                true,
+                false,
+            ),
+            (
+                &[("connection", "upgrade"), ("upgrade", "x-foo, websocket")],
+                true,
+                false,
+            ),
+            (
+                &[
+                    ("connection", "upgrade"),
+                    ("upgrade", "websocket"),
+                    ("upgrade", "x-foo"),
+                ],
+                true,
+                false,
+            ),
+            (
+                &[
+                    ("connection", "upgrade"),
+                    ("upgrade", "x-foo"),
+                    ("upgrade", "websocket"),
+                ],
+                true,
+                false,
+            ),
+            (
+                &[
+                    ("connection", "upgrade"),
+                    ("upgrade", "websocket"),
+                    ("upgrade", "websocket"),
+                ],
+                true,
+                false,
+            ),
+            (
+                &[("connection", "upgrade"), ("upgrade", "h2c")],
+                true,
+                false,
+            ),
+            (&[("connection", "upgrade"), ("upgrade", "")], true, false),
+        ];
+        for (fields, upgrade, ws) in table {
+            let h = headers(fields);
+            assert_eq!(is_upgrade(&h), *upgrade, "is_upgrade {fields:?}");
+            assert_eq!(websocket_upgrade(&h), *ws, "websocket_upgrade {fields:?}");
+            assert!(
+                !*ws || *upgrade,
+                "a WebSocket upgrade is an upgrade: {fields:?}"
+            );
+        }
+    }
+
+    /// Every upgrade the table knows, with the cookie and a foreign Origin,
+    /// is refused; from the Console's own origin it passes.
+    #[test]
+    fn the_origin_rule_covers_every_upgrade() {
+        let cookie = Credentials {
+            caller: kruntimes_core::auth::Caller {
+                user: "operator".into(),
+                uid: None,
+                groups: Vec::new(),
+                extra: Default::default(),
+                method: kruntimes_core::auth::AuthMethod::BearerToken,
+                token: None,
+                expires_at: None,
+            },
+            source: Source::Cookie,
+        };
+        let uri = http::Uri::from_static("/v1/namespaces/a/runs/b/c/operations:ws");
+        for upgrade in [
+            vec!["websocket"],
+            vec!["websocket, x-foo"],
+            vec!["websocket", "x-foo"],
+            vec!["h2c"],
+        ] {
+            let mut fields = vec![
+                ("host", "console.example"),
+                ("connection", "upgrade"),
+                ("origin", "https://evil.example"),
+            ];
+            fields.extend(upgrade.iter().map(|u| ("upgrade", *u)));
+            let h = headers(&fields);
+            assert!(
+                cross_origin(&cookie, &Method::GET, &h, &uri).is_some(),
+                "{upgrade:?} from another origin"
+            );
+            let mut own = fields.clone();
+            own[2] = ("origin", "https://console.example");
+            let h = headers(&own);
+            assert!(
+                cross_origin(&cookie, &Method::GET, &h, &uri).is_none(),
+                "{upgrade:?} from the Console's origin"
+            );
+        }
+    }
 }

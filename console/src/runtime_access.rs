@@ -2,6 +2,7 @@
 //! operations, authorized by SubjectAccessReview and forwarded to the Run's
 //! Runtime gateway with the caller's identity in `X-Remote-*` headers.
 
+pub mod early;
 pub mod failure;
 pub mod fast;
 pub mod frames;
@@ -36,6 +37,7 @@ use kruntimes_core::trace;
 use kruntimes_transport::workers::PerThread;
 use rustls::ClientConfig;
 
+use self::early::EarlyAnswerConnector;
 use self::gateway::{GatewayResolver, GatewayTarget};
 use self::runs::{Mode, RunCache};
 use crate::api::types::AccessRequest;
@@ -70,7 +72,7 @@ pub struct AccessState {
     pub tls: Arc<ClientConfig>,
     /// The gateway client of each connection thread (its pooled connections
     /// live on that thread), and one for the main runtime.
-    pub http: PerThread<HyperClient<hyper_rustls::HttpsConnector<HttpConnector>, Body>>,
+    pub http: PerThread<HyperClient<hyper_rustls::HttpsConnector<EarlyAnswerConnector>, Body>>,
     pub bounds: AccessBounds,
     /// Concurrent invokes and operations sockets, in total and per caller.
     pub calls: Arc<Caps>,
@@ -117,11 +119,12 @@ impl AccessState {
     }
 }
 
-/// A client for the Runtime gateways: HTTPS only, HTTP/1.1, never retried.
+/// A client for the Runtime gateways: HTTPS only, HTTP/1.1, never retried;
+/// an answer the gateway sends before it read the whole request is relayed.
 fn gateway_client(
     tls: &ClientConfig,
     bounds: &AccessBounds,
-) -> HyperClient<hyper_rustls::HttpsConnector<HttpConnector>, Body> {
+) -> HyperClient<hyper_rustls::HttpsConnector<EarlyAnswerConnector>, Body> {
     let mut http = HttpConnector::new();
     http.enforce_http(false);
     http.set_nodelay(true);
@@ -133,7 +136,8 @@ fn gateway_client(
         .with_tls_config(http_tls)
         .https_only()
         .enable_http1()
-        .wrap_connector(http);
+        // A gateway's early answer (413 and close) is read, not lost to the failed write.
+        .wrap_connector(EarlyAnswerConnector(http));
     HyperClient::builder(hyper_util::rt::TokioExecutor::new())
         // Never re-send a request once it may have reached the gateway.
         .retry_canceled_requests(false)

@@ -98,6 +98,8 @@ fn mtime(path: &PathBuf) -> Option<SystemTime> {
 pub struct ReloadingCert {
     cert: PathBuf,
     key: PathBuf,
+    /// What the certificate is, for the log lines.
+    what: &'static str,
     state: RwLock<(Option<SystemTime>, Option<SystemTime>, Arc<CertifiedKey>)>,
 }
 
@@ -113,7 +115,18 @@ impl ReloadingCert {
     pub fn new(cert: PathBuf, key: PathBuf) -> Result<Self, TlsError> {
         let loaded = load_certified_key(&cert, &key)?;
         let state = RwLock::new((mtime(&cert), mtime(&key), Arc::new(loaded)));
-        Ok(Self { cert, key, state })
+        Ok(Self {
+            cert,
+            key,
+            what: "serving certificate",
+            state,
+        })
+    }
+
+    /// Names the certificate in log lines ("serving certificate" by default).
+    pub fn named(mut self, what: &'static str) -> Self {
+        self.what = what;
+        self
     }
 
     fn current(&self) -> Option<Arc<CertifiedKey>> {
@@ -127,11 +140,11 @@ impl ReloadingCert {
         let mut state = self.state.write().ok()?;
         match load_certified_key(&self.cert, &self.key) {
             Ok(k) => {
-                tracing::info!(cert = %self.cert.display(), "serving certificate reloaded");
+                tracing::info!(cert = %self.cert.display(), what = self.what, "certificate reloaded");
                 *state = (cm, km, Arc::new(k));
             }
             Err(error) => {
-                tracing::warn!(%error, "serving certificate changed on disk but could not be loaded; keeping the previous one");
+                tracing::warn!(%error, what = self.what, "certificate changed on disk but could not be loaded; keeping the previous one");
                 state.0 = cm;
                 state.1 = km;
             }
@@ -152,6 +165,134 @@ impl ReloadingCert {
 pub fn not_after(cert: &CertificateDer<'_>) -> Option<i64> {
     let (_, parsed) = x509_parser::parse_x509_certificate(cert.as_ref()).ok()?;
     Some(parsed.validity().not_after.timestamp())
+}
+
+/// The same pair presented as a TLS client certificate (the Console's to
+/// the Runtime gateways), re-read on change as when served.
+impl rustls::client::ResolvesClientCert for ReloadingCert {
+    fn resolve(
+        &self,
+        _root_hint_subjects: &[&[u8]],
+        _sigschemes: &[SignatureScheme],
+    ) -> Option<Arc<CertifiedKey>> {
+        self.current()
+    }
+
+    fn has_certs(&self) -> bool {
+        true
+    }
+}
+
+/// Verifies servers against the CA bundle in a PEM file, re-reading it when
+/// its modification time changes. A rotation that leaves an unusable bundle
+/// behind keeps the last good roots and logs why.
+pub struct ReloadingServerRoots {
+    path: PathBuf,
+    provider: Arc<CryptoProvider>,
+    state: RwLock<(
+        Option<SystemTime>,
+        Arc<rustls::client::WebPkiServerVerifier>,
+    )>,
+}
+
+impl fmt::Debug for ReloadingServerRoots {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReloadingServerRoots")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+impl ReloadingServerRoots {
+    pub fn new(path: PathBuf, provider: Arc<CryptoProvider>) -> Result<Self, TlsError> {
+        let verifier = Self::load(&path, &provider)?;
+        let state = RwLock::new((mtime(&path), verifier));
+        Ok(Self {
+            path,
+            provider,
+            state,
+        })
+    }
+
+    fn load(
+        path: &PathBuf,
+        provider: &Arc<CryptoProvider>,
+    ) -> Result<Arc<rustls::client::WebPkiServerVerifier>, TlsError> {
+        let roots = root_store(&read(path)?, &path.display().to_string())?;
+        rustls::client::WebPkiServerVerifier::builder_with_provider(
+            Arc::new(roots),
+            provider.clone(),
+        )
+        .build()
+        .map_err(|e| TlsError::Rustls(rustls::Error::General(e.to_string())))
+    }
+
+    fn current(&self) -> Arc<rustls::client::WebPkiServerVerifier> {
+        let m = mtime(&self.path);
+        if let Ok(state) = self.state.read()
+            && state.0 == m
+        {
+            return state.1.clone();
+        }
+        let mut state = match self.state.write() {
+            Ok(s) => s,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if state.0 != m {
+            match Self::load(&self.path, &self.provider) {
+                Ok(v) => {
+                    tracing::info!(file = %self.path.display(), "CA bundle reloaded");
+                    state.1 = v;
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "CA bundle changed on disk but could not be loaded; keeping the previous one");
+                }
+            }
+            state.0 = m;
+        }
+        state.1.clone()
+    }
+}
+
+impl rustls::client::danger::ServerCertVerifier for ReloadingServerRoots {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &rustls_pki_types::ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        self.current().verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        )
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.current().verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.current().verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.current().supported_verify_schemes()
+    }
 }
 
 impl ResolvesServerCert for ReloadingCert {
@@ -339,6 +480,52 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(20));
         write_pair(&dir, (2031, 1, 1));
         assert_eq!(cert.expiry(), Some(1_924_992_000), "2031-01-01T00:00:00Z");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A CA (its PEM) and a server leaf for `server.test` it signed (DER).
+    fn ca_and_server_leaf(cn: &str) -> (String, CertificateDer<'static>) {
+        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+        let mut params = CertificateParams::new(Vec::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.distinguished_name.push(DnType::CommonName, cn);
+        let ca_key = KeyPair::generate().unwrap();
+        let ca = params.self_signed(&ca_key).unwrap();
+        let issuer = Issuer::new(params, ca_key);
+        let leaf = CertificateParams::new(vec!["server.test".to_owned()])
+            .unwrap()
+            .signed_by(&KeyPair::generate().unwrap(), &issuer)
+            .unwrap();
+        (ca.pem(), leaf.der().clone())
+    }
+
+    #[test]
+    fn server_roots_follow_a_rotation_and_keep_the_last_good_bundle() {
+        use rustls::client::danger::ServerCertVerifier as _;
+        let dir = std::env::temp_dir().join(format!("krt-tls-roots-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("ca.crt");
+        let (old_ca, old_leaf) = ca_and_server_leaf("old ca");
+        let (new_ca, new_leaf) = ca_and_server_leaf("new ca");
+        std::fs::write(&path, &old_ca).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let roots = ReloadingServerRoots::new(path.clone(), provider).unwrap();
+        let name = rustls_pki_types::ServerName::try_from("server.test").unwrap();
+        let verify = |leaf: &CertificateDer<'_>| {
+            roots
+                .verify_server_cert(leaf, &[], &name, &[], UnixTime::now())
+                .is_ok()
+        };
+        assert!(verify(&old_leaf));
+        assert!(!verify(&new_leaf));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&path, &new_ca).unwrap();
+        assert!(verify(&new_leaf), "the rotated bundle was not read");
+        assert!(!verify(&old_leaf), "the old CA is still trusted");
+        // A broken bundle keeps the last good one.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&path, "not a certificate").unwrap();
+        assert!(verify(&new_leaf));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -101,12 +101,15 @@ pub struct Args {
     #[arg(long)]
     pub cookie_key_file: Option<PathBuf>,
 
-    /// Lifetime of a browser session.
-    #[arg(long, default_value = "8h")]
+    /// Lifetime of a browser session. Signing out clears the cookie in the
+    /// browser only: a copy stays valid until this runs out.
+    #[arg(long, default_value = "1h")]
     pub session_ttl: DurationArg,
 
-    /// Serve list summaries (names, phases, runtimes, ages, counts) to
-    /// callers without credentials, read with the Console's own identity.
+    /// Serve Run, Runtime and WorkflowRun list summaries (names, phases,
+    /// runtimes, ages, counts) in a namespace the caller names to callers
+    /// without credentials, read with the Console's own identity. The
+    /// namespace list itself always needs a credential.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub public_read: bool,
 
@@ -133,10 +136,12 @@ pub struct Args {
     pub kube_idle_connections: usize,
 
     /// PEM CA bundle that verifies Runtime gateways' serving certificates.
+    /// Re-read when the file changes.
     #[arg(long)]
     pub gateway_ca_file: Option<PathBuf>,
 
     /// PEM client certificate the Console presents to Runtime gateways.
+    /// Re-read (with its key) when the files change.
     #[arg(long)]
     pub gateway_client_cert: Option<PathBuf>,
 

@@ -81,7 +81,9 @@ async fn login_sets_a_sealed_strict_cookie_and_logout_clears_it() {
         assert!(c.starts_with("__Host-"), "{c}");
         assert!(!c.contains(viewer), "the cookie holds the raw token");
     }
-    assert!(set[0].contains("Max-Age=28800"), "8 hours: {}", set[0]);
+    // Issue 28, item 11: logout cannot revoke a copied cookie, so its life
+    // is short: one hour by default.
+    assert!(set[0].contains("Max-Age=3600"), "1 hour: {}", set[0]);
     let cookie = cookie_pairs(&r);
 
     let me = http(
@@ -135,6 +137,40 @@ async fn login_sets_a_sealed_strict_cookie_and_logout_clears_it() {
             .iter()
             .any(|c| c.starts_with("__Host-krt-session=;") && c.contains("Max-Age=0"))
     );
+    // Logout is the browser's: a copy of the cookie taken before it still
+    // reads as the viewer until it expires (docs/security.md says so; the
+    // token's own revocation ends it at once).
+    let copy = http(
+        "GET",
+        &console("/api/session"),
+        &[("Cookie", &cookie)],
+        None,
+    );
+    assert_eq!(copy.json()["username"], "viewer", "{}", copy.body);
+}
+
+/// Issue 28, item 11: without a credential no namespace is named: the list
+/// and the existence check answer 401, while a signed-in viewer still gets
+/// the namespaces it may read.
+#[tokio::test]
+async fn without_a_credential_no_namespace_is_named() {
+    let anonymous = http("GET", &console("/api/namespaces"), &[], None);
+    assert_eq!(anonymous.code, 401, "{}", anonymous.body);
+    assert!(!anonymous.body.contains("team-b"), "{}", anonymous.body);
+    assert!(anonymous.body.contains("log in"), "{}", anonymous.body);
+    let check = http("GET", &console("/api/namespaces/team-b"), &[], None);
+    assert_eq!(check.code, 401, "{}", check.body);
+    let viewer = get_as("viewer", "/api/namespaces");
+    assert_eq!(viewer.code, 200, "{}", viewer.body);
+    assert!(viewer.body.contains("team-a"), "{}", viewer.body);
+    // Public read of Run summaries is unchanged.
+    let runs = http(
+        "GET",
+        &console("/api/namespaces/team-a/runs?limit=1"),
+        &[],
+        None,
+    );
+    assert_eq!(runs.code, 200, "{}", runs.body);
 }
 
 #[tokio::test]
@@ -325,23 +361,23 @@ async fn viewer_reads_team_a_only_and_outsider_is_refused() {
     assert_eq!(get_as("admin", "/api/namespaces").code, 200);
 }
 
-/// `GET /api/namespaces/{ns}` tells whether a namespace exists from the
-/// caller's own read (admin: 200 or 404), else, with public read on (as in
-/// this environment), from the Console's list, whose names are public anyway.
+/// `GET /api/namespaces/{ns}` tells whether a namespace exists only from
+/// the caller's own read (admin: 200 or 404). A viewer, whose `get` is
+/// forbidden, is told nothing (`exists` absent) for a namespace that exists
+/// and one that does not alike; without a credential the answer is 401.
 #[tokio::test]
 async fn whether_a_namespace_exists_follows_what_the_caller_may_learn() {
     let missing = unique("no-such-ns");
-    for user in ["admin", "viewer"] {
-        let r = get_as(user, "/api/namespaces/team-b");
-        assert_eq!(r.code, 200, "{user}: {}", r.body);
-        assert_eq!(
-            r.json(),
-            json!({"name": "team-b", "exists": true}),
-            "{user}"
-        );
-        let r = get_as(user, &format!("/api/namespaces/{missing}"));
-        assert_eq!(r.code, 200, "{user}: {}", r.body);
-        assert_eq!(r.json()["exists"], false, "{user}: {}", r.body);
+    let r = get_as("admin", "/api/namespaces/team-b");
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.json(), json!({"name": "team-b", "exists": true}));
+    let r = get_as("admin", &format!("/api/namespaces/{missing}"));
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.json()["exists"], false, "{}", r.body);
+    for ns in ["team-b", missing.as_str()] {
+        let r = get_as("viewer", &format!("/api/namespaces/{ns}"));
+        assert_eq!(r.code, 200, "{}", r.body);
+        assert_eq!(r.json(), json!({"name": ns}), "viewer, {ns}");
     }
     let anonymous = http(
         "GET",
@@ -349,8 +385,7 @@ async fn whether_a_namespace_exists_follows_what_the_caller_may_learn() {
         &[],
         None,
     );
-    assert_eq!(anonymous.code, 200, "{}", anonymous.body);
-    assert_eq!(anonymous.json()["exists"], false);
+    assert_eq!(anonymous.code, 401, "{}", anonymous.body);
     let bad = get_as("viewer", "/api/namespaces/Not_A_Namespace");
     assert_eq!(bad.code, 400, "{}", bad.body);
 }

@@ -13,7 +13,7 @@ use kube::api::ListParams;
 use kube::{Api, Client};
 
 use super::types::{AccessRequest, NamespaceCheck, NamespaceItem, NamespaceList};
-use super::{ApiPath, check_namespace, list_reader};
+use super::{ApiPath, check_namespace};
 use crate::error::{ConsoleError, KubeFailure};
 use crate::state::{ConsoleState, RequestCredentials};
 
@@ -88,16 +88,11 @@ pub async fn namespaces(
     State(state): State<Arc<ConsoleState>>,
     Extension(caller): Extension<RequestCredentials>,
 ) -> Result<Json<NamespaceList>, ConsoleError> {
+    // No namespace is named to a caller without a credential, public read
+    // or not: a signed-in caller sees only those it may read, so the public
+    // list would have told anyone more than a viewer learns.
     let Some(creds) = caller.0.as_ref() else {
-        let reader = list_reader(&state, &caller)?;
-        let all = list(reader.client().clone())
-            .await
-            .map_err(|e| KubeFailure::new(e, "listing namespaces", list_access()))?;
-        return Ok(Json(NamespaceList {
-            items: all.iter().map(|n| item(n, None)).collect(),
-            summary: Some(true),
-            home: None,
-        }));
+        return Err(needs_credential());
     };
     let client = state.users.for_token(creds.token()?)?;
     let own_ns = service_account_namespace(&creds.caller.user).map(str::to_owned);
@@ -157,31 +152,11 @@ pub async fn namespaces(
     }))
 }
 
-/// Does `ns` exist, by the Console's own list (the namespace names it shows
-/// anyone when public read is on)? `None` when the list fails.
-async fn listed_by_console(state: &ConsoleState, ns: &str) -> Option<bool> {
-    let api: Api<Namespace> = Api::all(state.service_account.clone());
-    let lp = ListParams::default()
-        .fields(&format!("metadata.name={ns}"))
-        .limit(1);
-    match api.list(&lp).await {
-        Ok(l) => Some(
-            l.items
-                .iter()
-                .any(|n| n.metadata.name.as_deref() == Some(ns)),
-        ),
-        Err(e) => {
-            tracing::warn!(error = %e, "listing namespaces to check one exists");
-            None
-        }
-    }
-}
-
 /// `GET /api/namespaces/{ns}`: does the namespace exist? Told only from what
-/// the caller could learn anyway: their own `get` of it (200 or 404), or,
-/// when that is forbidden, the Console's list only if public read already
-/// shows every namespace name to anyone. Otherwise `exists` is absent and the
-/// UI keeps saying Forbidden. A name that is not a namespace name is a 400.
+/// the caller could learn anyway: their own `get` of it (200 or 404). When
+/// that is forbidden `exists` is absent and the UI keeps saying Forbidden;
+/// without a credential the answer is 401. A name that is not a namespace
+/// name is a 400.
 pub async fn namespace(
     State(state): State<Arc<ConsoleState>>,
     Extension(caller): Extension<RequestCredentials>,
@@ -193,11 +168,6 @@ pub async fn namespace(
             let client = state.users.for_token(creds.token()?)?;
             match Api::<Namespace>::all(client).get_opt(&ns).await {
                 Ok(found) => Some(found.is_some()),
-                Err(kube::Error::Api(s))
-                    if s.code == Reason::Forbidden.code_u16() && state.public_read =>
-                {
-                    listed_by_console(&state, &ns).await
-                }
                 Err(kube::Error::Api(s)) if s.code == Reason::Forbidden.code_u16() => None,
                 Err(e) => {
                     let mut access = AccessRequest::new("get", "", "namespaces", "", Some(&ns));
@@ -206,14 +176,14 @@ pub async fn namespace(
                 }
             }
         }
-        None if state.public_read => listed_by_console(&state, &ns).await,
-        None => {
-            return Err(ConsoleError::unauthorized(
-                "log in or send a bearer token to read this",
-            ));
-        }
+        None => return Err(needs_credential()),
     };
     Ok(Json(NamespaceCheck { name: ns, exists }))
+}
+
+/// The refusal of a namespace question asked without a credential.
+fn needs_credential() -> ConsoleError {
+    ConsoleError::unauthorized("log in or send a bearer token to read this")
 }
 
 /// The ServiceAccount's own namespace when readable, else the first readable one.

@@ -305,12 +305,13 @@ pub struct NamespaceItem {
 /// Runs. `home` is where the UI lands when nothing is remembered: the
 /// ServiceAccount's own namespace (from the TokenReview username
 /// `system:serviceaccount:NS:NAME`) when the caller may read it, else the
-/// first readable namespace.
+/// first readable namespace. Without a credential the answer is 401.
 #[derive(Debug, Serialize, TS)]
 #[ts(optional_fields)]
 pub struct NamespaceList {
     pub items: Vec<NamespaceItem>,
-    /// `true` when served as a public-read summary (no credential).
+    /// Always absent: the list is no longer served without a credential
+    /// (401), so it is never a public-read summary.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summary: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -319,8 +320,8 @@ pub struct NamespaceList {
 
 /// `GET /api/namespaces/{ns}`: whether the namespace exists, when the Console
 /// may tell this caller. `exists` is absent when it may not: the caller's own
-/// read of the namespace was forbidden and namespace names are not public
-/// (`--public-read` off). docs/security.md gives the reasoning.
+/// read of the namespace was forbidden. Without a credential the answer is
+/// 401. docs/security.md gives the reasoning.
 #[derive(Debug, Serialize, TS)]
 #[ts(optional_fields)]
 pub struct NamespaceCheck {

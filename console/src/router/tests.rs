@@ -534,14 +534,16 @@ async fn a_caller_who_may_read_nowhere_gets_no_namespace_and_no_home() {
     let body = namespaces_of(&app, "bob-token").await;
     assert_eq!(body["items"], json!([]), "{body}");
     assert!(body.get("home").is_none(), "{body}");
-    // Without a credential (public read on) the summary lists them all.
-    let req = request("GET", "/api/namespaces")
-        .body(Body::empty())
-        .unwrap();
-    let (code, _, body) = send(&app, req).await;
-    assert_eq!(code, StatusCode::OK, "{body}");
-    assert_eq!(names(&body), ["default", "team-a", "team-b"], "{body}");
-    assert_eq!(body["summary"], true, "{body}");
+    // Without a credential (public read on or off) no namespace is named.
+    for public_read in [true, false] {
+        let anon = self::app(state(public_read, None));
+        let req = request("GET", "/api/namespaces")
+            .body(Body::empty())
+            .unwrap();
+        let (code, _, body) = send(&anon, req).await;
+        assert_error(code, &body, StatusCode::UNAUTHORIZED, "log in");
+        assert!(!body.to_string().contains("team-b"), "{body}");
+    }
 }
 
 #[tokio::test]
@@ -584,28 +586,27 @@ async fn namespace_check(app: &axum::Router, token: Option<&str>, ns: &str) -> (
     (code, body)
 }
 
-/// A caller whose own read of a namespace is forbidden learns whether it
-/// exists only when public read already shows every namespace name.
+/// A caller whose own read of a namespace is forbidden never learns whether
+/// it exists, public read on or off; without a credential the answer is 401.
 #[tokio::test]
-async fn whether_a_namespace_exists_is_told_only_when_it_is_public_anyway() {
+async fn whether_a_namespace_exists_is_told_only_from_the_callers_own_read() {
     let public = app(state(true, None));
-    let (code, body) = namespace_check(&public, Some("alice-token"), "no-such-ns").await;
-    assert_eq!(code, StatusCode::OK, "{body}");
-    assert_eq!(body, json!({"name": "no-such-ns", "exists": false}));
-    let (_, body) = namespace_check(&public, Some("bob-token"), "team-b").await;
-    assert_eq!(body, json!({"name": "team-b", "exists": true}));
-    let (code, body) = namespace_check(&public, None, "no-such-ns").await;
-    assert_eq!(code, StatusCode::OK, "{body}");
-    assert_eq!(body["exists"], false, "{body}");
-
     let private = app(state(false, None));
-    for ns in ["no-such-ns", "team-b"] {
-        let (code, body) = namespace_check(&private, Some("alice-token"), ns).await;
-        assert_eq!(code, StatusCode::OK, "{body}");
-        assert_eq!(body, json!({"name": ns}), "the existence of {ns} leaked");
+    for app in [&public, &private] {
+        for ns in ["no-such-ns", "team-b"] {
+            for token in ["alice-token", "bob-token"] {
+                let (code, body) = namespace_check(app, Some(token), ns).await;
+                assert_eq!(code, StatusCode::OK, "{body}");
+                assert_eq!(
+                    body,
+                    json!({"name": ns}),
+                    "the existence of {ns} leaked to {token}"
+                );
+            }
+        }
+        let (code, body) = namespace_check(app, None, "team-a").await;
+        assert_error(code, &body, StatusCode::UNAUTHORIZED, "log in");
     }
-    let (code, body) = namespace_check(&private, None, "team-a").await;
-    assert_error(code, &body, StatusCode::UNAUTHORIZED, "log in");
     let (code, body) = namespace_check(&public, Some("alice-token"), "Not_A_Namespace").await;
     assert_error(code, &body, StatusCode::BAD_REQUEST, "namespace");
 }

@@ -141,7 +141,7 @@ impl FastPath for InvokeFastPath {
         head.method == Method::POST
             && invoke_path(&head.target).is_some()
             && !headers.contains_key(header::EXPECT)
-            && !headers.contains_key(header::UPGRADE)
+            && !crate::origin::is_upgrade(headers)
             && request_length(headers).is_some()
             && header_bytes(headers) <= self.max_header_bytes
     }

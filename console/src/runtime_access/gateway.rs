@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Service;
+use kruntimes_core::tls::{ReloadingCert, ReloadingServerRoots};
 use kruntimes_core::ttlmap::TtlMap;
 use kube::{Api, Client};
 use rustls::ClientConfig;
@@ -185,44 +186,40 @@ pub fn target_of(svc: &Service, ns: &str, name: &str, port_name: &str) -> Option
     })
 }
 
-/// TLS to gateways: their CA, and the Console's client certificate.
+/// TLS to gateways: their CA, and the Console's client certificate. Both
+/// are re-read when their files change (SPEC §10: rotated TLS files are
+/// picked up without a restart); a connection already open keeps what it
+/// was made with.
 pub fn client_tls(
     ca: Option<&Path>,
     cert: Option<&Path>,
     key: Option<&Path>,
 ) -> anyhow::Result<Arc<ClientConfig>> {
-    let mut roots = rustls::RootCertStore::empty();
-    if let Some(ca) = ca {
-        let pem = std::fs::read(ca)
-            .map_err(|e| anyhow::anyhow!("--gateway-ca-file {}: {e}", ca.display()))?;
-        for c in kruntimes_core::tls::parse_certs(&pem) {
-            roots.add(c)?;
-        }
-        if roots.is_empty() {
-            anyhow::bail!("--gateway-ca-file {} holds no certificate", ca.display());
-        }
-    }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots);
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()?;
+    let builder = match ca {
+        Some(ca) => {
+            let roots = ReloadingServerRoots::new(ca.to_path_buf(), provider)
+                .map_err(|e| anyhow::anyhow!("--gateway-ca-file {}: {e}", ca.display()))?;
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(roots))
+        }
+        None => builder.with_root_certificates(rustls::RootCertStore::empty()),
+    };
     let mut config = match (cert, key) {
         (Some(cert), Some(key)) => {
-            let ck =
-                kruntimes_core::tls::load_certified_key(&cert.to_path_buf(), &key.to_path_buf())?;
-            builder.with_client_auth_cert(ck.cert.clone(), load_key(key)?)?
+            let pair = ReloadingCert::new(cert.to_path_buf(), key.to_path_buf())
+                .map_err(|e| anyhow::anyhow!("--gateway-client-cert/--gateway-client-key: {e}"))?
+                .named("gateway client certificate");
+            builder.with_client_cert_resolver(Arc::new(pair))
         }
         (None, None) => builder.with_no_client_auth(),
         _ => anyhow::bail!("--gateway-client-cert and --gateway-client-key must be given together"),
     };
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
-}
-
-fn load_key(path: &Path) -> anyhow::Result<rustls::pki_types::PrivateKeyDer<'static>> {
-    use rustls::pki_types::pem::PemObject;
-    rustls::pki_types::PrivateKeyDer::from_pem_file(path)
-        .map_err(|e| anyhow::anyhow!("--gateway-client-key {}: {e}", path.display()))
 }
 
 /// A TLS connection to a gateway.

@@ -71,8 +71,7 @@ pub fn upgrade_request(parts: &mut request::Parts) -> Option<Upgrade> {
         && &key[22..] == b"==";
     let ok = parts.method == http::Method::GET
         && parts.version == http::Version::HTTP_11
-        && h1::has_token(headers, "connection", "upgrade")
-        && h1::has_token(headers, "upgrade", "websocket")
+        && crate::origin::websocket_upgrade(headers)
         && headers
             .get("sec-websocket-version")
             .is_some_and(|v| v.as_bytes() == b"13")

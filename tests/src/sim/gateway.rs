@@ -181,6 +181,18 @@ async fn record_and_apply_mode(
         client_cn: peer.as_ref().and_then(|p| p.client_cn.clone()),
         remote_addr: peer.map(|p| p.remote.to_string()),
     };
+    if gateway.mode().mode == Mode::EarlyTooLarge && !parts.headers.contains_key(header::UPGRADE) {
+        // The body is never read: the connection closes with it unread.
+        gateway.record(record);
+        let mut response = error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "the request body is too large",
+        );
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        return response;
+    }
     let request = Request::from_parts(parts, body);
     let request = if is_upgrade(&request) {
         gateway.record(record);
@@ -204,7 +216,7 @@ async fn record_and_apply_mode(
 
     let mode = gateway.mode();
     match mode.mode {
-        Mode::Normal => {}
+        Mode::Normal | Mode::EarlyTooLarge => {}
         Mode::TooManyRequests => {
             let mut response = error(StatusCode::TOO_MANY_REQUESTS, "the runtime is busy");
             response

@@ -4,7 +4,7 @@
 //! | --- | --- |
 //! | `GET /requests` | the last 200 requests seen on the TLS side |
 //! | `DELETE /requests` | clears them |
-//! | `GET /mode`, `POST /mode {"mode":"normal"\|"429"\|"500"\|"slow"\|"chunked"\|"stall","delayMs"?:N}` | failure mode |
+//! | `GET /mode`, `POST /mode {"mode":"normal"\|"429"\|"500"\|"slow"\|"chunked"\|"stall"\|"early413","delayMs"?:N}` | failure mode |
 //! | `POST /down`, `POST /up` | close / reopen the TLS listener on the same port |
 //! | `GET /stats` | counters |
 //! | `POST /reset` | clears requests and counters, mode back to normal |

@@ -37,6 +37,11 @@ pub enum Mode {
     /// Sends the head and the first chunk, then waits `delayMs` before the rest.
     #[serde(rename = "stall")]
     Stall,
+    /// Answers 413 with `Connection: close` as soon as the request head is
+    /// in, without reading the body, and closes (as a gateway with a smaller
+    /// body limit does).
+    #[serde(rename = "early413")]
+    EarlyTooLarge,
 }
 
 /// The mode and, for `slow`, the delay.
