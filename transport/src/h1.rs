@@ -29,7 +29,8 @@ pub enum Parsed<T> {
     /// More bytes are needed.
     Partial,
     /// Not a head this parser takes (malformed, another version, too many
-    /// fields, a name or value `http` refuses): hyper decides what to answer.
+    /// fields, a name or value `http` refuses, a target not in origin form
+    /// or with a fragment, a CONNECT): hyper decides what to answer.
     Invalid,
 }
 
@@ -63,6 +64,18 @@ pub fn parse_request(buf: &[u8], headers: &mut HeaderMap) -> Parsed<RequestHead>
             let Ok(method) = Method::from_bytes(method.as_bytes()) else {
                 return Parsed::Invalid;
             };
+            // Origin-form targets only, as hyper reads them: httparse takes
+            // any visible bytes, where hyper refuses what `http`'s URI
+            // parser refuses, drops a fragment, and normalises other forms;
+            // a CONNECT turns the connection into a tunnel. (Found by the
+            // `h1_request` differential.)
+            if method == Method::CONNECT
+                || !target.starts_with('/')
+                || target.contains('#')
+                || http::Uri::try_from(target).is_err()
+            {
+                return Parsed::Invalid;
+            }
             if !fill_headers(req.headers, headers) {
                 return Parsed::Invalid;
             }
@@ -422,6 +435,10 @@ mod tests {
             &b"POST /v1/x HTTP/1.0\r\n\r\n"[..],
             b"POST /v1/x HTTP/1.1\r\nBad Name: x\r\n\r\n",
             b"GET\r\n\r\n",
+            b"DELETE -S0N{\"< HTTP/1.1\r\n\r\n",
+            b"GET /#1/ HTTP/1.1\r\n\r\n",
+            b"GET HTTP://H/x HTTP/1.1\r\n\r\n",
+            b"CONNECT /v1/ HTTP/1.1\r\n\r\n",
         ] {
             assert!(
                 matches!(parse_request(bad, &mut h), Parsed::Invalid),
