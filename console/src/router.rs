@@ -10,6 +10,12 @@ use axum::routing::get;
 use kruntimes_core::observe::{Observer, observe};
 use kruntimes_core::routes::{self, Route};
 
+use kruntimes_core::action::Action;
+use kruntimes_core::runtime::Runtime;
+use kruntimes_core::workflowrun::WorkflowRun;
+use kruntimes_core::workspace::PersistentWorkspace;
+
+use crate::api::listing::list;
 use crate::api::namespaces::{namespace, namespaces};
 use crate::api::session::{self, MAX_LOGIN_BODY};
 use crate::api::{
@@ -72,7 +78,7 @@ pub static API_ROUTES: &[Route<Arc<ConsoleState>>] = &[
     Route {
         path: "/api/namespaces/{ns}/runtimes",
         name: "runtimes",
-        methods: || get(runtimes::list),
+        methods: || get(list::<Runtime>),
     },
     Route {
         path: "/api/namespaces/{ns}/runtimes/{name}",
@@ -87,7 +93,7 @@ pub static API_ROUTES: &[Route<Arc<ConsoleState>>] = &[
     Route {
         path: "/api/namespaces/{ns}/workflowruns",
         name: "workflowruns",
-        methods: || get(workflowruns::list),
+        methods: || get(list::<WorkflowRun>),
     },
     Route {
         path: "/api/namespaces/{ns}/workflowruns/{name}",
@@ -102,7 +108,7 @@ pub static API_ROUTES: &[Route<Arc<ConsoleState>>] = &[
     Route {
         path: "/api/namespaces/{ns}/actions",
         name: "actions",
-        methods: || get(actions::list),
+        methods: || get(list::<Action>),
     },
     Route {
         path: "/api/namespaces/{ns}/actions/{name}",
@@ -117,7 +123,7 @@ pub static API_ROUTES: &[Route<Arc<ConsoleState>>] = &[
     Route {
         path: "/api/namespaces/{ns}/persistentworkspaces",
         name: "persistentworkspaces",
-        methods: || get(workspaces::list),
+        methods: || get(list::<PersistentWorkspace>),
     },
     Route {
         path: "/api/namespaces/{ns}/persistentworkspaces/{name}",

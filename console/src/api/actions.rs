@@ -6,7 +6,7 @@ use kruntimes_core::failure::Refusal as _;
 use std::sync::Arc;
 
 use axum::Extension;
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::response::Json;
 use kruntimes_core::action::{Action, ActionStep};
 use kube::Api;
@@ -14,12 +14,13 @@ use kube::api::{DynamicObject, ListParams};
 use serde_json::Value;
 
 use super::kinds::{
-    ActionCaller, ActionDetail, ActionInputView, ActionList, ActionListItem, ActionOutputView,
-    ActionStepView, ActionUsage,
+    ActionCaller, ActionDetail, ActionInputView, ActionListItem, ActionOutputView, ActionStepView,
+    ActionUsage,
 };
-use super::listing::{SCAN_PAGES, parse_list_query};
+use super::listing::{ListAccess, ListedKind};
+
 use super::objects::{conditions, meta};
-use super::types::{AccessRequest, Condition, ListResponse, Section};
+use super::types::{AccessRequest, Condition, Section};
 use super::{ApiPath, check_name, check_namespace, kruntimes_api};
 use crate::error::{ConsoleError, KubeFailure};
 use crate::state::{ConsoleState, RequestCredentials};
@@ -58,28 +59,16 @@ fn item(a: &Action) -> ActionListItem {
     }
 }
 
-pub async fn list(
-    State(state): State<Arc<ConsoleState>>,
-    Extension(caller): Extension<RequestCredentials>,
-    ApiPath(ns): ApiPath<String>,
-    RawQuery(raw): RawQuery,
-) -> Result<Json<ActionList>, ConsoleError> {
-    check_namespace(&ns)?;
-    let q = parse_list_query(raw.as_deref(), "Action")?;
-    let client = credential_client(&state, &caller, "Actions")?;
-    let api: Api<Action> = Api::namespaced(client, &ns);
-    let page = q.page(&api, SCAN_PAGES).await.map_err(|e| {
-        KubeFailure::new(
-            e,
-            "listing actions",
-            AccessRequest::new("list", "kruntimes.io", "actions", &ns, None),
-        )
-    })?;
-    Ok(Json(ListResponse {
-        cont: page.cont,
-        remaining_item_count: page.remaining,
-        ..ListResponse::new(page.items.iter().map(item).collect(), false)
-    }))
+impl ListedKind for Action {
+    const KIND: &'static str = "Action";
+    const PLURAL: &'static str = "actions";
+    const LISTING: &'static str = "listing actions";
+    const ACCESS: ListAccess = ListAccess::CredentialOnly("Actions");
+    type Item = ActionListItem;
+
+    async fn items(page: &[Self], _: Option<&kube::Client>, _: &str) -> Vec<ActionListItem> {
+        page.iter().map(item).collect()
+    }
 }
 
 fn step(s: &ActionStep) -> ActionStepView {

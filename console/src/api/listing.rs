@@ -14,7 +14,11 @@ use kube::api::ListParams;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ConsoleError;
+use super::actions::credential_client;
+use super::types::{AccessRequest, ListResponse};
+use super::{ApiPath, check_namespace, list_reader};
+use crate::error::{ConsoleError, KubeFailure};
+use crate::state::{ConsoleState, RequestCredentials};
 use kruntimes_core::query;
 
 /// Upstream page size while filtering on the Console.
@@ -278,6 +282,89 @@ pub fn check_public_list(q: &ListQuery) -> Result<(), ConsoleError> {
 /// Whether `name` contains the search `part` (no search admits all).
 pub fn name_matches(part: Option<&str>, name: Option<&str>) -> bool {
     part.is_none_or(|p| name.unwrap_or("").contains(p))
+}
+
+/// Who may list a kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListAccess {
+    /// The caller's own credential, or, with public read on and none sent,
+    /// the Console's ServiceAccount for summaries.
+    PublicSummaries,
+    /// The caller's own credential only; the name says what in the refusal.
+    CredentialOnly(&'static str),
+}
+
+/// A namespaced kruntimes.io kind the Console lists: the one list handler
+/// ([`list`]) serves every such kind from these facts.
+pub trait ListedKind:
+    kube::Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>
+    + Clone
+    + DeserializeOwned
+    + Debug
+    + Send
+    + Sync
+    + 'static
+{
+    /// The kind, as the list query's errors name it ("Runtime").
+    const KIND: &'static str;
+    /// The resource, as RBAC names it ("runtimes").
+    const PLURAL: &'static str;
+    /// What a failed read was doing ("listing runtimes").
+    const LISTING: &'static str;
+    /// Who may list.
+    const ACCESS: ListAccess;
+    /// One row of the list.
+    type Item: Serialize + ts_rs::TS + Send;
+
+    /// The rows of one page. `client` is the caller's own (`None` in a
+    /// public summary), for what a row adds from other objects.
+    fn items(
+        page: &[Self],
+        client: Option<&kube::Client>,
+        ns: &str,
+    ) -> impl std::future::Future<Output = Vec<Self::Item>> + Send;
+}
+
+/// `GET /api/namespaces/{ns}/<plural>`: one page of a kind, filtered and
+/// paged as the query asks, with the caller's own credential.
+pub async fn list<K: ListedKind>(
+    axum::extract::State(state): axum::extract::State<std::sync::Arc<ConsoleState>>,
+    axum::Extension(caller): axum::Extension<RequestCredentials>,
+    ApiPath(ns): ApiPath<String>,
+    axum::extract::RawQuery(raw): axum::extract::RawQuery,
+) -> Result<axum::Json<ListResponse<K::Item>>, ConsoleError> {
+    check_namespace(&ns)?;
+    let q = parse_list_query(raw.as_deref(), K::KIND)?;
+    let (client, summary) = match K::ACCESS {
+        ListAccess::PublicSummaries => {
+            let reader = list_reader(&state, &caller)?;
+            let summary = reader.is_public();
+            if summary {
+                check_public_list(&q)?;
+            }
+            (reader.client().clone(), summary)
+        }
+        ListAccess::CredentialOnly(what) => (credential_client(&state, &caller, what)?, false),
+    };
+    let api: Api<K> = Api::namespaced(client.clone(), &ns);
+    let max_pages = if summary {
+        PUBLIC_SCAN_PAGES
+    } else {
+        SCAN_PAGES
+    };
+    let page = q.page(&api, max_pages).await.map_err(|e| {
+        KubeFailure::new(
+            e,
+            K::LISTING,
+            AccessRequest::new("list", "kruntimes.io", K::PLURAL, &ns, None),
+        )
+    })?;
+    let items = K::items(&page.items, (!summary).then_some(&client), &ns).await;
+    Ok(axum::Json(ListResponse {
+        cont: page.cont,
+        remaining_item_count: page.remaining,
+        ..ListResponse::new(items, summary)
+    }))
 }
 
 impl ListQuery {

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::Extension;
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::response::Json;
 use k8s_openapi::api::core::v1::Pod;
 use kruntimes_core::names::is_dns1123_subdomain;
@@ -15,15 +15,15 @@ use kruntimes_core::runtime::{
 use kube::Api;
 use kube::api::ListParams;
 
-use super::listing::{PUBLIC_SCAN_PAGES, SCAN_PAGES, check_public_list, parse_list_query};
+use super::listing::{ListAccess, ListedKind};
+
 use super::objects::{conditions, meta};
 use super::runs::{RunQuery, list_runs, pod_facts};
 use super::types::{
-    AssignedRun, CapacityUse, Condition, Items, ListResponse, QueuedRun, RuntimeCapacity,
-    RuntimeDetail, RuntimeList, RuntimeListItem, RuntimePod, RuntimeSpecView, RuntimeStatusView,
-    Section,
+    AssignedRun, CapacityUse, Condition, Items, QueuedRun, RuntimeCapacity, RuntimeDetail,
+    RuntimeListItem, RuntimePod, RuntimeSpecView, RuntimeStatusView, Section,
 };
-use super::{ApiPath, Reader, check_name, check_namespace, list_reader, user_client};
+use super::{ApiPath, check_name, check_namespace, user_client};
 use crate::api::types::AccessRequest;
 use crate::error::{ConsoleError, KubeFailure};
 use crate::state::{ConsoleState, RequestCredentials};
@@ -97,48 +97,23 @@ fn runtime_item(
     }
 }
 
-pub async fn list(
-    State(state): State<Arc<ConsoleState>>,
-    Extension(caller): Extension<RequestCredentials>,
-    ApiPath(ns): ApiPath<String>,
-    RawQuery(raw): RawQuery,
-) -> Result<Json<RuntimeList>, ConsoleError> {
-    check_namespace(&ns)?;
-    let q = parse_list_query(raw.as_deref(), "Runtime")?;
-    let reader = list_reader(&state, &caller)?;
-    let summary = matches!(reader, Reader::Public(_));
-    if summary {
-        check_public_list(&q)?;
+impl ListedKind for Runtime {
+    const KIND: &'static str = "Runtime";
+    const PLURAL: &'static str = "runtimes";
+    const LISTING: &'static str = "listing runtimes";
+    const ACCESS: ListAccess = ListAccess::PublicSummaries;
+    type Item = RuntimeListItem;
+
+    async fn items(page: &[Self], client: Option<&kube::Client>, ns: &str) -> Vec<RuntimeListItem> {
+        // The ServiceAccount behind public summaries may not list Pods.
+        let counted = match client {
+            Some(c) if !page.is_empty() => ready_pods(c, ns).await,
+            _ => None,
+        };
+        page.iter()
+            .map(|o| runtime_item(o, counted.as_ref(), client.is_none()))
+            .collect()
     }
-    let api: Api<Runtime> = Api::namespaced(reader.client().clone(), &ns);
-    let max_pages = if summary {
-        PUBLIC_SCAN_PAGES
-    } else {
-        SCAN_PAGES
-    };
-    let page = q.page(&api, max_pages).await.map_err(|e| {
-        KubeFailure::new(
-            e,
-            "listing runtimes",
-            AccessRequest::new("list", "kruntimes.io", "runtimes", &ns, None),
-        )
-    })?;
-    // The ServiceAccount behind public summaries may not list Pods.
-    let counted = if summary || page.items.is_empty() {
-        None
-    } else {
-        ready_pods(reader.client(), &ns).await
-    };
-    let items = page
-        .items
-        .iter()
-        .map(|o| runtime_item(o, counted.as_ref(), summary))
-        .collect();
-    Ok(Json(ListResponse {
-        cont: page.cont,
-        remaining_item_count: page.remaining,
-        ..ListResponse::new(items, summary)
-    }))
 }
 
 pub async fn detail(

@@ -7,20 +7,21 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use axum::Extension;
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::response::Json;
 use kruntimes_core::run::{Phase, Run};
 use kruntimes_core::workflowrun::{self as wfr, WorkflowRun};
 use kube::Api;
 use kube::api::ListParams;
 
-use super::listing::{PUBLIC_SCAN_PAGES, SCAN_PAGES, check_public_list, parse_list_query};
+use super::listing::{ListAccess, ListedKind};
+
 use super::objects::{bounded_outputs, conditions, lenient, meta};
 use super::types::{
-    ActionStepStatus, JobCounts, JobSpec, JobStatus, ListResponse, StepStatus, WorkflowRunDetail,
-    WorkflowRunList, WorkflowRunListItem, WorkflowRunSpecView, WorkflowRunStatusView,
+    ActionStepStatus, JobCounts, JobSpec, JobStatus, StepStatus, WorkflowRunDetail,
+    WorkflowRunListItem, WorkflowRunSpecView, WorkflowRunStatusView,
 };
-use super::{ApiPath, Reader, check_name, check_namespace, list_reader, user_client};
+use super::{ApiPath, check_name, check_namespace, user_client};
 use crate::api::types::AccessRequest;
 use crate::error::{ConsoleError, KubeFailure};
 use crate::state::{ConsoleState, RequestCredentials};
@@ -64,46 +65,32 @@ fn item(o: &WorkflowRun, summary: bool) -> WorkflowRunListItem {
     out
 }
 
-pub async fn list(
-    State(state): State<Arc<ConsoleState>>,
-    Extension(caller): Extension<RequestCredentials>,
-    ApiPath(ns): ApiPath<String>,
-    RawQuery(raw): RawQuery,
-) -> Result<Json<WorkflowRunList>, ConsoleError> {
-    check_namespace(&ns)?;
-    let q = parse_list_query(raw.as_deref(), "WorkflowRun")?;
-    let reader = list_reader(&state, &caller)?;
-    let summary = matches!(reader, Reader::Public(_));
-    if summary {
-        check_public_list(&q)?;
-    }
-    let api: Api<WorkflowRun> = Api::namespaced(reader.client().clone(), &ns);
-    let max_pages = if summary {
-        PUBLIC_SCAN_PAGES
-    } else {
-        SCAN_PAGES
-    };
-    let page = q.page(&api, max_pages).await.map_err(|e| {
-        KubeFailure::new(
-            e,
-            "listing workflowruns",
-            AccessRequest::new("list", "kruntimes.io", "workflowruns", &ns, None),
-        )
-    })?;
-    let mut items: Vec<WorkflowRunListItem> = page.items.iter().map(|o| item(o, summary)).collect();
-    if !summary && !page.items.is_empty() {
-        let runs = step_runs(reader.client(), &ns, &page.items, false).await;
-        for (o, it) in page.items.iter().zip(items.iter_mut()) {
-            let (start, end) = span(o, &runs);
-            it.start_time = start;
-            it.completion_time = end;
+impl ListedKind for WorkflowRun {
+    const KIND: &'static str = "WorkflowRun";
+    const PLURAL: &'static str = "workflowruns";
+    const LISTING: &'static str = "listing workflowruns";
+    const ACCESS: ListAccess = ListAccess::PublicSummaries;
+    type Item = WorkflowRunListItem;
+
+    async fn items(
+        page: &[Self],
+        client: Option<&kube::Client>,
+        ns: &str,
+    ) -> Vec<WorkflowRunListItem> {
+        let mut items: Vec<WorkflowRunListItem> =
+            page.iter().map(|o| item(o, client.is_none())).collect();
+        if let Some(client) = client
+            && !page.is_empty()
+        {
+            let runs = step_runs(client, ns, page, false).await;
+            for (o, it) in page.iter().zip(items.iter_mut()) {
+                let (start, end) = span(o, &runs);
+                it.start_time = start;
+                it.completion_time = end;
+            }
         }
+        items
     }
-    Ok(Json(ListResponse {
-        cont: page.cont,
-        remaining_item_count: page.remaining,
-        ..ListResponse::new(items, summary)
-    }))
 }
 
 fn job_spec(j: &wfr::JobSpec) -> JobSpec {

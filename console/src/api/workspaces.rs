@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use axum::Extension;
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::response::Json;
 use k8s_openapi::api::core::v1::Pod;
 use kruntimes_core::names::is_dns1123_subdomain;
@@ -15,13 +15,13 @@ use serde_json::Value;
 
 use super::actions::credential_client;
 use super::kinds::{
-    WorkspaceDetail, WorkspaceList, WorkspaceListItem, WorkspaceSpecView, WorkspaceStatusView,
-    WorkspaceVolume,
+    WorkspaceDetail, WorkspaceListItem, WorkspaceSpecView, WorkspaceStatusView, WorkspaceVolume,
 };
-use super::listing::{SCAN_PAGES, parse_list_query};
+use super::listing::{ListAccess, ListedKind};
+
 use super::objects::{conditions, meta};
 use super::runs::pod_facts;
-use super::types::{AccessRequest, ListResponse, PodSection, Section};
+use super::types::{AccessRequest, PodSection, Section};
 use super::{ApiPath, check_name, check_namespace, kruntimes_api};
 use crate::error::{ConsoleError, KubeFailure};
 use crate::state::{ConsoleState, RequestCredentials};
@@ -36,28 +36,16 @@ fn item(w: &PersistentWorkspace) -> WorkspaceListItem {
     }
 }
 
-pub async fn list(
-    State(state): State<Arc<ConsoleState>>,
-    Extension(caller): Extension<RequestCredentials>,
-    ApiPath(ns): ApiPath<String>,
-    RawQuery(raw): RawQuery,
-) -> Result<Json<WorkspaceList>, ConsoleError> {
-    check_namespace(&ns)?;
-    let q = parse_list_query(raw.as_deref(), "PersistentWorkspace")?;
-    let client = credential_client(&state, &caller, "PersistentWorkspaces")?;
-    let api: Api<PersistentWorkspace> = Api::namespaced(client, &ns);
-    let page = q.page(&api, SCAN_PAGES).await.map_err(|e| {
-        KubeFailure::new(
-            e,
-            "listing persistentworkspaces",
-            AccessRequest::new("list", "kruntimes.io", "persistentworkspaces", &ns, None),
-        )
-    })?;
-    Ok(Json(ListResponse {
-        cont: page.cont,
-        remaining_item_count: page.remaining,
-        ..ListResponse::new(page.items.iter().map(item).collect(), false)
-    }))
+impl ListedKind for PersistentWorkspace {
+    const KIND: &'static str = "PersistentWorkspace";
+    const PLURAL: &'static str = "persistentworkspaces";
+    const LISTING: &'static str = "listing persistentworkspaces";
+    const ACCESS: ListAccess = ListAccess::CredentialOnly("PersistentWorkspaces");
+    type Item = WorkspaceListItem;
+
+    async fn items(page: &[Self], _: Option<&kube::Client>, _: &str) -> Vec<WorkspaceListItem> {
+        page.iter().map(item).collect()
+    }
 }
 
 async fn pod_section(client: kube::Client, ns: &str, pod: Option<&str>) -> Section<PodSection> {
