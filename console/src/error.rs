@@ -184,6 +184,7 @@ impl From<AccessFailure> for ConsoleError {
             AccessFailure::BrokeOff => Reason::BadGateway,
             AccessFailure::ResponseTooLarge { .. } => Reason::BadGateway,
             AccessFailure::GatewayBusy => Reason::TooManyRequests,
+            AccessFailure::AnotherCallsAnswer { .. } => Reason::BadGateway,
         };
         ConsoleError::because(reason, e.to_string())
     }
@@ -335,6 +336,15 @@ mod tests {
                 "the Runtime gateway's response exceeds 10 bytes",
             ),
             (
+                AccessFailure::AnotherCallsAnswer {
+                    got: "inv-1".into(),
+                },
+                502,
+                "BadGateway",
+                None,
+                "the Runtime gateway answered another call (invocation ID \"inv-1\"); the connection was closed",
+            ),
+            (
                 AccessFailure::GatewayBusy,
                 429,
                 "TooManyRequests",
@@ -353,7 +363,7 @@ mod tests {
                 431,
                 "RequestHeaderFieldsTooLarge".to_owned(),
                 None,
-                "the request headers total 9 bytes; at most 8 are accepted".to_owned()
+                "the request target and headers total 9 bytes; at most 8 are accepted".to_owned()
             )
         );
         let unreachable = GatewayError::Unreachable {

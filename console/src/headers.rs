@@ -54,11 +54,14 @@ pub fn is_security_header(name: &str) -> bool {
 
 pub use limit::HeadersTooLarge;
 
-/// Refuses a request whose header block exceeds `max` bytes (431), and sets
+/// Refuses a request whose target and header block exceed `max` bytes (431), and sets
 /// the security headers on the response.
 pub async fn guard(State(max): State<usize>, req: Request, next: Next) -> Response {
     let api = req.uri().path().starts_with("/api/") || req.uri().path().starts_with("/v1/");
-    let size = header_bytes(req.headers());
+    // The target counts too: HTTP/2 carries it as `:path`, which hyper's
+    // header-list bound leaves out.
+    let target = req.uri().path_and_query().map_or(0, |pq| pq.as_str().len());
+    let size = header_bytes(req.headers()) + target;
     let mut resp = if size > max {
         let refusal = HeadersTooLarge { size, max }.into();
         crate::error::refuse(req.into_body(), refusal).await

@@ -391,6 +391,29 @@ fn invocation_id(headers: &HeaderMap) -> Result<HeaderValue, ConsoleError> {
     }
 }
 
+/// Is this answer the one to the call sent with invocation ID `sent`? A
+/// gateway that echoes `X-Kruntime-Invocation-ID` (as the SPEC's gateways
+/// do) names its call; an answer naming another is an extra or late answer
+/// left on a reused connection, and relaying it would hand one caller
+/// another's result. An answer without the field cannot be matched.
+pub(crate) fn answers_call(
+    answer: &HeaderMap,
+    sent: &HeaderValue,
+    target: &GatewayTarget,
+) -> Result<(), AccessFailure> {
+    match answer.get_all(INVOCATION_ID).iter().find(|v| *v != sent) {
+        None => Ok(()),
+        Some(got) => {
+            let got = String::from_utf8_lossy(got.as_bytes())
+                .chars()
+                .take(MAX_INVOCATION_ID)
+                .collect::<String>();
+            tracing::warn!(gateway = %target.authority(), sent = ?sent, got = %got, "a Runtime gateway answered another call; its connection is closed");
+            Err(AccessFailure::AnotherCallsAnswer { got })
+        }
+    }
+}
+
 /// Reads the request body up to the bound; nothing is forwarded past it.
 async fn bounded_body(body: Body, max: usize) -> Result<Bytes, ConsoleError> {
     let mut body = body;
@@ -457,6 +480,9 @@ pub(crate) struct AdmittedInvoke {
     pub inv: HeaderValue,
     pub target: Arc<GatewayTarget>,
     pub slot: Slot,
+    /// The gateway's path, built from the validated parameters (never the
+    /// request's own spelling: `team%2Da` was authorized as `team-a`).
+    pub path: String,
 }
 
 pub(crate) async fn admit_invoke(
@@ -482,6 +508,7 @@ pub(crate) async fn admit_invoke(
         inv,
         target,
         slot,
+        path: format!("/v1/namespaces/{ns}/runs/{name}/{uid}/invoke"),
     })
 }
 
@@ -498,6 +525,7 @@ async fn forward_invoke(
         inv,
         target,
         slot,
+        path,
     } = admitted;
     let timeout = state.bounds.body_timeout;
     // The (bounded) body is read before any answer, so an HTTP/2 client that
@@ -522,12 +550,7 @@ async fn forward_invoke(
         trace::inject(&span, &mut headers);
         span
     });
-    let uri = format!(
-        "https://{}:{}{}",
-        target.host,
-        target.port,
-        parts.uri.path()
-    );
+    let uri = format!("https://{}:{}{path}", target.host, target.port);
     let mut upstream = http::Request::post(&uri)
         .body(Body::from(body))
         .map_err(|e| ConsoleError::internal(e.to_string()))?;
@@ -554,6 +577,10 @@ async fn forward_invoke(
     let resp = resp
         .map_err(|_| ConsoleError::from(AccessFailure::GatewayTimeout))?
         .map_err(|e| unreachable(&target, &e))?;
+    // On a mismatch the answer's body is dropped unread, which closes its
+    // connection; an answer without a body already went back to the pool,
+    // where the next answer on it is checked the same way.
+    answers_call(resp.headers(), &inv, &target)?;
     relay_response(resp, inv, state.bounds.max_response_bytes, slot, deadline)
 }
 

@@ -125,7 +125,7 @@ pub struct Args {
     #[arg(long, default_value = "10s")]
     pub authorization_cache_ttl: DurationArg,
 
-    /// Largest request header block accepted, in bytes.
+    /// Largest request target and header block accepted, in bytes.
     #[arg(long, default_value_t = 16 << 10)]
     pub max_header_bytes: usize,
 

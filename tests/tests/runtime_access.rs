@@ -1638,6 +1638,98 @@ async fn an_early_413_and_close_is_relayed_on_both_paths() {
     assert_eq!(r.code, 200, "{}", r.body);
 }
 
+/// Item 3 of issue 28: a gateway out of step by one answer (it writes each
+/// answer again ahead of the next one on the same connection, so the second
+/// call on a pooled connection reads the first call's answer) never hands a
+/// caller another call's answer, on either path: an answer naming another
+/// invocation ID is refused with 502 and its connection closed. Two users
+/// alternate, so a relayed stale answer would cross from one to the other.
+#[tokio::test]
+async fn an_answer_to_another_call_is_never_relayed() {
+    let gw = own_gateway().await;
+    let fx = Fixtures::new("team-a").await;
+    let (name, uid) = run(&fx, &gw.runtime, "function", "Ready").await;
+    let url = invoke_url("team-a", &name, &uid);
+    let callers = [("operator", bearer("operator")), ("admin", bearer("admin"))];
+    let first = post(&url, &[("Authorization", &callers[0].1)], "{}", None);
+    assert_eq!(first.code, 200, "{}", first.body);
+    gateway_mode(&gw, r#"{"mode":"extra"}"#);
+    const ROUNDS: usize = 10;
+    for version in ["1.1", "2"] {
+        let (mut answered, mut refused) = (0, 0);
+        for round in 0..ROUNDS {
+            for (user, token) in &callers {
+                let inv = format!("{user}-{version}-{round}");
+                let r = curl::request_as(
+                    Some(version),
+                    "POST",
+                    &url,
+                    &[("Authorization", token), ("X-Kruntime-Invocation-ID", &inv)],
+                    Body::Raw("{}"),
+                );
+                match r.code {
+                    200 => {
+                        let v = r.json();
+                        assert_eq!(
+                            (v["invocationID"].as_str(), v["user"].as_str()),
+                            (Some(inv.as_str()), Some(*user)),
+                            "HTTP/{version}: {user} was handed another call's answer: {}",
+                            r.body
+                        );
+                        answered += 1;
+                    }
+                    502 => {
+                        assert!(
+                            r.body.contains("answered another call"),
+                            "HTTP/{version}: {}",
+                            r.body
+                        );
+                        refused += 1;
+                    }
+                    code => panic!("HTTP/{version}: {user} got {code}: {}", r.body),
+                }
+            }
+        }
+        // Both outcomes seen: the stale answers reached the Console (and were
+        // refused), and connections were replaced after each refusal.
+        assert!(
+            answered > 0 && refused > 0,
+            "HTTP/{version}: {answered} answered, {refused} refused"
+        );
+    }
+    gateway_mode(&gw, r#"{"mode":"normal"}"#);
+    let r = post(&url, &[("Authorization", &callers[0].1)], "{}", None);
+    assert_eq!(r.code, 200, "{}", r.body);
+}
+
+/// Item 9 of issue 28: the gateway gets the path that was authorized, built
+/// from the decoded parameters, never the caller's spelling of it (the
+/// router decodes `team%2Da` to `team-a` for the access check), over both
+/// HTTP versions.
+#[tokio::test]
+async fn the_gateway_gets_the_authorized_path_not_the_callers_spelling() {
+    let fx = Fixtures::new("team-a").await;
+    let (name, uid) = run(&fx, "bash", "function", "Ready").await;
+    let canonical = format!("/v1/namespaces/team-a/runs/{name}/{uid}/invoke");
+    let spelled = format!(
+        "{}/v1/namespaces/team%2Da/runs/{name}/{uid}/invoke",
+        env().var("CONSOLE_URL")
+    );
+    for version in ["1.1", "2"] {
+        let r = curl::request_as(
+            Some(version),
+            "POST",
+            &spelled,
+            &[("Authorization", &bearer("operator"))],
+            Body::Raw("{}"),
+        );
+        assert_eq!(r.code, 200, "HTTP/{version}: {}", r.body);
+        let seen = gateway_requests(&name);
+        let req = seen.last().expect("the gateway saw the call");
+        assert_eq!(req["path"], canonical.as_str(), "HTTP/{version}");
+    }
+}
+
 /// Runs openssl in `dir`; panics with its message when it fails.
 fn openssl(dir: &std::path::Path, args: &[&str]) {
     let out = Command::new("openssl")

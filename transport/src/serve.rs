@@ -478,12 +478,25 @@ async fn serve(
                         .map(|c| c.iter().map(|c| c.clone().into_owned()).collect())
                         .unwrap_or_default();
                     let peer = PeerCertificates(Arc::new(chain));
-                    let h2 = tls.common().alpn_protocol() == Some(b"h2");
+                    let alpn = tls.common().alpn_protocol();
+                    let h2 = alpn == Some(b"h2");
+                    // A connection that chose HTTP/1.1 stays on it: an HTTP/2
+                    // preface on it is a malformed HTTP/1.1 request (RFC 9113
+                    // §3.3: over TLS, HTTP/2 only through ALPN).
+                    let versions = if alpn == Some(b"http/1.1") {
+                        Versions::Http1Only
+                    } else {
+                        Versions::Any
+                    };
                     match fast {
                         Some(fast) if !h2 => {
-                            serve_fast(fast, tls, peer, remote, router, limits, stop).await
+                            serve_fast(fast, tls, peer, remote, router, limits, stop, versions)
+                                .await
                         }
-                        _ => serve_connection(tls, peer, remote, router, limits, stop).await,
+                        _ => {
+                            serve_connection(tls, peer, remote, router, limits, stop, versions)
+                                .await
+                        }
                     }
                 }
                 None => {
@@ -494,6 +507,7 @@ async fn serve(
                         router,
                         limits,
                         stop,
+                        Versions::Any,
                     )
                     .await
                 }
@@ -533,6 +547,7 @@ async fn serve(
 /// The bounds are the same as hyper's: the first request head within
 /// `first_request_timeout`, a later one within `idle_timeout` of the last
 /// answer, a head no larger than hyper's read buffer.
+#[allow(clippy::too_many_arguments)]
 async fn serve_fast(
     fast: Arc<dyn FastPath>,
     io: ServerTls,
@@ -541,6 +556,7 @@ async fn serve_fast(
     router: Router,
     limits: ConnLimits,
     stop: watch::Receiver<bool>,
+    mut versions: Versions,
 ) {
     let first = limits.first_request_timeout.min(limits.idle_timeout);
     let mut conn = FastConn {
@@ -597,9 +613,12 @@ async fn serve_fast(
                 ..
             } = conn;
             let io = Rewind { pre: buf, io };
-            serve_connection(io, peer, remote, router, limits, stop).await;
+            serve_connection(io, peer, remote, router, limits, stop, versions).await;
             return;
         };
+        // After an HTTP/1.1 request, the connection is HTTP/1.1 to its end:
+        // an HTTP/2 preface later on does not switch it (RFC 9113 §3.3).
+        versions = Versions::Http1Only;
         conn.buf.advance(head.len);
         let keep = fast.serve(head, &mut conn).await;
         // The request's fields (its credentials among them) are not kept.
@@ -675,6 +694,15 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Rewind<S> {
     }
 }
 
+/// The HTTP versions hyper may serve on a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Versions {
+    /// HTTP/1.1, or HTTP/2 when the connection opens with its preface.
+    Any,
+    /// HTTP/1.1 only: ALPN chose it, or HTTP/1.1 requests were served.
+    Http1Only,
+}
+
 /// Serves one connection until it ends, is idle past its deadline, or the listener stops.
 async fn serve_connection<S>(
     io: S,
@@ -683,6 +711,7 @@ async fn serve_connection<S>(
     router: Router,
     limits: ConnLimits,
     mut stop: watch::Receiver<bool>,
+    versions: Versions,
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -726,6 +755,9 @@ async fn serve_connection<S>(
         .max_concurrent_streams(limits.h2_max_concurrent_streams)
         .keep_alive_interval(limits.h2_keepalive_interval)
         .keep_alive_timeout(limits.h2_keepalive_timeout);
+    if versions == Versions::Http1Only {
+        builder = builder.http1_only();
+    }
     let conn =
         builder.serve_connection_with_upgrades(TokioIo::new(io), TowerToHyperService::new(svc));
     tokio::pin!(conn);
@@ -1036,6 +1068,34 @@ mod tests {
                 (200, "router".to_owned()),
                 (200, "router d".to_owned()),
             ]
+        );
+    }
+
+    /// Item 9 of issue 28: after an HTTP/1.1 request the connection stays
+    /// HTTP/1.1; an HTTP/2 preface then is a bad request, never a switch to
+    /// HTTP/2 (RFC 9113 §3.3), and nothing of HTTP/2 is answered.
+    #[tokio::test]
+    async fn an_http2_preface_after_http1_requests_does_not_switch_the_connection() {
+        use tokio::io::AsyncWriteExt;
+        let (addr, client) = fast_listener(ConnLimits::default()).await;
+        let mut io = connect(addr, client).await;
+        io.write_all(b"POST /fast HTTP/1.1\r\nhost: x\r\ncontent-length: 1\r\n\r\na")
+            .await
+            .unwrap();
+        assert_eq!(answers(&mut io, 1).await, [(200, "fast a".to_owned())]);
+        // The preface, then an empty SETTINGS frame.
+        io.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+            .await
+            .unwrap();
+        let mut buf = BytesMut::new();
+        let _ = tokio::time::timeout(Duration::from_secs(10), async {
+            while read_into(&mut io, &mut buf).await.unwrap_or(0) > 0 {}
+        })
+        .await;
+        let text = String::from_utf8_lossy(&buf);
+        assert!(
+            buf.is_empty() || text.starts_with("HTTP/1.1 4") || text.starts_with("HTTP/1.1 5"),
+            "the connection answered the preface with {buf:?}"
         );
     }
 

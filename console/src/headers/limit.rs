@@ -3,7 +3,7 @@
 
 /// A request whose header block is larger than the Console accepts.
 #[derive(Debug, thiserror::Error)]
-#[error("the request headers total {size} bytes; at most {max} are accepted")]
+#[error("the request target and headers total {size} bytes; at most {max} are accepted")]
 pub struct HeadersTooLarge {
     pub size: usize,
     pub max: usize,

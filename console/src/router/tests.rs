@@ -341,7 +341,26 @@ async fn an_oversized_header_block_is_431_as_json() {
         code,
         &body,
         StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-        "request headers total",
+        "request target and headers total",
+    );
+}
+
+/// Item 9 of issue 28: the request target counts toward the bound (HTTP/2
+/// carries it as `:path`, outside the header fields hyper bounds).
+#[tokio::test]
+async fn an_oversized_request_target_is_431_as_json() {
+    let app = app(state(false, None));
+    let target = format!(
+        "/v1/namespaces/team-a/runs/r/{}/invoke",
+        "u".repeat(MAX_HEADER_BYTES)
+    );
+    let req = request("POST", &target).body(Body::empty()).unwrap();
+    let (code, _, body) = send(&app, req).await;
+    assert_error(
+        code,
+        &body,
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+        "request target and headers total",
     );
 }
 

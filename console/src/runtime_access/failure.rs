@@ -16,4 +16,10 @@ pub enum AccessFailure {
     ResponseTooLarge { max: usize },
     #[error("the Runtime gateway is busy")]
     GatewayBusy,
+    /// The answer names another call's invocation ID: the gateway's
+    /// connection is out of step (an extra or late answer on it).
+    #[error(
+        "the Runtime gateway answered another call (invocation ID {got:?}); the connection was closed"
+    )]
+    AnotherCallsAnswer { got: String },
 }

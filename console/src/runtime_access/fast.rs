@@ -29,7 +29,8 @@ use super::gateway::GatewayTarget;
 use super::upstream::{Upstream, Upstreams};
 use super::{
     AccessFailure, AccessState, AdmittedInvoke, INVOCATION_ID, INVOKE_ROUTE, admit_invoke,
-    connection_listed, identity_fields, is_forwarded_request_header, is_passable, is_stripped,
+    answers_call, connection_listed, identity_fields, is_forwarded_request_header, is_passable,
+    is_stripped,
 };
 use crate::credentials::resolve;
 use crate::error::{ConsoleError, REFUSAL_DRAIN_BYTES};
@@ -301,13 +302,14 @@ impl InvokeFastPath {
             inv,
             target,
             slot,
+            path,
         } = admitted;
         let bounds = &self.access.bounds;
         // The upstream request: head, then the body as it arrives.
         let mut req = std::mem::take(&mut conn.out);
         req.clear();
         req.extend_from_slice(b"POST ");
-        req.extend_from_slice(head.target.as_bytes());
+        req.extend_from_slice(path.as_bytes());
         req.extend_from_slice(b" HTTP/1.1\r\n");
         if target.port == 443 {
             field(&mut req, "host", target.host.as_bytes());
@@ -388,6 +390,10 @@ impl InvokeFastPath {
             Ok(x) => x,
             Err(e) => return Err(Failed::Answer(e)),
         };
+        // An answer to another call: the connection is dropped with it.
+        if let Err(e) = answers_call(&up.headers, &inv, &target) {
+            return Err(Failed::Answer(e.into()));
+        }
         // The answer's framing and size, decided before any of it is relayed.
         let no_body = status == 204 || status == 304;
         let announced = h1::body_kind(&up.headers);

@@ -24,7 +24,7 @@ pub use crate::sim::gateway_state::{
     Gateway, INVOCATION_ID, MAX_BODY, Mode, ModeConfig, REQUEST_LOG_SIZE, RecordedRequest, Stats,
     bump, new_id,
 };
-use crate::sim::serve::{PeerInfo, serve_tls};
+use crate::sim::serve::{Injector, PeerInfo, serve_tls};
 
 /// The TLS listener, which the control API can close and reopen on the same address.
 pub struct TlsSide {
@@ -217,6 +217,21 @@ async fn record_and_apply_mode(
     let mode = gateway.mode();
     match mode.mode {
         Mode::Normal | Mode::EarlyTooLarge => {}
+        Mode::ExtraAnswer => {
+            if is_upgrade(&request) {
+                return next.run(request).await;
+            }
+            let injector = request.extensions().get::<Injector>().cloned();
+            let http1 = request.version() == http::Version::HTTP_11;
+            let (parts, body) = next.run(request).await.into_parts();
+            let body = axum::body::to_bytes(body, MAX_BODY)
+                .await
+                .unwrap_or_default();
+            if let Some(injector) = injector.filter(|_| http1) {
+                injector.before_next_answer(&raw_answer(&parts, &body));
+            }
+            return Response::from_parts(parts, Body::from(body));
+        }
         Mode::TooManyRequests => {
             let mut response = error(StatusCode::TOO_MANY_REQUESTS, "the runtime is busy");
             response
@@ -242,6 +257,27 @@ async fn record_and_apply_mode(
         }
     }
     next.run(request).await
+}
+
+/// An answer as HTTP/1.1 bytes, with its length.
+fn raw_answer(parts: &http::response::Parts, body: &[u8]) -> Vec<u8> {
+    let mut out = format!(
+        "HTTP/1.1 {} {}\r\n",
+        parts.status.as_u16(),
+        parts.status.canonical_reason().unwrap_or("")
+    )
+    .into_bytes();
+    for (name, value) in &parts.headers {
+        if name != header::CONTENT_LENGTH && name != header::TRANSFER_ENCODING {
+            out.extend_from_slice(name.as_str().as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+    out.extend_from_slice(format!("content-length: {}\r\n\r\n", body.len()).as_bytes());
+    out.extend_from_slice(body);
+    out
 }
 
 /// The answer with its body in three chunks and no length; with `stall`,

@@ -42,6 +42,12 @@ pub enum Mode {
     /// body limit does).
     #[serde(rename = "early413")]
     EarlyTooLarge,
+    /// Answers, and writes a copy of that answer (its invocation ID
+    /// included) ahead of the next answer on the same HTTP/1.1 connection:
+    /// a gateway out of step by one answer, so every second call on a
+    /// connection would read the call before it's answer.
+    #[serde(rename = "extra")]
+    ExtraAnswer,
 }
 
 /// The mode and, for `slow`, the delay.

@@ -25,6 +25,78 @@ pub struct PeerInfo {
     pub client_cn: Option<String>,
 }
 
+/// Bytes a handler leaves to be written on its connection before the next
+/// answer there (the gateway's `extra` mode: an answer out of step by one).
+/// Inserted into each request's extensions beside [`PeerInfo`].
+#[derive(Clone, Default)]
+pub struct Injector(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Injector {
+    /// Writes `bytes` ahead of whatever is written next on the connection.
+    pub fn before_next_answer(&self, bytes: &[u8]) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(bytes);
+    }
+}
+
+/// A connection that writes an [`Injector`]'s bytes first.
+struct Injecting<S> {
+    inner: S,
+    injector: Injector,
+}
+
+impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Injecting<S> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Injecting<S> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        use std::task::Poll;
+        let this = &mut *self;
+        let mut pending = this.injector.0.lock().unwrap_or_else(|e| e.into_inner());
+        while !pending.is_empty() {
+            match std::pin::Pin::new(&mut this.inner).poll_write(cx, &pending) {
+                Poll::Ready(Ok(0)) => {
+                    return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()));
+                }
+                Poll::Ready(Ok(n)) => {
+                    pending.drain(..n);
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        drop(pending);
+        std::pin::Pin::new(&mut this.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Concurrent HTTP/2 streams per connection.
 const MAX_STREAMS: u32 = 4096;
@@ -74,8 +146,14 @@ pub async fn serve_tls(
                 .and_then(|certs| certs.first())
                 .and_then(common_name);
             let peer = PeerInfo { remote, client_cn };
+            let injector = Injector::default();
+            let stream = Injecting {
+                inner: stream,
+                injector: injector.clone(),
+            };
             let service = router.map_request(move |mut req: http::Request<Incoming>| {
                 req.extensions_mut().insert(peer.clone());
+                req.extensions_mut().insert(injector.clone());
                 req
             });
             let mut builder = Builder::new(TokioExecutor::new());
