@@ -2,7 +2,6 @@
 //! steps call with `uses`. No public read: without a credential both answer
 //! 401. Step `env` values never leave the server (only the names are read).
 
-use kruntimes_core::failure::Refusal as _;
 use std::sync::Arc;
 
 use axum::Extension;
@@ -17,7 +16,7 @@ use super::kinds::{
     ActionCaller, ActionDetail, ActionInputView, ActionListItem, ActionOutputView, ActionStepView,
     ActionUsage,
 };
-use super::listing::{ListAccess, ListedKind};
+use super::listing::{ListAccess, ListedKind, credential_client};
 
 use super::objects::{conditions, meta};
 use super::types::{AccessRequest, Condition, Section};
@@ -27,21 +26,6 @@ use crate::state::{ConsoleState, RequestCredentials};
 
 /// Most WorkflowRuns read to find the callers of an Action.
 const MAX_CALLERS_SCAN: u32 = 500;
-
-/// The caller's own client; Actions and PersistentWorkspaces are never read
-/// with the Console's identity, public read or not.
-pub fn credential_client(
-    state: &ConsoleState,
-    caller: &RequestCredentials,
-    what: &str,
-) -> Result<kube::Client, ConsoleError> {
-    match &caller.0 {
-        Some(c) => state.users.for_token(c.token()?),
-        None => Err(ConsoleError::unauthorized(format!(
-            "{what} are not part of public read: log in or send a bearer token to read them"
-        ))),
-    }
-}
 
 fn ready(a: &Action) -> Option<Condition> {
     conditions(a.status.as_ref().and_then(|s| s.conditions.as_ref()))?

@@ -14,7 +14,6 @@ use kube::api::ListParams;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::actions::credential_client;
 use super::types::{AccessRequest, ListResponse};
 use super::{ApiPath, check_namespace, list_reader};
 use crate::error::{ConsoleError, KubeFailure};
@@ -282,6 +281,21 @@ pub fn check_public_list(q: &ListQuery) -> Result<(), ConsoleError> {
 /// Whether `name` contains the search `part` (no search admits all).
 pub fn name_matches(part: Option<&str>, name: Option<&str>) -> bool {
     part.is_none_or(|p| name.unwrap_or("").contains(p))
+}
+
+/// The caller's own client; Actions and PersistentWorkspaces are never read
+/// with the Console's identity, public read or not.
+pub fn credential_client(
+    state: &ConsoleState,
+    caller: &RequestCredentials,
+    what: &str,
+) -> Result<kube::Client, ConsoleError> {
+    match &caller.0 {
+        Some(c) => state.users.for_token(c.token()?),
+        None => Err(ConsoleError::unauthorized(format!(
+            "{what} are not part of public read: log in or send a bearer token to read them"
+        ))),
+    }
 }
 
 /// Who may list a kind.

@@ -13,10 +13,10 @@ use kruntimes_core::workspace::PersistentWorkspace;
 use kube::Api;
 use serde_json::Value;
 
-use super::actions::credential_client;
 use super::kinds::{
     WorkspaceDetail, WorkspaceListItem, WorkspaceSpecView, WorkspaceStatusView, WorkspaceVolume,
 };
+use super::listing::credential_client;
 use super::listing::{ListAccess, ListedKind};
 
 use super::objects::{conditions, meta};
