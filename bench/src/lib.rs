@@ -4,6 +4,9 @@
 //! text scraping and percentiles.
 //!
 //! The report is `bench/README.md`.
+
+// Benchmark support: its items are documented where they are not obvious.
+#![allow(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod envfile;

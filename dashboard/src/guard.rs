@@ -43,11 +43,14 @@ pub fn loopback(address: &str, port: u16) -> Result<SocketAddr, String> {
 /// (`http://` and the same).
 #[derive(Clone, Debug)]
 pub struct Own {
+    /// The listener's `host:port`, the only `Host` taken.
     pub authority: String,
+    /// The listener's own origin, `http://host:port`.
     pub origin: String,
 }
 
 impl Own {
+    /// The authority and origin of a listener bound to `addr`.
     pub fn new(addr: SocketAddr) -> Self {
         let authority = addr.to_string();
         Self {

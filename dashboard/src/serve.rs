@@ -28,10 +28,15 @@ type Body = BoxBody<Bytes, BoxError>;
 /// The listener's limits (each a flag of `kruntimes-console dashboard`).
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
+    /// Open connections at most (`--max-connections`).
     pub max_connections: usize,
+    /// Largest request body forwarded (`--max-request-bytes`).
     pub max_request_bytes: usize,
+    /// Largest request head (`--max-header-bytes`).
     pub max_header_bytes: usize,
+    /// Time for a request head to arrive (`--header-timeout`).
     pub header_timeout: Duration,
+    /// Time for the Console to answer (`--response-timeout`).
     pub response_timeout: Duration,
 }
 

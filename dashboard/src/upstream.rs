@@ -217,6 +217,7 @@ pub struct Upstream {
     server_name: ServerName<'static>,
     /// The `Host` of forwarded requests: the Console's name.
     pub host: String,
+    /// The kubeconfig's credential, added to forwarded requests.
     pub credential: Credential,
     connect_timeout: Duration,
     /// Port-forwards open now.
@@ -237,6 +238,7 @@ impl Drop for PortForward {
 }
 
 impl Upstream {
+    /// The Console through the kubeconfig's cluster, port-forwarded, verified against its CA.
     pub fn new(
         args: &DashboardArgs,
         config: &kube::Config,

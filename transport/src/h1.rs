@@ -15,6 +15,7 @@ pub const MAX_HEADERS: usize = 100;
 /// A parsed request head.
 #[derive(Debug)]
 pub struct RequestHead {
+    /// The request method.
     pub method: Method,
     /// The request target as sent (origin-form: path and query).
     pub target: String,
@@ -25,6 +26,7 @@ pub struct RequestHead {
 /// What parsing a buffer's start found.
 #[derive(Debug)]
 pub enum Parsed<T> {
+    /// A whole head, parsed.
     Complete(T),
     /// More bytes are needed.
     Partial,
@@ -93,9 +95,11 @@ pub fn parse_request(buf: &[u8], headers: &mut HeaderMap) -> Parsed<RequestHead>
 /// A parsed response head.
 #[derive(Debug)]
 pub struct ResponseHead {
+    /// The status code.
     pub status: u16,
     /// HTTP/1.1 (else 1.0).
     pub http11: bool,
+    /// Bytes of the head, through its empty line.
     pub len: usize,
 }
 
@@ -125,7 +129,9 @@ pub fn parse_response(buf: &[u8], headers: &mut HeaderMap) -> Parsed<ResponseHea
 /// How a message's body is delimited.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BodyKind {
+    /// `Content-Length` bytes.
     Length(u64),
+    /// `Transfer-Encoding: chunked`.
     Chunked,
     /// Until the connection closes (responses only).
     Close,
@@ -268,6 +274,7 @@ pub const MAX_TRAILER_BYTES: usize = 16 << 10;
 pub const MAX_TRAILER_FIELDS: usize = 100;
 
 impl Chunked {
+    /// Whether the last chunk and the trailer section have been read.
     pub fn is_done(&self) -> bool {
         self.state == ChunkState::Done
     }

@@ -71,6 +71,7 @@ pub trait FastPath: Send + Sync + 'static {
 
 /// A connection as a [`FastPath`] sees it.
 pub struct FastConn {
+    /// The TLS stream.
     pub io: ServerTls,
     /// Bytes read and not consumed yet (a body's start, a next request).
     pub buf: BytesMut,
@@ -78,7 +79,9 @@ pub struct FastConn {
     pub headers: HeaderMap,
     /// A reusable buffer for what is written.
     pub out: Vec<u8>,
+    /// The client's certificate chain (empty without one).
     pub peer: PeerCertificates,
+    /// The client's address.
     pub remote: SocketAddr,
     /// Bounds every wait of the connection, its requests' included.
     pub timer: Watchdog,
@@ -116,6 +119,7 @@ pub struct Watchdog {
 }
 
 impl Watchdog {
+    /// A watchdog that fires at least every `step`.
     pub fn new(step: Duration) -> Self {
         Self {
             sleep: Box::pin(tokio::time::sleep(step)),
@@ -229,6 +233,7 @@ pub struct ConnPermit {
 }
 
 impl ConnGate {
+    /// A gate for at most `max` connections, `max_per_peer` of them from one address.
     pub fn new(max: usize, max_per_peer: usize) -> Arc<Self> {
         Arc::new(Self {
             max,

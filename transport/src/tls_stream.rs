@@ -65,7 +65,9 @@ fn with_scratch<R>(f: impl FnOnce(&mut [u8], &mut [u8]) -> R) -> R {
 
 /// The side of a connection: how its records are processed.
 pub trait Side: DerefMut<Target = UnbufferedConnectionCommon<Self::Data>> + Unpin {
+    /// The application data of the side's records.
     type Data;
+    /// Processes the TLS records at the start of `tls`.
     fn process<'c, 'i>(&'c mut self, tls: &'i mut [u8]) -> UnbufferedStatus<'c, 'i, Self::Data>;
 }
 

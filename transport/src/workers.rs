@@ -65,10 +65,12 @@ impl Workers {
         })
     }
 
+    /// The number of threads.
     pub fn len(&self) -> usize {
         self.handles.len()
     }
 
+    /// Whether there are no threads.
     pub fn is_empty(&self) -> bool {
         self.handles.is_empty()
     }
