@@ -746,26 +746,69 @@ async fn serve_connection<S>(
                 }))
             }
         });
-    let mut builder = Builder::new(TokioExecutor::new());
+    let io = TokioIo::new(io);
+    let svc = TowerToHyperService::new(svc);
     // No timer for HTTP/1: hyper would arm a header-read timeout for every
-    // request. The idle timer below bounds a keep-alive gap and a trickled
-    // header alike (a request is in flight only once its head is read).
-    builder
-        .http1()
-        .max_buf_size(limits.max_header_bytes.max(8192));
-    builder
-        .http2()
-        .timer(hyper_util::rt::TokioTimer::new())
-        .max_header_list_size(limits.max_header_bytes as u32)
-        .max_concurrent_streams(limits.h2_max_concurrent_streams)
-        .keep_alive_interval(limits.h2_keepalive_interval)
-        .keep_alive_timeout(limits.h2_keepalive_timeout);
-    if versions == Versions::Http1Only {
-        builder = builder.http1_only();
+    // request. The idle timer in `drive` bounds a keep-alive gap and a
+    // trickled header alike (a request is in flight only once its head is read).
+    let max_buf = limits.max_header_bytes.max(8192);
+    match versions {
+        Versions::Http1Only => {
+            // hyper's own HTTP/1 server: hyper-util's auto builder looks for
+            // an HTTP/2 preface whatever `http1_only` says once upgrades are
+            // served, so on this connection a preface is a bad request.
+            let mut h1 = hyper::server::conn::http1::Builder::new();
+            h1.max_buf_size(max_buf);
+            let conn = h1.serve_connection(io, svc).with_upgrades();
+            tokio::pin!(conn);
+            drive(
+                conn,
+                |c| c.graceful_shutdown(),
+                &activity,
+                &limits,
+                remote,
+                &mut stop,
+            )
+            .await;
+        }
+        Versions::Any => {
+            let mut builder = Builder::new(TokioExecutor::new());
+            builder.http1().max_buf_size(max_buf);
+            builder
+                .http2()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .max_header_list_size(limits.max_header_bytes as u32)
+                .max_concurrent_streams(limits.h2_max_concurrent_streams)
+                .keep_alive_interval(limits.h2_keepalive_interval)
+                .keep_alive_timeout(limits.h2_keepalive_timeout);
+            let conn = builder.serve_connection_with_upgrades(io, svc);
+            tokio::pin!(conn);
+            drive(
+                conn,
+                |c| c.graceful_shutdown(),
+                &activity,
+                &limits,
+                remote,
+                &mut stop,
+            )
+            .await;
+        }
     }
-    let conn =
-        builder.serve_connection_with_upgrades(TokioIo::new(io), TowerToHyperService::new(svc));
-    tokio::pin!(conn);
+}
+
+/// Drives a hyper connection until it ends, is idle past its deadline, or
+/// the listener stops (then it is shut down gracefully with `shutdown`).
+async fn drive<C, E>(
+    mut conn: Pin<&mut C>,
+    shutdown: fn(Pin<&mut C>),
+    activity: &Activity,
+    limits: &ConnLimits,
+    remote: SocketAddr,
+    stop: &mut watch::Receiver<bool>,
+) where
+    C: Future<Output = Result<(), E>>,
+    E: std::fmt::Display,
+{
     // Fires no later than the earliest time the connection could be idle too
     // long; it then looks at what happened since and closes or re-arms. A
     // request that starts and ends after it looked moves its deadline later,
@@ -798,14 +841,14 @@ async fn serve_connection<S>(
                     continue;
                 }
                 tracing::debug!(%remote, first = st.started == 0, "closing an idle connection");
-                conn.as_mut().graceful_shutdown();
+                shutdown(conn.as_mut());
                 // A peer that does not let go is dropped after a bounded wait.
                 let _ = tokio::time::timeout(Duration::from_secs(1), conn.as_mut()).await;
                 return;
             }
-            () = stopped(&mut stop), if !closing => {
+            () = stopped(stop), if !closing => {
                 closing = true;
-                conn.as_mut().graceful_shutdown();
+                shutdown(conn.as_mut());
             }
         }
     }
