@@ -810,6 +810,11 @@ async fn a_plain_get_on_operations_tells_whether_the_caller_may() {
     );
 }
 
+/// Tests that count the shared Console's fast-path requests hold this for
+/// writing; tests that send it HTTP/1.1 invokes of their own hold it for
+/// reading, so a count sees only its own test's invokes.
+static FAST_PATH_COUNT: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
 /// The `fast_path_requests` counter of the shared Console.
 fn fast_path_requests() -> u64 {
     let (code, body) = env().curl(&format!("{}/metrics", env().var("CONSOLE_ADMIN_URL")), &[]);
@@ -857,6 +862,7 @@ type Case<'a> = (&'a str, String, Vec<(&'a str, &'a str)>, Body<'a>);
 /// gateway sees the same request.
 #[tokio::test]
 async fn invoke_answers_are_the_same_over_http1_and_http2() {
+    let _counting = FAST_PATH_COUNT.write().await;
     let fx = Fixtures::new("team-a").await;
     let (name, uid) = run(&fx, "bash", "function", "Ready").await;
     let (pending, puid) = run(&fx, "bash", "function", "Pending").await;
@@ -1078,6 +1084,7 @@ async fn invoke_answers_are_the_same_over_http1_and_http2() {
 /// then more invokes.
 #[tokio::test]
 async fn a_keep_alive_connection_moves_from_the_fast_path_to_the_router() {
+    let _counting = FAST_PATH_COUNT.write().await;
     let fx = Fixtures::new("team-a").await;
     let (name, uid) = run(&fx, "bash", "function", "Ready").await;
     let url = invoke_url("team-a", &name, &uid);
@@ -1189,6 +1196,7 @@ fn gateway_mode(gw: &OwnGateway, mode: &str) {
 /// `--access-total-timeout`.
 #[tokio::test]
 async fn gateway_answers_are_bounded_on_both_paths() {
+    let _h1 = FAST_PATH_COUNT.read().await;
     let gw = own_gateway().await;
     let fx = Fixtures::new("team-a").await;
     let (name, uid) = run(&fx, &gw.runtime, "function", "Ready").await;
@@ -1599,6 +1607,7 @@ async fn every_spelling_of_a_cross_origin_upgrade_is_refused() {
 /// closes; the rounds make a race that loses now and then fail reliably.
 #[tokio::test]
 async fn an_early_413_and_close_is_relayed_on_both_paths() {
+    let _h1 = FAST_PATH_COUNT.read().await;
     let gw = own_gateway().await;
     let fx = Fixtures::new("team-a").await;
     let (name, uid) = run(&fx, &gw.runtime, "function", "Ready").await;
@@ -1646,6 +1655,7 @@ async fn an_early_413_and_close_is_relayed_on_both_paths() {
 /// alternate, so a relayed stale answer would cross from one to the other.
 #[tokio::test]
 async fn an_answer_to_another_call_is_never_relayed() {
+    let _h1 = FAST_PATH_COUNT.read().await;
     let gw = own_gateway().await;
     let fx = Fixtures::new("team-a").await;
     let (name, uid) = run(&fx, &gw.runtime, "function", "Ready").await;
@@ -1708,6 +1718,7 @@ async fn an_answer_to_another_call_is_never_relayed() {
 /// HTTP versions.
 #[tokio::test]
 async fn the_gateway_gets_the_authorized_path_not_the_callers_spelling() {
+    let _h1 = FAST_PATH_COUNT.read().await;
     let fx = Fixtures::new("team-a").await;
     let (name, uid) = run(&fx, "bash", "function", "Ready").await;
     let canonical = format!("/v1/namespaces/team-a/runs/{name}/{uid}/invoke");
@@ -1834,7 +1845,8 @@ fn rotate(from: &std::path::Path, to: &std::path::Path) {
 /// for the gateways are re-read when their files change. A gateway with a
 /// new CA, trusting only a new client CA, is unreachable with the files the
 /// Console started with; once they are rotated on disk, invokes over both
-/// paths succeed, presenting the new client certificate, with no restart.
+/// paths and `operations:ws` succeed, presenting the new client
+/// certificate, with no restart.
 #[tokio::test]
 async fn rotated_gateway_tls_files_are_picked_up_without_a_restart() {
     let e = env();
@@ -1850,6 +1862,13 @@ async fn rotated_gateway_tls_files_are_picked_up_without_a_restart() {
     .await;
     let fx = Fixtures::new("team-a").await;
     // Not `run`: the shared Console cannot reach this gateway to settle it.
+    // The Session Run is Ready before the function Run: once the Console's
+    // Run cache has the one, it has the other (a watch keeps their order).
+    let session = unique("session-run");
+    let suid = fx
+        .create_run(&session, &gw.runtime, "session", json!({}))
+        .await;
+    fx.set_run_status(&session, json!({"phase": "Ready"})).await;
     let name = unique("function-run");
     let uid = fx
         .create_run(&name, &gw.runtime, "function", json!({}))
@@ -1911,6 +1930,23 @@ async fn rotated_gateway_tls_files_are_picked_up_without_a_restart() {
         );
         assert!(r.body.contains("unreachable"), "{}", r.body);
     }
+    // The WebSocket path connects the gateway before it answers the upgrade.
+    let console_addr = format!("127.0.0.1:{}", console.console_port);
+    let console_ca = std::path::PathBuf::from(e.var("CONSOLE_CA"));
+    let ws_target = WsTarget {
+        addr: &console_addr,
+        server_name: "localhost",
+        ca: &console_ca,
+        client_cert: None,
+    };
+    let ops = ops_path("team-a", &session, &suid);
+    let auth = [("Authorization", op.as_str())];
+    let open = || stream::ws_connect(&ws_target, &ops, &auth);
+    assert_eq!(
+        open().await.err(),
+        Some(503),
+        "operations:ws with the old CA"
+    );
 
     rotate(&pki.join("gw-ca.crt"), &ca);
     rotate(&pki.join("client.crt"), &crt);
@@ -1932,6 +1968,36 @@ async fn rotated_gateway_tls_files_are_picked_up_without_a_restart() {
             "HTTP/{version}: never succeeded after the rotation: {got}"
         );
     }
+    let mut ws = None;
+    for _ in 0..100 {
+        if let Ok(socket) = open().await {
+            ws = Some(socket);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut ws = ws.expect("operations:ws after the rotation");
+    ws.send(Message::Text(
+        json!({"type": "send", "operation": {"command": "echo", "args": ["rotated"]}})
+            .to_string()
+            .into(),
+    ))
+    .await
+    .unwrap();
+    let mut output = String::new();
+    loop {
+        let ev = next_event(&mut ws).await;
+        if ev["type"] == "output" {
+            output.push_str(ev["data"].as_str().unwrap_or_default());
+        }
+        if ev["type"] == "terminal" {
+            assert_eq!(ev["exitCode"], 0, "{ev}");
+            break;
+        }
+    }
+    assert!(output.contains("rotated"), "{output}");
+    let _ = ws.close(None).await;
+
     assert_eq!(console.pid(), pid, "the Console restarted");
     let (code, body) = e.curl(&format!("{}/requests", gw.control), &[]);
     assert_eq!(code, 200, "{body}");
@@ -1944,5 +2010,13 @@ async fn rotated_gateway_tls_files_are_picked_up_without_a_restart() {
     assert!(
         ours.iter().all(|r| r["clientCN"] == "rotated-console"),
         "the gateway saw another client certificate: {body}"
+    );
+    let socket: Vec<&Value> = seen
+        .iter()
+        .filter(|r| r["path"].as_str().unwrap_or("").contains(&session))
+        .collect();
+    assert!(
+        !socket.is_empty() && socket.iter().all(|r| r["clientCN"] == "rotated-console"),
+        "operations:ws: {body}"
     );
 }

@@ -29,15 +29,25 @@ pub struct PeerInfo {
 /// answer there (the gateway's `extra` mode: an answer out of step by one).
 /// Inserted into each request's extensions beside [`PeerInfo`].
 #[derive(Clone, Default)]
-pub struct Injector(Arc<std::sync::Mutex<Vec<u8>>>);
+pub struct Injector(Arc<std::sync::Mutex<Injected>>);
+
+#[derive(Default)]
+struct Injected {
+    /// Left by a handler: written once the next request arrives.
+    later: Vec<u8>,
+    /// Written ahead of whatever is written next.
+    pending: Vec<u8>,
+}
 
 impl Injector {
-    /// Writes `bytes` ahead of whatever is written next on the connection.
+    /// Writes `bytes` ahead of the next answer on the connection: the one
+    /// to the next request, not the answer being written now.
     pub fn before_next_answer(&self, bytes: &[u8]) {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend_from_slice(bytes);
+        self.lock().later.extend_from_slice(bytes);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Injected> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -53,7 +63,15 @@ impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Injecting<S> {
         cx: &mut std::task::Context<'_>,
         buf: &mut tokio::io::ReadBuf<'_>,
     ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.inner).poll_read(cx, buf)
+        let before = buf.filled().len();
+        let res = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if matches!(res, std::task::Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            // A next request: what the last handler left goes ahead of its answer.
+            let mut injected = self.injector.lock();
+            let later = std::mem::take(&mut injected.later);
+            injected.pending.extend_from_slice(&later);
+        }
+        res
     }
 }
 
@@ -65,20 +83,20 @@ impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Injecting<S> {
     ) -> std::task::Poll<std::io::Result<usize>> {
         use std::task::Poll;
         let this = &mut *self;
-        let mut pending = this.injector.0.lock().unwrap_or_else(|e| e.into_inner());
-        while !pending.is_empty() {
-            match std::pin::Pin::new(&mut this.inner).poll_write(cx, &pending) {
+        let mut injected = this.injector.lock();
+        while !injected.pending.is_empty() {
+            match std::pin::Pin::new(&mut this.inner).poll_write(cx, &injected.pending) {
                 Poll::Ready(Ok(0)) => {
                     return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()));
                 }
                 Poll::Ready(Ok(n)) => {
-                    pending.drain(..n);
+                    injected.pending.drain(..n);
                 }
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                 Poll::Pending => return Poll::Pending,
             }
         }
-        drop(pending);
+        drop(injected);
         std::pin::Pin::new(&mut this.inner).poll_write(cx, buf)
     }
 
