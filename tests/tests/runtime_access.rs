@@ -1708,7 +1708,12 @@ async fn an_answer_to_another_call_is_never_relayed() {
         );
     }
     gateway_mode(&gw, r#"{"mode":"normal"}"#);
-    let r = post(&url, &[("Authorization", &callers[0].1)], "{}", None);
+    // The copy of the last answer may still wait on a pooled connection: the
+    // call that meets it is refused like the others, the next is answered.
+    let mut r = post(&url, &[("Authorization", &callers[0].1)], "{}", None);
+    if r.code == 502 && r.body.contains("answered another call") {
+        r = post(&url, &[("Authorization", &callers[0].1)], "{}", None);
+    }
     assert_eq!(r.code, 200, "{}", r.body);
 }
 
