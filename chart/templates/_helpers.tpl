@@ -229,6 +229,7 @@ console.extraArgs may add flags but never repeat one of these.
 - --tls-handshake-timeout={{ $l.tlsHandshakeTimeout }}
 - --first-request-timeout={{ $l.firstRequestTimeout }}
 - --connection-idle-timeout={{ $l.connectionIdleTimeout }}
+- --send-timeout={{ $l.sendTimeout }}
 - --http2-keepalive-interval={{ $l.http2KeepaliveInterval }}
 - --http2-keepalive-timeout={{ $l.http2KeepaliveTimeout }}
 - --http2-max-concurrent-streams={{ int64 $l.http2MaxConcurrentStreams }}

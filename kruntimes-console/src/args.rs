@@ -205,6 +205,12 @@ pub struct Args {
     #[arg(long, default_value = "90s")]
     pub connection_idle_timeout: DurationArg,
 
+    /// A response the connection has not sent on for this long (the client
+    /// stopped reading, or keeps its HTTP/2 flow-control window shut) ends
+    /// its connection; seen within twice this. On every listener.
+    #[arg(long, default_value = "60s")]
+    pub send_timeout: DurationArg,
+
     /// Interval of HTTP/2 keep-alive pings.
     #[arg(long, default_value = "30s")]
     pub http2_keepalive_interval: DurationArg,
@@ -370,6 +376,7 @@ impl Args {
             // The transport allows twice the bound so the Console can answer 431 itself.
             max_header_bytes: self.max_header_bytes * 2,
             drain_timeout,
+            send_timeout: self.send_timeout.into(),
         }
     }
 
@@ -446,6 +453,7 @@ impl Args {
             ("--access-body-timeout", self.access_body_timeout),
             ("--first-request-timeout", self.first_request_timeout),
             ("--connection-idle-timeout", self.connection_idle_timeout),
+            ("--send-timeout", self.send_timeout),
             ("--http2-keepalive-interval", self.http2_keepalive_interval),
             ("--http2-keepalive-timeout", self.http2_keepalive_timeout),
             (

@@ -477,6 +477,7 @@ fn deployment_runs_the_binary_with_its_flags_restricted_and_probed() {
         "--tls-handshake-timeout=10s".to_owned(),
         "--first-request-timeout=10s".to_owned(),
         "--connection-idle-timeout=90s".to_owned(),
+        "--send-timeout=60s".to_owned(),
         "--http2-keepalive-interval=30s".to_owned(),
         "--http2-keepalive-timeout=10s".to_owned(),
         "--http2-max-concurrent-streams=100".to_owned(),

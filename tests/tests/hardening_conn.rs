@@ -184,6 +184,67 @@ async fn idle_keep_alive_connections_are_closed_at_the_idle_timeout() {
     }
 }
 
+/// Item 1 of issue 28: an HTTP/2 client that fetches the UI's script bundle
+/// and keeps its flow-control window shut (it never reads; hyper's client
+/// answers the pings) held its connection past every deadline, since a
+/// response in flight keeps the idle timer off. The connection now ends at
+/// the send timeout.
+#[tokio::test]
+async fn an_http2_client_that_stops_reading_loses_its_connection_at_the_send_timeout() {
+    let (c, _dir) = console(&[
+        "--send-timeout=1s",
+        "--connection-idle-timeout=60s",
+        "--http2-keepalive-interval=1s",
+    ]);
+    let mut tls = tls_connect(c.console_port, b"http/1.1").await.unwrap();
+    tls.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let page = closed_within(&mut tls, Duration::from_secs(10))
+        .await
+        .expect("the index page");
+    let page = String::from_utf8_lossy(&page);
+    let script = page
+        .split("src=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .find(|src| src.starts_with("/assets/") && src.ends_with(".js"))
+        .unwrap_or_else(|| panic!("no script in the index page: {page}"))
+        .to_owned();
+
+    let tls = tls_connect(c.console_port, b"h2").await.unwrap();
+    // HTTP/2's default windows (64 KiB), not hyper's 2 MiB.
+    let (mut send, conn) =
+        hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .initial_stream_window_size(65_535)
+            .initial_connection_window_size(65_535)
+            .handshake(hyper_util::rt::TokioIo::new(tls))
+            .await
+            .unwrap();
+    let conn = tokio::spawn(conn);
+    let req = http::Request::get(format!("https://localhost:{}{script}", c.console_port))
+        .body(http_body_util::Empty::<bytes::Bytes>::new())
+        .unwrap();
+    let resp = send.send_request(req).await.expect("a response");
+    assert_eq!(resp.status(), 200, "{script}");
+    let length: usize = resp
+        .headers()
+        .get("content-length")
+        .and_then(|v| v.to_str().ok()?.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        length > 256 << 10,
+        "{script} is {length} bytes: too small to outlast the window"
+    );
+    // The response is held, never read: its window stays shut.
+    let ended = tokio::time::timeout(Duration::from_secs(2) + MARGIN, conn).await;
+    drop(resp);
+    assert!(
+        ended.is_ok(),
+        "an HTTP/2 connection whose response is not read still open past the send timeout"
+    );
+}
+
 fn refusals(c: &ConsoleProcess, listener: &str) -> f64 {
     let url = format!("http://127.0.0.1:{}/metrics", c.admin_port);
     let (_, body) = env().curl(&url, &[]);

@@ -180,6 +180,11 @@ pub struct ConnLimits {
     pub max_header_bytes: usize,
     /// After `shutdown`, how long open connections may take to finish.
     pub drain_timeout: Duration,
+    /// A response whose next part the connection has not taken for this long
+    /// (a client that stops reading, an HTTP/2 window held at zero) ends its
+    /// connection: a response in flight keeps the idle timer off, and
+    /// HTTP/2 pings are answered while it is stuck.
+    pub send_timeout: Duration,
 }
 
 impl Default for ConnLimits {
@@ -195,6 +200,7 @@ impl Default for ConnLimits {
             max_connections_per_peer: 256,
             max_header_bytes: 16 << 10,
             drain_timeout: Duration::from_secs(25),
+            send_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -287,12 +293,32 @@ struct Activity {
     state: Mutex<ActivityState>,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct ActivityState {
     in_flight: usize,
     started: u64,
     /// When the last request ended (or the connection opened).
     idle_since: Instant,
+    /// Response bodies waiting for the connection to take their next part
+    /// (their head is out, or their last part was handed over, and hyper has
+    /// not asked again), with since when. A body waiting for its own data is
+    /// not here: that wait is the handler's.
+    unsent: Vec<(u64, Instant)>,
+    /// The id of the next response body.
+    bodies: u64,
+}
+
+impl ActivityState {
+    fn sent(&mut self, body: u64) {
+        if let Some(i) = self.unsent.iter().position(|(b, _)| *b == body) {
+            self.unsent.swap_remove(i);
+        }
+    }
+
+    /// Since when the longest-waiting response has been waiting to be sent.
+    fn oldest_unsent(&self) -> Option<Instant> {
+        self.unsent.iter().map(|(_, t)| *t).min()
+    }
 }
 
 impl Activity {
@@ -324,10 +350,47 @@ impl Drop for InFlight {
     }
 }
 
-/// A response body that keeps its request in flight until it ends or is dropped.
+/// The largest part of a response handed to hyper at once (an HTTP/2 DATA
+/// frame's default size). hyper takes the next part only once the last one
+/// is on its way, so a response larger than the client's window stays in
+/// flight, and its stall is seen, until all but its last part are sent.
+const RESPONSE_PART: usize = 16 << 10;
+
+/// A response body that keeps its request in flight until it ends or is
+/// dropped, tells the connection when it waits to be sent, and hands its
+/// data over in parts of at most [`RESPONSE_PART`] bytes.
 struct TrackedBody {
     inner: axum::body::Body,
     flight: Option<InFlight>,
+    id: u64,
+    /// What is left of a data frame larger than a part.
+    rest: Bytes,
+}
+
+impl TrackedBody {
+    fn new(inner: axum::body::Body, flight: InFlight) -> Self {
+        let id = {
+            let mut st = flight.0.lock();
+            st.bodies += 1;
+            let id = st.bodies;
+            st.unsent.push((id, Instant::now()));
+            id
+        };
+        Self {
+            inner,
+            flight: Some(flight),
+            id,
+            rest: Bytes::new(),
+        }
+    }
+}
+
+impl Drop for TrackedBody {
+    fn drop(&mut self) {
+        if let Some(flight) = &self.flight {
+            flight.0.lock().sent(self.id);
+        }
+    }
 }
 
 impl http_body::Body for TrackedBody {
@@ -338,19 +401,61 @@ impl http_body::Body for TrackedBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
-        let res = Pin::new(&mut self.inner).poll_frame(cx);
-        if matches!(res, Poll::Ready(None)) {
-            self.flight = None;
+        let res = if self.rest.is_empty() {
+            match Pin::new(&mut self.inner).poll_frame(cx) {
+                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                    Ok(mut data) if data.len() > RESPONSE_PART => {
+                        self.rest = data.split_off(RESPONSE_PART);
+                        Poll::Ready(Some(Ok(http_body::Frame::data(data))))
+                    }
+                    Ok(data) => Poll::Ready(Some(Ok(http_body::Frame::data(data)))),
+                    Err(frame) => Poll::Ready(Some(Ok(frame))),
+                },
+                other => other,
+            }
+        } else {
+            let n = self.rest.len().min(RESPONSE_PART);
+            let part = self.rest.split_to(n);
+            Poll::Ready(Some(Ok(http_body::Frame::data(part))))
+        };
+        let id = self.id;
+        match &res {
+            Poll::Ready(None) => {
+                if let Some(flight) = self.flight.take() {
+                    flight.0.lock().sent(id);
+                }
+            }
+            // Asked for more, and its part is ready: waiting to be sent now.
+            Poll::Ready(Some(_)) => {
+                if let Some(flight) = &self.flight {
+                    let mut st = flight.0.lock();
+                    st.sent(id);
+                    st.unsent.push((id, Instant::now()));
+                }
+            }
+            // Asked for more and has none yet: the handler's wait.
+            Poll::Pending => {
+                if let Some(flight) = &self.flight {
+                    flight.0.lock().sent(id);
+                }
+            }
         }
         res
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.rest.is_empty() && self.inner.is_end_stream()
     }
 
     fn size_hint(&self) -> http_body::SizeHint {
-        self.inner.size_hint()
+        let rest = self.rest.len() as u64;
+        let inner = self.inner.size_hint();
+        let mut hint = http_body::SizeHint::new();
+        hint.set_lower(inner.lower() + rest);
+        if let Some(upper) = inner.upper() {
+            hint.set_upper(upper + rest);
+        }
+        hint
     }
 }
 
@@ -725,6 +830,8 @@ async fn serve_connection<S>(
             in_flight: 0,
             started: 0,
             idle_since: Instant::now(),
+            unsent: Vec::new(),
+            bodies: 0,
         }),
     });
     let tracked = activity.clone();
@@ -738,12 +845,9 @@ async fn serve_connection<S>(
             let flight = InFlight::start(&tracked);
             async move {
                 let resp: http::Response<axum::body::Body> = fut.await?;
-                Ok::<_, std::convert::Infallible>(resp.map(|inner| {
-                    axum::body::Body::new(TrackedBody {
-                        inner,
-                        flight: Some(flight),
-                    })
-                }))
+                Ok::<_, std::convert::Infallible>(
+                    resp.map(|inner| axum::body::Body::new(TrackedBody::new(inner, flight))),
+                )
             }
         });
     let io = TokioIo::new(io);
@@ -814,7 +918,12 @@ async fn drive<C, E>(
     // request that starts and ends after it looked moves its deadline later,
     // never earlier, than `now + idle_timeout`.
     let opened = Instant::now();
-    let idle = tokio::time::sleep(limits.first_request_timeout.min(limits.idle_timeout));
+    let idle = tokio::time::sleep(
+        limits
+            .first_request_timeout
+            .min(limits.idle_timeout)
+            .min(limits.send_timeout),
+    );
     tokio::pin!(idle);
     let mut closing = false;
     loop {
@@ -825,22 +934,41 @@ async fn drive<C, E>(
                 }
                 return;
             }
-            () = idle.as_mut(), if !closing => {
-                let st = *activity.lock();
+            () = idle.as_mut() => {
                 let now = Instant::now();
-                let deadline = if st.in_flight > 0 {
-                    None
-                } else if st.started == 0 {
-                    Some(opened + limits.first_request_timeout)
-                } else {
-                    Some(st.idle_since + limits.idle_timeout)
+                let (deadline, unsent, first) = {
+                    let st = activity.lock();
+                    let deadline = if st.in_flight > 0 {
+                        None
+                    } else if st.started == 0 {
+                        Some(opened + limits.first_request_timeout)
+                    } else {
+                        Some(st.idle_since + limits.idle_timeout)
+                    };
+                    (deadline, st.oldest_unsent(), st.started == 0)
                 };
+                // A response the connection has not taken for too long: the
+                // client stopped reading (or keeps its HTTP/2 window shut).
+                // Closing gracefully would wait on the same client.
+                if let Some(since) = unsent
+                    && now.saturating_duration_since(since) >= limits.send_timeout
+                {
+                    tracing::debug!(%remote, "closing a connection whose response is not being sent");
+                    return;
+                }
+                let deadline = deadline.filter(|_| !closing);
                 if deadline.is_none_or(|d| d > now) {
-                    let next = now + limits.idle_timeout;
+                    // While a response is in flight, look again at least
+                    // every send timeout: one that stops being sent is seen
+                    // within two of them.
+                    let mut next = now + limits.idle_timeout.min(limits.send_timeout);
+                    if let Some(since) = unsent {
+                        next = next.min(since + limits.send_timeout);
+                    }
                     idle.as_mut().reset(deadline.map_or(next, |d| d.min(next)));
                     continue;
                 }
-                tracing::debug!(%remote, first = st.started == 0, "closing an idle connection");
+                tracing::debug!(%remote, first, "closing an idle connection");
                 shutdown(conn.as_mut());
                 // A peer that does not let go is dropped after a bounded wait.
                 let _ = tokio::time::timeout(Duration::from_secs(1), conn.as_mut()).await;
@@ -1169,6 +1297,105 @@ mod tests {
         .await;
         let text = String::from_utf8_lossy(&buf);
         assert!(text.starts_with("HTTP/1.1 431"), "{text}");
+    }
+
+    /// A listener (no fast path) whose `/endless` answer never ends, with a
+    /// 300 ms send timeout; its client config offers `alpn`.
+    async fn endless_listener(alpn: &[u8]) -> (SocketAddr, Arc<rustls::ClientConfig>) {
+        let (server, client) = tls_pair();
+        let mut server = (*server).clone();
+        server.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let mut client = (*client).clone();
+        client.alpn_protocols = vec![alpn.to_vec()];
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let endless = || async {
+            let chunk = Bytes::from(vec![b'x'; 64 << 10]);
+            axum::body::Body::from_stream(futures::stream::repeat_with(move || {
+                Ok::<_, std::convert::Infallible>(chunk.clone())
+            }))
+        };
+        let router = Router::new().route("/endless", axum::routing::get(endless));
+        let limits = ConnLimits {
+            send_timeout: Duration::from_millis(300),
+            ..ConnLimits::default()
+        };
+        tokio::spawn(serve_tls(
+            listener,
+            Arc::new(server),
+            router,
+            limits,
+            "test",
+            Metrics::default(),
+            std::future::pending(),
+            None,
+            None,
+        ));
+        (addr, Arc::new(client))
+    }
+
+    /// Item 1 of issue 28: a client that stops reading an answer (over
+    /// HTTP/1.1 its socket fills) has its connection closed once the answer
+    /// has not been sent on for the send timeout, though a request in flight
+    /// keeps the idle timer off.
+    #[tokio::test]
+    async fn a_client_that_stops_reading_is_closed_after_the_send_timeout_http1() {
+        use tokio::io::AsyncWriteExt;
+        let (addr, client) = endless_listener(b"http/1.1").await;
+        let mut io = connect(addr, client).await;
+        io.write_all(b"GET /endless HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let mut buf = BytesMut::new();
+        let mut read = 0usize;
+        let end = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                buf.clear();
+                match read_into(&mut io, &mut buf).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => read += n,
+                }
+            }
+        })
+        .await;
+        assert!(
+            end.is_ok(),
+            "still open after 10 s of reading ({read} bytes): never closed"
+        );
+    }
+
+    /// The same over HTTP/2, where a stream whose window stays shut is never
+    /// written to the socket and its connection keeps answering pings.
+    #[tokio::test]
+    async fn a_client_that_stops_reading_is_closed_after_the_send_timeout_http2() {
+        use http_body_util::BodyExt;
+        let (addr, client) = endless_listener(b"h2").await;
+        let io = connect(addr, client).await;
+        let (mut sender, conn) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(io))
+                .await
+                .unwrap();
+        tokio::spawn(conn);
+        let req = http::Request::get("https://localhost/endless")
+            .body(http_body_util::Empty::<Bytes>::new())
+            .unwrap();
+        let resp = sender.send_request(req).await.unwrap();
+        assert_eq!(resp.status(), 200);
+        // Not read: the stream's window (64 KiB) fills and stays shut.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let mut body = resp.into_body();
+        let mut read = 0usize;
+        let end = tokio::time::timeout(Duration::from_secs(10), async {
+            while let Some(Ok(frame)) = body.frame().await {
+                read += frame.data_ref().map_or(0, |d| d.len());
+            }
+        })
+        .await;
+        assert!(
+            end.is_ok(),
+            "still open after 10 s of reading ({read} bytes): never closed"
+        );
     }
 
     /// The fast loop closes a connection idle past the idle timeout, and one
