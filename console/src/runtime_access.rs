@@ -30,7 +30,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use kruntimes_core::auth::access::Decision;
 use kruntimes_core::auth::{AccessReview, Caller as Identity, Recheck, ResourceAttributes};
 use kruntimes_core::lifecycle::Lifecycle;
-use kruntimes_core::limit::{CapReached, Caps, Slot};
+use kruntimes_core::limit::{ByteBudget, CapReached, Caps, Held, Slot};
 use kruntimes_core::names::{is_dns1123_label, is_dns1123_subdomain};
 use kruntimes_core::routes::{self, Route};
 use kruntimes_core::trace;
@@ -42,9 +42,14 @@ use self::gateway::{GatewayResolver, GatewayTarget};
 use self::runs::{Mode, RunCache};
 use crate::api::types::AccessRequest;
 use crate::credentials::Credentials;
-use crate::error::{ConsoleError, drain, refuse};
+use crate::error::{ConsoleError, REFUSAL_DRAIN_BYTES, drain, refuse};
 use crate::state::RequestCredentials;
 pub use failure::AccessFailure;
+
+/// What the buffer budget bounds, and its flag (see [`AccessState::buffered`]).
+pub const BUFFERED_WHAT: &str = "bytes of /v1 request bodies held";
+/// The flag of the buffer budget.
+pub const BUFFERED_FLAG: &str = "--access-max-buffered-bytes";
 
 /// Header carrying an invocation's ID, echoed back.
 pub const INVOCATION_ID: &str = "x-kruntime-invocation-id";
@@ -76,6 +81,9 @@ pub struct AccessState {
     pub bounds: AccessBounds,
     /// Concurrent invokes and operations sockets, in total and per caller.
     pub calls: Arc<Caps>,
+    /// Bytes of invoke bodies held, across every call, before they are
+    /// forwarded (`--access-max-buffered-bytes`).
+    pub buffered: Arc<ByteBudget>,
     /// Re-checks an open operations socket's access.
     pub recheck: Recheck,
     /// Operation sockets close (1001) when the process stops.
@@ -101,9 +109,16 @@ impl AccessState {
             http,
             bounds,
             calls,
+            buffered: ByteBudget::new(BUFFERED_WHAT, usize::MAX, BUFFERED_FLAG),
             recheck,
             lifecycle: Lifecycle::default(),
         }
+    }
+
+    /// Invoke bodies held at once are bounded by `budget`.
+    pub fn with_buffer_budget(mut self, budget: Arc<ByteBudget>) -> Self {
+        self.buffered = budget;
+        self
     }
 
     /// One gateway client per connection thread (`threads` of them) besides the main one.
@@ -415,7 +430,9 @@ pub(crate) fn answers_call(
 }
 
 /// Reads the request body up to the bound; nothing is forwarded past it.
-async fn bounded_body(body: Body, max: usize) -> Result<Bytes, ConsoleError> {
+/// Reads the request body up to the bound; nothing is forwarded past it. The
+/// bytes read are held under the buffer budget in `held`.
+async fn bounded_body(body: Body, max: usize, held: &mut Held) -> Result<Bytes, ConsoleError> {
     let mut body = body;
     let mut buf = bytes::BytesMut::new();
     while let Some(frame) = body.frame().await {
@@ -425,6 +442,10 @@ async fn bounded_body(body: Body, max: usize) -> Result<Bytes, ConsoleError> {
             if buf.len() + data.len() > max {
                 drain(body, max).await;
                 return Err(too_large(max));
+            }
+            if let Err(e) = held.reserve_to(buf.len() + data.len()) {
+                drain(body, REFUSAL_DRAIN_BYTES).await;
+                return Err(ConsoleError::from(&e));
             }
             buf.extend_from_slice(&data);
         }
@@ -483,6 +504,9 @@ pub(crate) struct AdmittedInvoke {
     /// The gateway's path, built from the validated parameters (never the
     /// request's own spelling: `team%2Da` was authorized as `team-a`).
     pub path: String,
+    /// The body's bytes under the buffer budget: its announced length once
+    /// admitted, grown as it is read when it announces none.
+    pub held: Held,
 }
 
 pub(crate) async fn admit_invoke(
@@ -503,12 +527,17 @@ pub(crate) async fn admit_invoke(
     let slot = take_slot(state, &creds.caller)?;
     let run = state.runs.resolve(ns, name, uid, Mode::Function)?;
     let target = state.gateways.target(ns, &run.spec.runtime).await?;
+    let mut held = state.buffered.hold();
+    if let Some(len) = content_length(headers) {
+        held.reserve_to(len).map_err(|e| ConsoleError::from(&e))?;
+    }
     Ok(AdmittedInvoke {
         creds,
         inv,
         target,
         slot,
         path: format!("/v1/namespaces/{ns}/runs/{name}/{uid}/invoke"),
+        held,
     })
 }
 
@@ -526,17 +555,17 @@ async fn forward_invoke(
         target,
         slot,
         path,
+        mut held,
     } = admitted;
     let timeout = state.bounds.body_timeout;
     // The (bounded) body is read before any answer, so an HTTP/2 client that
     // is still sending gets the answer rather than a reset stream.
-    let body = tokio::time::timeout(timeout, bounded_body(body, state.bounds.max_request_bytes))
-        .await
-        .map_err(|_| {
-            ConsoleError::from(AccessFailure::BodyTimeout {
-                secs: timeout.as_secs_f32(),
-            })
-        })??;
+    let read = bounded_body(body, state.bounds.max_request_bytes, &mut held);
+    let body = tokio::time::timeout(timeout, read).await.map_err(|_| {
+        ConsoleError::from(AccessFailure::BodyTimeout {
+            secs: timeout.as_secs_f32(),
+        })
+    })??;
     let mut headers = HeaderMap::new();
     for (k, v) in &parts.headers {
         if is_forwarded_request_header(k) && is_passable(k, v.as_bytes()) {
@@ -577,6 +606,8 @@ async fn forward_invoke(
     let resp = resp
         .map_err(|_| ConsoleError::from(AccessFailure::GatewayTimeout))?
         .map_err(|e| unreachable(&target, &e))?;
+    // The body went out with the request: its bytes are no longer held.
+    drop(held);
     // On a mismatch the answer's body is dropped unread, which closes its
     // connection; an answer without a body already went back to the pool,
     // where the next answer on it is checked the same way.

@@ -168,6 +168,134 @@ impl Drop for Slot {
     }
 }
 
+/// A budget of bytes held in memory at once across every caller (request
+/// bodies read before they are forwarded). A [`Held`] share returns its
+/// bytes when dropped; a share that would take the budget past its bound is
+/// refused as a cap: a 429 naming the flag, counted with the caps' refusals.
+#[derive(Debug)]
+pub struct ByteBudget {
+    what: &'static str,
+    max: usize,
+    flag: &'static str,
+    used: Mutex<usize>,
+    counters: OnceLock<CapCounters>,
+}
+
+/// Bytes held under a [`ByteBudget`]; dropping it returns them.
+#[derive(Debug)]
+pub struct Held {
+    budget: Arc<ByteBudget>,
+    bytes: usize,
+}
+
+impl ByteBudget {
+    /// A budget of `max` bytes of `what` ("bytes of /v1 request bodies"),
+    /// set by `flag`.
+    pub fn new(what: &'static str, max: usize, flag: &'static str) -> Arc<Self> {
+        Arc::new(Self {
+            what,
+            max,
+            flag,
+            used: Mutex::new(0),
+            counters: OnceLock::new(),
+        })
+    }
+
+    /// Counts the bytes held, the bound and the refusals in `metrics`, as
+    /// [`Caps::counted_in`] does (scope `total`).
+    pub fn counted_in(
+        self: Arc<Self>,
+        metrics: &Metrics,
+        listener: &'static str,
+        cap: &'static str,
+    ) -> Arc<Self> {
+        let labels = CapLabels { listener, cap };
+        metrics
+            .cap_limit
+            .get_or_create(&labels)
+            .set(i64::try_from(self.max).unwrap_or(i64::MAX));
+        let refused = |scope| {
+            metrics
+                .cap_refusals
+                .get_or_create(&CapRefusalLabels {
+                    listener,
+                    cap,
+                    scope,
+                })
+                .clone()
+        };
+        let _ = self.counters.set(CapCounters {
+            in_use: metrics.cap_in_use.get_or_create(&labels).clone(),
+            refused_total: refused("total"),
+            refused_per_caller: refused("per_caller"),
+        });
+        self
+    }
+
+    /// An empty share, to grow as bytes arrive.
+    pub fn hold(self: &Arc<Self>) -> Held {
+        Held {
+            budget: self.clone(),
+            bytes: 0,
+        }
+    }
+
+    /// Bytes held now, in every share.
+    pub fn used(&self) -> usize {
+        *self.used.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Held {
+    /// Grows the share to at least `total` bytes, or says the budget is spent
+    /// (the share keeps what it had).
+    pub fn reserve_to(&mut self, total: usize) -> Result<(), CapReached> {
+        if total <= self.bytes {
+            return Ok(());
+        }
+        let more = total - self.bytes;
+        let mut used = self.budget.used.lock().unwrap_or_else(|e| e.into_inner());
+        if used.saturating_add(more) > self.budget.max {
+            drop(used);
+            if let Some(c) = self.budget.counters.get() {
+                c.refused_total.inc();
+            }
+            return Err(CapReached::Total {
+                what: self.budget.what,
+                max: self.budget.max,
+                flag: self.budget.flag,
+            });
+        }
+        *used += more;
+        drop(used);
+        self.bytes = total;
+        if let Some(c) = self.budget.counters.get() {
+            c.in_use.inc_by(i64::try_from(more).unwrap_or(i64::MAX));
+        }
+        Ok(())
+    }
+
+    /// Bytes in this share.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if self.bytes == 0 {
+            return;
+        }
+        let mut used = self.budget.used.lock().unwrap_or_else(|e| e.into_inner());
+        *used -= self.bytes;
+        drop(used);
+        if let Some(c) = self.budget.counters.get() {
+            c.in_use
+                .dec_by(i64::try_from(self.bytes).unwrap_or(i64::MAX));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,5 +344,39 @@ mod tests {
         assert_eq!((refused("per_caller"), refused("total")), (1, 1));
         drop(a);
         assert_eq!(metrics.cap_in_use.get_or_create(&labels).get(), 1);
+    }
+
+    #[test]
+    fn a_byte_budget_refuses_past_its_bound_and_returns_what_is_dropped() {
+        let metrics = Metrics::default();
+        let budget = ByteBudget::new("bytes of bodies", 100, "--max-bytes").counted_in(
+            &metrics,
+            "console",
+            "v1_buffered_bytes",
+        );
+        let mut a = budget.hold();
+        a.reserve_to(60).unwrap();
+        a.reserve_to(40).unwrap();
+        assert_eq!(a.bytes(), 60, "a share never shrinks");
+        let mut b = budget.hold();
+        let refused = b.reserve_to(41).unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "too many bytes of bodies (at most 100 in total; --max-bytes sets it); retry later"
+        );
+        assert_eq!(b.bytes(), 0);
+        b.reserve_to(40).unwrap();
+        assert_eq!(budget.used(), 100);
+        drop(a);
+        assert_eq!(budget.used(), 40);
+        b.reserve_to(100).unwrap();
+        drop(b);
+        assert_eq!(budget.used(), 0);
+        let labels = CapRefusalLabels {
+            listener: "console",
+            cap: "v1_buffered_bytes",
+            scope: "total",
+        };
+        assert_eq!(metrics.cap_refusals.get_or_create(&labels).get(), 1);
     }
 }

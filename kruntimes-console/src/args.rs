@@ -260,6 +260,12 @@ pub struct Args {
     #[arg(long, default_value_t = 64)]
     pub access_max_concurrent_calls_per_caller: usize,
 
+    /// Bytes of /v1 request bodies held in memory at once, across every
+    /// call (a body is read whole before it is forwarded); a call that would
+    /// pass it gets 429 with Retry-After.
+    #[arg(long, default_value_t = 64 << 20)]
+    pub access_max_buffered_bytes: usize,
+
     /// Open log follows in total, on the aggregated API and on /api each;
     /// more get 429 with Retry-After.
     #[arg(long, default_value_t = 1024)]
@@ -433,6 +439,10 @@ impl Args {
             (
                 "--access-max-concurrent-calls-per-caller",
                 self.access_max_concurrent_calls_per_caller,
+            ),
+            (
+                "--access-max-buffered-bytes",
+                self.access_max_buffered_bytes,
             ),
             ("--max-connections-per-peer", self.max_connections_per_peer),
             (

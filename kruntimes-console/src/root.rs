@@ -11,7 +11,7 @@ use axum::Router;
 use kruntimes_apiserver::logs::handler::LogApi;
 use kruntimes_core::auth::{AccessReview, Authenticator, RequestHeaderSource, TokenReviewer};
 use kruntimes_core::lifecycle::{Lifecycle, Phase};
-use kruntimes_core::limit::Caps;
+use kruntimes_core::limit::{ByteBudget, Caps};
 use kruntimes_core::metrics::Metrics;
 use kruntimes_core::ready::Readiness;
 use kruntimes_core::tls::{ClientRoots, DynamicClientVerifier, ReloadingCert, server_config};
@@ -297,6 +297,14 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
             )
             .counted_in(&metrics, "console", "v1_calls"),
             recheck,
+        )
+        .with_buffer_budget(
+            ByteBudget::new(
+                runtime_access::BUFFERED_WHAT,
+                args.access_max_buffered_bytes,
+                runtime_access::BUFFERED_FLAG,
+            )
+            .counted_in(&metrics, "console", "v1_buffered_bytes"),
         )
         .with_threads(console_threads.as_ref().map_or(0, Workers::len))
         .with_lifecycle(lifecycle.clone()),

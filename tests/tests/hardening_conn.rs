@@ -567,6 +567,112 @@ async fn v1_calls_are_capped_per_caller_and_in_total() {
     assert_eq!(code, 200, "the place of a closed socket was not freed");
 }
 
+/// Item 2 of issue 28: invoke bodies are read whole before they are
+/// forwarded, so they are held under one process-wide budget. Two callers
+/// that each announce 600 KB and withhold most of it hold 1.2 MB of a
+/// 1.5 MB budget: a third large body is refused with 429 naming the flag
+/// (over the fast path and the router), and counted; a small call still
+/// passes; once the withheld calls end, the large one passes again.
+#[tokio::test]
+async fn v1_bodies_held_in_memory_share_one_budget() {
+    let (c, _dir) = v1_console(&["--access-max-buffered-bytes=1500000"]);
+    let fx = Fixtures::new("team-a").await;
+    let (fname, fuid) = fx.ready_run("function").await;
+    let invoke = invoke_path("team-a", &fname, &fuid);
+    let mut ready = false;
+    for _ in 0..60 {
+        if invoke_on(c.console_port, &invoke, "operator").code == 200 {
+            ready = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert!(ready, "the private Console never served the Run");
+
+    let head = |user: &str| {
+        format!(
+            "POST {invoke} HTTP/1.1\r\nHost: localhost\r\nAuthorization: {}\r\n\
+             Content-Type: application/json\r\nContent-Length: 600000\r\n\r\n",
+            kruntimes_tests::curl::bearer(user)
+        )
+    };
+    let (held_a, early_a) = withheld(
+        c.console_port,
+        &head("operator"),
+        &[b' '; 1000],
+        Duration::from_millis(500),
+    )
+    .await;
+    let (held_b, early_b) = withheld(
+        c.console_port,
+        &head("admin"),
+        &[b' '; 1000],
+        Duration::from_millis(500),
+    )
+    .await;
+    assert_eq!(
+        (early_a, early_b),
+        (None, None),
+        "a withheld body was answered"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.json");
+    std::fs::write(&big, format!("{{\"pad\":\"{}\"}}", "x".repeat(400_000))).unwrap();
+    for version in ["1.1", "2"] {
+        let r = kruntimes_tests::curl::request_as(
+            Some(version),
+            "POST",
+            &format!("https://localhost:{}{invoke}", c.console_port),
+            &[
+                ("Authorization", &kruntimes_tests::curl::bearer("operator")),
+                ("Content-Type", "application/json"),
+            ],
+            kruntimes_tests::curl::Body::File(&big),
+        );
+        let said: String = r.body.chars().take(300).collect();
+        assert_eq!(r.code, 429, "HTTP/{version}: {said}");
+        assert!(r.header("retry-after").is_some(), "HTTP/{version}");
+        assert!(
+            r.body.contains("--access-max-buffered-bytes"),
+            "HTTP/{version}: {said}"
+        );
+    }
+    assert_eq!(invoke_on(c.console_port, &invoke, "viewer").code, 403);
+    assert_eq!(invoke_on(c.console_port, &invoke, "operator").code, 200);
+    let (code, metrics) = env().curl(&format!("http://127.0.0.1:{}/metrics", c.admin_port), &[]);
+    assert_eq!(code, 200);
+    let refused = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("kruntimes_console_cap_refusals_total{")
+                && l.contains("cap=\"v1_buffered_bytes\"")
+                && l.contains("scope=\"total\"")
+        })
+        .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok());
+    assert_eq!(refused, Some(2.0), "{metrics}");
+
+    drop((held_a, held_b));
+    let mut code = 0;
+    for _ in 0..50 {
+        let r = kruntimes_tests::curl::request(
+            "POST",
+            &format!("https://localhost:{}{invoke}", c.console_port),
+            &[
+                ("Authorization", &kruntimes_tests::curl::bearer("operator")),
+                ("Content-Type", "application/json"),
+            ],
+            kruntimes_tests::curl::Body::File(&big),
+        );
+        code = r.code;
+        if code == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(code, 200, "the bytes of the ended calls were not returned");
+}
+
 // ---- Follows: per-caller caps on the aggregated API and on /api.
 
 /// One GET with curl on a private Console's port: (status, Retry-After, body).

@@ -41,6 +41,9 @@ use crate::state::{ConsoleState, RequestCredentials};
 /// Largest response head read from a gateway (hyper's default read buffer bound).
 const MAX_RESPONSE_HEAD: usize = 8192 + 4096 * 100;
 
+/// The largest write buffer a connection keeps between calls.
+const KEPT_OUT_BYTES: usize = 64 << 10;
+
 /// How long a refused request's body may take to be read and dropped.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -303,6 +306,7 @@ impl InvokeFastPath {
             target,
             slot,
             path,
+            held,
         } = admitted;
         let bounds = &self.access.bounds;
         // The upstream request: head, then the body as it arrives.
@@ -385,7 +389,14 @@ impl InvokeFastPath {
             }
             None => self.exchange(conn, &target, &req, deadline).await,
         };
+        // A large body's buffer is not kept for the connection's next call:
+        // only bytes under the budget stay in memory.
+        if req.capacity() > KEPT_OUT_BYTES {
+            req = Vec::new();
+        }
         conn.out = req;
+        // The body went out with the request: its bytes are no longer held.
+        drop(held);
         let (mut up, status) = match exchange {
             Ok(x) => x,
             Err(e) => return Err(Failed::Answer(e)),
