@@ -39,6 +39,9 @@ export const env = {
   get operator(): string {
     return need('TESTENV_TOKEN_OPERATOR');
   },
+  get admin(): string {
+    return need('TESTENV_TOKEN_ADMIN');
+  },
   get logs(): string {
     return need('TESTENV_LOGS');
   },
