@@ -1,10 +1,6 @@
 //! The aggregated Run-log API (`logs.kruntimes.io/v1alpha1`): discovery,
 //! the `runs/log` subresource and the reading and filtering of `runtimed`
 //! logs. Authentication, TLS and serving come from `kruntimes-core`.
-
-// The workspace's `missing_docs` lint is not yet met here (about 110
-// items, most of them fields of the Run-log types).
-#![allow(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod discovery;

@@ -13,7 +13,9 @@ use std::fmt;
 /// A kubelet timestamp as Unix seconds and nanoseconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Stamp {
+    /// Whole seconds since the Unix epoch.
     pub secs: i64,
+    /// Nanoseconds within the second.
     pub nanos: u32,
 }
 
@@ -28,6 +30,7 @@ impl Stamp {
         })
     }
 
+    /// The stamp of a `jiff` timestamp.
     pub fn of(t: jiff::Timestamp) -> Stamp {
         Stamp {
             secs: t.as_second(),
@@ -35,6 +38,7 @@ impl Stamp {
         }
     }
 
+    /// The start of Unix second `secs`.
     pub fn whole_second(secs: i64) -> Stamp {
         Stamp { secs, nanos: 0 }
     }
@@ -94,7 +98,9 @@ fn fast_utc(b: &[u8]) -> Option<Stamp> {
 /// The address of one line of a Pod log.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Cursor {
+    /// The line's kubelet timestamp.
     pub stamp: Stamp,
+    /// Which of the lines with that stamp (0 for the first).
     pub seq: u32,
 }
 
@@ -107,6 +113,7 @@ impl Cursor {
     /// Longest text form accepted.
     pub const MAX_LEN: usize = 40;
 
+    /// Reads a cursor as [`Cursor`]'s `Display` writes it.
     pub fn parse(s: &str) -> Result<Cursor, BadCursor> {
         if s.len() > Self::MAX_LEN {
             return Err(BadCursor);
@@ -184,6 +191,7 @@ pub enum Side {
 pub struct Missing(pub Cursor);
 
 impl Anchor {
+    /// An anchor at the line `at`, not met yet.
     pub fn new(at: Cursor) -> Self {
         Self { at, met: false }
     }

@@ -34,15 +34,20 @@ use prometheus_client::metrics::gauge::Gauge;
 /// same name gets a hub of its own).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PodKey {
+    /// The Run's namespace.
     pub namespace: String,
+    /// The Run's name.
     pub name: String,
+    /// The Run's UID.
     pub uid: String,
 }
 
 /// Bounds of each follower's queue.
 #[derive(Clone, Copy, Debug)]
 pub struct QueueLimits {
+    /// Records a follower's queue holds at most.
     pub records: usize,
+    /// Bytes a follower's queue holds at most.
     pub bytes: usize,
 }
 
@@ -116,6 +121,7 @@ struct QueueState {
 
 /// What a follower gets next.
 pub enum Next {
+    /// A record of the Run, with the cursor of its line.
     Record(Cursor, Bytes),
     /// The final `Status` line: the hub ended or the follower fell behind.
     End(Bytes),
@@ -246,6 +252,7 @@ pub struct Subscription {
     hub: Arc<Hub>,
     uid: String,
     id: u64,
+    /// What the hub has queued for this follower.
     pub queue: Arc<Queue>,
 }
 
@@ -258,6 +265,8 @@ impl Drop for Subscription {
 }
 
 impl Fanout {
+    /// A fan-out whose followers' queues keep to `limits`; a new hub starts
+    /// reading `skew_secs` before now (the clock-skew margin).
     pub fn new(metrics: Metrics, limits: QueueLimits, skew_secs: i64) -> Arc<Self> {
         Arc::new(Self {
             hubs: Mutex::new(HashMap::new()),

@@ -22,9 +22,11 @@ pub struct LogRecord {
     /// `stdout` or `stderr` as runtimed reported it.
     #[ts(type = "'stdout' | 'stderr'")]
     pub stream: String,
+    /// The message runtimed recorded (the program's output line).
     pub message: String,
     /// The Runtime Pod that wrote the record.
     pub pod: String,
+    /// The invocation the record belongs to, when runtimed named one.
     #[serde(rename = "invocationID", skip_serializing_if = "Option::is_none")]
     pub invocation_id: Option<String>,
     /// When the kubelet received the line (RFC 3339), when known.
@@ -76,13 +78,17 @@ impl LogRecord {
 /// Which runtimed streams a caller asked for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum StreamFilter {
+    /// Both streams.
     #[default]
     Both,
+    /// Standard output only.
     Stdout,
+    /// Standard error only.
     Stderr,
 }
 
 impl StreamFilter {
+    /// Whether a record of `stream` (`stdout` or `stderr`) is kept.
     pub fn admits(self, stream: &str) -> bool {
         match self {
             StreamFilter::Both => true,
@@ -125,6 +131,7 @@ impl RunFilter {
         self.streams
     }
 
+    /// The filter of the Run with UID `uid`; records without a Pod name are `default_pod`'s.
     pub fn new(uid: &str, streams: StreamFilter, default_pod: &str) -> Self {
         Self {
             uid: uid.to_owned(),

@@ -59,6 +59,7 @@ pub struct History {
 
 /// How a follow goes live: it joins its Pod's shared stream.
 pub struct Live<S> {
+    /// Joins the Pod's shared stream (called once, when the follow starts).
     pub subscribe: S,
     /// Tells when the Run finishes.
     pub finished: Finished,
@@ -69,14 +70,18 @@ pub struct Live<S> {
 
 /// A follow's polling of runtimed's status endpoint for live output.
 pub struct Polling {
+    /// The connection to runtimed's status endpoint.
     pub conn: StatusConn,
+    /// The live lines sent so far (their positions).
     pub lines: LiveLines,
     /// The Run's UID (the execution's ID).
     pub uid: String,
+    /// How often the status endpoint is asked.
     pub interval: Duration,
     /// Only the last records of the first answer are sent, within these
     /// bounds (a follow that began with a tail); `None` sends all.
     pub first: Option<(usize, usize)>,
+    /// Where live reads are counted.
     pub metrics: Metrics,
 }
 
@@ -102,6 +107,7 @@ pub struct Following {
 /// How a follow ended and what it met on the way.
 #[derive(Debug)]
 pub struct Delivered {
+    /// Why the follow ended.
     pub end: End,
     /// Written records of the Run were met (history or stream).
     pub written: bool,

@@ -36,7 +36,9 @@ use kruntimes_core::names::{is_dns1123_label, is_dns1123_subdomain};
 use kruntimes_core::run::Run;
 use kruntimes_core::status::{ApiError, from_kube, run_finished_line_saying};
 
+/// The API group of the Run-log API.
 pub const GROUP: &str = "logs.kruntimes.io";
+/// Its version.
 pub const VERSION: &str = "v1alpha1";
 
 /// What the Run-log handler needs.
@@ -44,7 +46,9 @@ pub const VERSION: &str = "v1alpha1";
 pub struct LogApi {
     /// The server's own narrow identity: reads Runs, Pods and `pods/log`.
     pub service_account: Client,
+    /// Authorizes each read (SubjectAccessReview, cached).
     pub access: AccessReview,
+    /// Where reads and follows are counted.
     pub metrics: Metrics,
     /// Open follows, in total and per caller.
     pub follows: Arc<Caps>,
@@ -52,6 +56,7 @@ pub struct LogApi {
     pub recheck: Recheck,
     /// Follows end with a final `Status` line when the process stops.
     pub lifecycle: Lifecycle,
+    /// The bounds of reads and follows.
     pub limits: LogLimits,
     /// One upstream `pods/log` follow per Pod, shared by its followers.
     pub fanout: Arc<Fanout>,
@@ -135,11 +140,15 @@ pub const DEFAULT_FOLLOWER_BUFFER_BYTES: usize = 256 << 10;
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct RunLog {
+    /// Always `RunLog`.
     pub kind: &'static str,
+    /// Always `logs.kruntimes.io/v1alpha1`.
     pub api_version: &'static str,
+    /// The Run the log is of.
     pub metadata: RunLogMeta,
     /// The Runtime Pod read.
     pub pod: String,
+    /// The Run's records, oldest first.
     pub records: Vec<LogRecord>,
     /// Whether a bound cut the result short.
     pub truncated: bool,
@@ -154,10 +163,14 @@ pub struct RunLog {
     pub search: Option<SearchSummary>,
 }
 
+/// The Run a `RunLog` is of.
 #[derive(Debug, Serialize, ts_rs::TS)]
 pub struct RunLogMeta {
+    /// The Run's name.
     pub name: String,
+    /// The Run's namespace.
     pub namespace: String,
+    /// The Run's UID.
     pub uid: String,
 }
 

@@ -11,6 +11,7 @@ pub struct Line {
     pub bytes: Vec<u8>,
     /// Length of the whole line.
     pub len: u64,
+    /// The line is longer than the bound: `bytes` holds its start.
     pub oversized: bool,
     /// The top-level members of an oversized line, read from all of its bytes
     /// (after the timestamp) as they streamed by.
@@ -60,6 +61,7 @@ pub struct LineReader<R> {
 }
 
 impl<R: AsyncBufRead + Unpin> LineReader<R> {
+    /// Lines of `inner`, each kept up to `max` bytes.
     pub fn new(inner: R, max: usize) -> Self {
         Self {
             inner,

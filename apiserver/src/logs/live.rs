@@ -77,16 +77,22 @@ impl Default for LiveConfig {
 /// Why live output could not be read.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum LiveError {
+    /// The Pod has no IP address yet.
     #[error("the Pod has no address yet")]
     NoAddress,
+    /// The Pod's address is not one the Console reads from.
     #[error("the Pod's address {0:?} is not one the status endpoint is read from")]
     RefusedAddress(String),
+    /// No answer within the timeout.
     #[error("runtimed's status endpoint at {0} did not answer within {1:?}")]
     Timeout(SocketAddr, Duration),
+    /// The connection failed.
     #[error("runtimed's status endpoint at {0} is unreachable: {1}")]
     Unreachable(SocketAddr, String),
+    /// An answer that is not the status message.
     #[error("runtimed's status endpoint at {0} answered badly: {1}")]
     Protocol(SocketAddr, String),
+    /// A gRPC status other than OK.
     #[error("runtimed's status endpoint at {0} answered gRPC status {1}: {2}")]
     Grpc(SocketAddr, u32, String),
 }
@@ -201,6 +207,7 @@ pub struct StatusConn {
 }
 
 impl StatusConn {
+    /// A connection to the status endpoint at `addr`.
     pub fn new(addr: SocketAddr, config: LiveConfig) -> Self {
         Self {
             addr,
@@ -361,7 +368,9 @@ pub fn count<T>(metrics: &kruntimes_core::metrics::Metrics, result: &Result<Opti
 pub struct LivePos {
     /// The Run's attempt (1-based) the counts are of.
     pub attempt: u32,
+    /// Standard output records of that attempt.
     pub stdout: u32,
+    /// Standard error records of that attempt.
     pub stderr: u32,
 }
 
@@ -390,7 +399,9 @@ impl LivePos {
 /// The address of one live record: the position just after it and its stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LiveCursor {
+    /// The position just after the record.
     pub pos: LivePos,
+    /// The record's stream.
     pub stream: Stream,
 }
 
@@ -403,6 +414,7 @@ impl LiveCursor {
         s.starts_with('L')
     }
 
+    /// Reads a live cursor as its `Display` writes it.
     pub fn parse(s: &str) -> Result<LiveCursor, BadLivePos> {
         if s.len() > Self::MAX_LEN {
             return Err(BadLivePos);
@@ -458,13 +470,17 @@ impl fmt::Display for LiveCursor {
 /// One of runtimed's two streams.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Stream {
+    /// Standard output.
     Stdout,
+    /// Standard error.
     Stderr,
 }
 
 impl Stream {
+    /// Both streams, standard output first.
     pub const BOTH: [Stream; 2] = [Stream::Stdout, Stream::Stderr];
 
+    /// `stdout` or `stderr`.
     pub fn as_str(self) -> &'static str {
         match self {
             Stream::Stdout => "stdout",
@@ -472,6 +488,7 @@ impl Stream {
         }
     }
 
+    /// The stream named `s`, if it is one.
     pub fn of(s: &str) -> Option<Stream> {
         match s {
             "stdout" => Some(Stream::Stdout),
@@ -774,6 +791,7 @@ pub struct Handover {
 }
 
 impl Handover {
+    /// The hand-over of a reader that was given live lines up to `pos`.
     pub fn new(pos: LivePos) -> Self {
         Self {
             skip: [pos.stdout, pos.stderr],

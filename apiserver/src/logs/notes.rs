@@ -11,6 +11,7 @@ use kruntimes_core::runtimed::TRUNCATED_MARKER;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct LogNote {
+    /// Why the note is there.
     pub reason: NoteReason,
     /// A sentence for people.
     pub message: String,
@@ -65,7 +66,9 @@ pub enum LiveOutcome {
 pub struct Met {
     /// Written records of the Run met (including any left out by a bound).
     pub written: u64,
+    /// Records were read from the container before its last restart.
     pub from_previous: bool,
+    /// The container before the last restart was asked for and its log is gone.
     pub previous_gone: bool,
 }
 

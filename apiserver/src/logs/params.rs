@@ -15,9 +15,13 @@ pub const DEFAULT_TAIL: usize = 100;
 /// What a caller asked of a Run's log.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LogQuery {
+    /// `tailLines`: the newest records to return.
     pub tail: usize,
+    /// `follow`: keep the answer open for new records.
     pub follow: bool,
+    /// `limitBytes`: the most bytes of records to return.
     pub limit_bytes: usize,
+    /// `stream`: which streams' records.
     pub stream: StreamFilter,
     /// Only records after this one.
     pub since_cursor: Option<Cursor>,
@@ -54,34 +58,46 @@ impl Default for LogQuery {
 /// A query parameter that could not be accepted.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ParamError {
+    /// A bad `tailLines`.
     #[error("tailLines must be an integer from 1 to {MAX_TAIL_RECORDS}, got {0:?}")]
     TailLines(String),
+    /// A bad `limitBytes`.
     #[error("limitBytes must be an integer from 1 to {MAX_LIMIT_BYTES} (1 MiB), got {0:?}")]
     LimitBytes(String),
+    /// A bad `follow`.
     #[error("follow must be true or false, got {0:?}")]
     Follow(String),
+    /// A bad `stream`.
     #[error("stream must be stdout or stderr, got {0:?}")]
     Stream(String),
     #[error(
         "{0} must be a record's cursor (<seconds>.<nine-digit nanoseconds>-<sequence>, e.g. 1764601040.123456789-0, or a live record's L<attempt>-<stdout lines>-<stderr lines>-<o|e>, e.g. L1-12-0-o), got {1:?}"
     )]
+    /// A bad cursor parameter (its name, the value).
     Cursor(&'static str, String),
+    /// `sinceCursor` and `beforeCursor` together.
     #[error("sinceCursor and beforeCursor cannot be combined")]
     BothCursors,
+    /// `beforeCursor` with `follow`.
     #[error("beforeCursor cannot be combined with follow=true")]
     BeforeWithFollow,
+    /// A bad `fromStart`.
     #[error("fromStart must be true or false, got {0:?}")]
     FromStart(String),
     #[error(
         "fromStart=true reads the first records of a plain answer: it cannot be combined with follow=true, sinceCursor, beforeCursor or search"
     )]
+    /// `fromStart` with a parameter it does not go with.
     FromStartWith,
     #[error(
         "unknown parameter {0:?}; runs/log accepts tailLines, follow, limitBytes, stream, sinceCursor, beforeCursor, fromStart, search, regex, ignoreCase and context"
     )]
+    /// A parameter the API does not take.
     Unknown(String),
+    /// A bad search parameter.
     #[error(transparent)]
     Search(#[from] SearchError),
+    /// A query string that cannot be read.
     #[error(transparent)]
     Query(#[from] QueryError),
 }

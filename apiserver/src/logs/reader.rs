@@ -47,13 +47,17 @@ pub const COMPLETION_SLACK_SECS: i64 = 30;
 
 /// Where a Run's records are.
 pub struct LogSource {
+    /// The Pods of the Run's namespace, read with the caller's identity or the Console's.
     pub pods: Api<Pod>,
+    /// The Runtime Pod whose log is read.
     pub pod: String,
+    /// Keeps the Run's records.
     pub filter: RunFilter,
     /// No line stamped before this Unix second can belong to the Run.
     pub floor: i64,
     /// A finished Run: no line stamped at or after this Unix second belongs to it.
     pub until: Option<i64>,
+    /// Where reads are counted.
     pub metrics: Metrics,
     /// Reads of Pod logs open at once in the process (each holds a
     /// connection to kube-apiserver and its buffers while it reads).
@@ -78,6 +82,7 @@ pub struct LogSource {
 /// Which of the `runtimed` container's logs a read covers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Container {
+    /// The running container.
     Current,
     /// The container that ran before the last restart (`previous=true`).
     Previous,
@@ -106,7 +111,9 @@ pub fn until_of(completion: Option<jiff::Timestamp>) -> Option<i64> {
 /// The outcome of a bounded read.
 #[derive(Debug, Default)]
 pub struct Tail {
+    /// The records read, oldest first.
     pub records: Vec<LogRecord>,
+    /// Where a bound cut the read, if one did.
     pub cut: Option<Cut>,
     /// The cursor of the newest Pod log line read (any Run's).
     pub last: Option<Cursor>,
@@ -852,6 +859,7 @@ pub fn next_span(covered: i64, kept: usize, max_records: usize, to_floor: i64) -
     }
 }
 
+/// Sends `records` as NDJSON lines; false once the client is gone.
 pub async fn send_records(tx: &outbox::Sender, records: &[LogRecord]) -> bool {
     for rec in records {
         if !send(tx, rec).await {

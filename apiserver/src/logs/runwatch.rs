@@ -84,6 +84,7 @@ impl Drop for Finished {
 }
 
 impl RunWatch {
+    /// A Run cache watching Runs with `client`.
     pub fn new(client: kube::Client) -> Arc<Self> {
         Arc::new(Self {
             client,

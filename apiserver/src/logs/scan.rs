@@ -106,6 +106,7 @@ impl TopLevelFields {
 }
 
 impl TopLevelScan {
+    /// Starts over, as for a new log.
     pub fn reset(&mut self) {
         let raw = std::mem::take(&mut self.raw);
         *self = Self {

@@ -47,35 +47,47 @@ pub const MAX_COUNTED_MATCHES: u64 = 10_000;
 /// A search parameter that could not be accepted.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SearchError {
+    /// A search text longer than the bound.
     #[error("search must be 1 to {MAX_SEARCH_BYTES} bytes, got {0} bytes")]
     Length(usize),
+    /// A bad `regex`.
     #[error("regex must be true or false, got {0:?}")]
     Regex(String),
+    /// A bad `ignoreCase`.
     #[error("ignoreCase must be true or false, got {0:?}")]
     IgnoreCase(String),
+    /// A bad `context`.
     #[error("context must be an integer from 0 to {MAX_CONTEXT}, got {0:?}")]
     Context(String),
+    /// A search option without `search`.
     #[error("{0} needs search (the text or pattern to look for)")]
     WithoutSearch(&'static str),
+    /// `search` with a parameter it does not go with.
     #[error("search cannot be combined with {0}: a search reads forward; page with sinceCursor")]
     Combined(&'static str),
     #[error(
         "search is not a valid regular expression (Rust regex syntax, no look-around or backreferences): {0}"
     )]
+    /// A pattern the regex engine refuses.
     BadPattern(String),
     #[error(
         "search is too large a regular expression: it exceeds the {} KiB bound of a compiled pattern; use a simpler pattern",
         REGEX_SIZE_LIMIT >> 10
     )]
+    /// A pattern past the regex engine's size bounds.
     TooLarge,
 }
 
 /// What a caller looks for.
 #[derive(Clone, Debug)]
 pub struct Search {
+    /// What is searched for.
     pub text: String,
+    /// `text` is a regular expression.
     pub regex: bool,
+    /// Case is ignored.
     pub ignore_case: bool,
+    /// Records of context on each side of a match.
     pub context: usize,
     matcher: Arc<Matcher>,
 }
@@ -269,6 +281,7 @@ pub struct Collector {
 }
 
 impl Collector {
+    /// A collector of matches with `context` records around each, up to `max_matches` and `max_bytes`.
     pub fn new(context: usize, max_matches: usize, max_bytes: usize) -> Self {
         Self {
             context,
@@ -400,7 +413,9 @@ impl Collector {
 pub struct Found {
     /// Records of the Run met in its written log.
     pub seen: u64,
+    /// Records were read from the container before its last restart.
     pub from_previous: bool,
+    /// The container before the last restart was asked for and its log is gone.
     pub previous_gone: bool,
 }
 

@@ -32,6 +32,7 @@ pub struct TailWindow {
 }
 
 impl TailWindow {
+    /// Keeps at most the newest `max_records` records and `max_bytes` bytes.
     pub fn new(max_records: usize, max_bytes: usize) -> Self {
         Self {
             records: VecDeque::with_capacity(max_records.min(64)),
@@ -101,10 +102,12 @@ impl TailWindow {
         self.seen
     }
 
+    /// Records kept.
     pub fn len(&self) -> usize {
         self.records.len()
     }
 
+    /// Whether no record is kept.
     pub fn is_empty(&self) -> bool {
         self.records.is_empty()
     }
@@ -114,10 +117,12 @@ impl TailWindow {
         self.records.len() >= self.max_records || self.cut == Some(Cut::LimitBytes)
     }
 
+    /// Records that the read was cut at `cut`.
     pub fn mark_cut(&mut self, cut: Cut) {
         self.cut.get_or_insert(cut);
     }
 
+    /// The records kept, oldest first, and where the read was cut.
     pub fn into_parts(self) -> (Vec<LogRecord>, Option<Cut>) {
         (self.records.into(), self.cut)
     }

@@ -607,11 +607,17 @@ export type LogRecord = {
    * `stdout` or `stderr` as runtimed reported it.
    */
   stream: 'stdout' | 'stderr';
+  /**
+   * The message runtimed recorded (the program's output line).
+   */
   message: string;
   /**
    * The Runtime Pod that wrote the record.
    */
   pod: string;
+  /**
+   * The invocation the record belongs to, when runtimed named one.
+   */
   invocationID?: string;
   /**
    * When the kubelet received the line (RFC 3339), when known.
@@ -663,6 +669,9 @@ export type NoteReason = "LiveOutput" | "LiveOutputUnavailable" | "NotYetWritten
  * One note of a `RunLog` answer.
  */
 export type LogNote = {
+  /**
+   * Why the note is there.
+   */
   reason: NoteReason;
   /**
    * A sentence for people.
@@ -670,9 +679,21 @@ export type LogNote = {
   message: string;
 };
 
+/**
+ * The Run a `RunLog` is of.
+ */
 export type RunLogMeta = {
+  /**
+   * The Run's name.
+   */
   name: string;
+  /**
+   * The Run's namespace.
+   */
   namespace: string;
+  /**
+   * The Run's UID.
+   */
   uid: string;
 };
 
@@ -698,13 +719,25 @@ export type SearchSummary = {
  * The plain (non-follow) answer.
  */
 export type RunLog = {
+  /**
+   * Always `RunLog`.
+   */
   kind: string;
+  /**
+   * Always `logs.kruntimes.io/v1alpha1`.
+   */
   apiVersion: string;
+  /**
+   * The Run the log is of.
+   */
   metadata: RunLogMeta;
   /**
    * The Runtime Pod read.
    */
   pod: string;
+  /**
+   * The Run's records, oldest first.
+   */
   records: Array<LogRecord>;
   /**
    * Whether a bound cut the result short.
