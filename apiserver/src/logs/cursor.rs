@@ -32,9 +32,15 @@ impl Stamp {
 
     /// The stamp of a `jiff` timestamp.
     pub fn of(t: jiff::Timestamp) -> Stamp {
-        Stamp {
-            secs: t.as_second(),
-            nanos: t.subsec_nanosecond().max(0) as u32,
+        let (secs, nanos) = (t.as_second(), t.subsec_nanosecond());
+        // Before 1970 jiff counts the second toward zero and the fraction
+        // below it; a stamp's second is the one the instant falls in.
+        match u32::try_from(nanos) {
+            Ok(nanos) => Stamp { secs, nanos },
+            Err(_) => Stamp {
+                secs: secs - 1,
+                nanos: (nanos + 1_000_000_000).unsigned_abs(),
+            },
         }
     }
 
@@ -254,6 +260,28 @@ impl Sequencer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the `log_cursor` fuzz target: before 1970, jiff counts the
+    /// second toward zero with a negative fraction, and the stamp of a
+    /// timestamp read by jiff (any form but plain UTC) differed from the same
+    /// instant read by hand.
+    #[test]
+    fn a_stamp_before_1970_is_the_same_however_it_is_read() {
+        let by_hand = Stamp::parse("0225-12-01T10:17:20.12389Z").unwrap();
+        let by_jiff = Stamp::of("0225-12-01T10:17:20.12389Z".parse().unwrap());
+        assert_eq!(by_hand, by_jiff);
+        assert_eq!(by_hand.nanos, 123_890_000);
+        let offset = Stamp::parse("0225-12-01T11:17:20.12389+01:00").unwrap();
+        assert_eq!(offset, by_hand);
+        assert!(Stamp::parse("1969-12-31T23:59:59.5Z").unwrap() < Stamp::whole_second(0));
+        assert_eq!(
+            Stamp::parse("1969-12-31T23:59:59.5Z"),
+            Some(Stamp {
+                secs: -1,
+                nanos: 500_000_000
+            })
+        );
+    }
 
     #[test]
     fn parses_kubelet_timestamps_like_jiff() {
