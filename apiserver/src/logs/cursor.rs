@@ -97,6 +97,8 @@ fn fast_utc(b: &[u8]) -> Option<Stamp> {
         }
         _ => return None,
     };
+    // A leap second (`:60`) is the last second of its minute, as jiff reads it.
+    let s = s.min(59);
     let secs = days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + s;
     Some(Stamp { secs, nanos })
 }
@@ -264,15 +266,25 @@ mod tests {
     /// Found by the `log_cursor` fuzz target: before 1970, jiff counts the
     /// second toward zero with a negative fraction, and the stamp of a
     /// timestamp read by jiff (any form but plain UTC) differed from the same
-    /// instant read by hand.
+    /// instant read by hand; a leap second read by hand was the next minute's
+    /// first, by jiff its own minute's last.
     #[test]
-    fn a_stamp_before_1970_is_the_same_however_it_is_read() {
+    fn a_stamp_before_1970_or_in_a_leap_second_is_the_same_however_it_is_read() {
         let by_hand = Stamp::parse("0225-12-01T10:17:20.12389Z").unwrap();
         let by_jiff = Stamp::of("0225-12-01T10:17:20.12389Z".parse().unwrap());
         assert_eq!(by_hand, by_jiff);
         assert_eq!(by_hand.nanos, 123_890_000);
         let offset = Stamp::parse("0225-12-01T11:17:20.12389+01:00").unwrap();
         assert_eq!(offset, by_hand);
+        // A leap second reads as the last second of its minute, as jiff reads it.
+        assert_eq!(
+            Stamp::parse("0225-12-01T10:17:60.12389Z"),
+            Stamp::parse("0225-12-01T10:17:59.12389+00:00")
+        );
+        assert_eq!(
+            Stamp::parse("2026-06-30T23:59:60Z"),
+            Some(Stamp::of("2026-06-30T23:59:60Z".parse().unwrap()))
+        );
         assert!(Stamp::parse("1969-12-31T23:59:59.5Z").unwrap() < Stamp::whole_second(0));
         assert_eq!(
             Stamp::parse("1969-12-31T23:59:59.5Z"),
