@@ -61,6 +61,16 @@ fn digits(b: &[u8]) -> Option<i64> {
     Some(n)
 }
 
+/// Days in month `m` (1-12) of year `y`, proleptic Gregorian.
+fn days_in_month(y: i64, m: i64) -> i64 {
+    match m {
+        2 if y % 4 == 0 && (y % 100 != 0 || y % 400 == 0) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
 /// Days since 1970-01-01 of a proleptic Gregorian date.
 fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
@@ -85,7 +95,7 @@ fn fast_utc(b: &[u8]) -> Option<Stamp> {
         digits(&b[14..16])?,
         digits(&b[17..19])?,
     );
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
+    if !(1..=12).contains(&mo) || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 || s > 60 {
         return None;
     }
     let frac = &b[19..b.len() - 1];
@@ -267,7 +277,8 @@ mod tests {
     /// second toward zero with a negative fraction, and the stamp of a
     /// timestamp read by jiff (any form but plain UTC) differed from the same
     /// instant read by hand; a leap second read by hand was the next minute's
-    /// first, by jiff its own minute's last.
+    /// first, by jiff its own minute's last; a day its month does not have
+    /// (November 31) was read by hand as the next month's first.
     #[test]
     fn a_stamp_before_1970_or_in_a_leap_second_is_the_same_however_it_is_read() {
         let by_hand = Stamp::parse("0225-12-01T10:17:20.12389Z").unwrap();
@@ -285,6 +296,26 @@ mod tests {
             Stamp::parse("2026-06-30T23:59:60Z"),
             Some(Stamp::of("2026-06-30T23:59:60Z".parse().unwrap()))
         );
+        // A day its month does not have is no date, as for jiff.
+        for bad in [
+            "2012-11-31T10:17:20Z",
+            "2023-02-29T00:00:00Z",
+            "1900-02-29T00:00:00Z",
+        ] {
+            assert_eq!(Stamp::parse(bad), None, "{bad}");
+            assert!(bad.parse::<jiff::Timestamp>().is_err(), "{bad}");
+        }
+        for good in [
+            "2024-02-29T00:00:00Z",
+            "2000-02-29T00:00:00Z",
+            "2012-12-31T10:17:20Z",
+        ] {
+            assert_eq!(
+                Stamp::parse(good),
+                Some(Stamp::of(good.parse().unwrap())),
+                "{good}"
+            );
+        }
         assert!(Stamp::parse("1969-12-31T23:59:59.5Z").unwrap() < Stamp::whole_second(0));
         assert_eq!(
             Stamp::parse("1969-12-31T23:59:59.5Z"),
