@@ -31,6 +31,32 @@ struct CapCounters {
     refused_per_caller: Counter,
 }
 
+impl CapCounters {
+    /// The counters of cap `cap` on `listener`, its bound `max` set.
+    fn new(metrics: &Metrics, listener: &'static str, cap: &'static str, max: usize) -> Self {
+        let labels = CapLabels { listener, cap };
+        metrics
+            .cap_limit
+            .get_or_create(&labels)
+            .set(i64::try_from(max).unwrap_or(i64::MAX));
+        let refused = |scope| {
+            metrics
+                .cap_refusals
+                .get_or_create(&CapRefusalLabels {
+                    listener,
+                    cap,
+                    scope,
+                })
+                .clone()
+        };
+        Self {
+            in_use: metrics.cap_in_use.get_or_create(&labels).clone(),
+            refused_total: refused("total"),
+            refused_per_caller: refused("per_caller"),
+        }
+    }
+}
+
 /// A cap was reached; the message names it and the flag that sets it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CapReached {
@@ -86,27 +112,9 @@ impl Caps {
         listener: &'static str,
         cap: &'static str,
     ) -> Arc<Self> {
-        let labels = CapLabels { listener, cap };
-        metrics
-            .cap_limit
-            .get_or_create(&labels)
-            .set(i64::try_from(self.max_total).unwrap_or(i64::MAX));
-        let refused = |scope| {
-            metrics
-                .cap_refusals
-                .get_or_create(&CapRefusalLabels {
-                    listener,
-                    cap,
-                    scope,
-                })
-                .clone()
-        };
-        let counters = CapCounters {
-            in_use: metrics.cap_in_use.get_or_create(&labels).clone(),
-            refused_total: refused("total"),
-            refused_per_caller: refused("per_caller"),
-        };
-        let _ = self.counters.set(counters);
+        let _ = self
+            .counters
+            .set(CapCounters::new(metrics, listener, cap, self.max_total));
         self
     }
 
@@ -209,26 +217,9 @@ impl ByteBudget {
         listener: &'static str,
         cap: &'static str,
     ) -> Arc<Self> {
-        let labels = CapLabels { listener, cap };
-        metrics
-            .cap_limit
-            .get_or_create(&labels)
-            .set(i64::try_from(self.max).unwrap_or(i64::MAX));
-        let refused = |scope| {
-            metrics
-                .cap_refusals
-                .get_or_create(&CapRefusalLabels {
-                    listener,
-                    cap,
-                    scope,
-                })
-                .clone()
-        };
-        let _ = self.counters.set(CapCounters {
-            in_use: metrics.cap_in_use.get_or_create(&labels).clone(),
-            refused_total: refused("total"),
-            refused_per_caller: refused("per_caller"),
-        });
+        let _ = self
+            .counters
+            .set(CapCounters::new(metrics, listener, cap, self.max));
         self
     }
 
