@@ -315,6 +315,14 @@ impl ActivityState {
         }
     }
 
+    /// `body` waits to be sent from `since` (its entry, if any, updated in place).
+    fn waits(&mut self, body: u64, since: Instant) {
+        match self.unsent.iter_mut().find(|(b, _)| *b == body) {
+            Some(entry) => entry.1 = since,
+            None => self.unsent.push((body, since)),
+        }
+    }
+
     /// Since when the longest-waiting response has been waiting to be sent.
     fn oldest_unsent(&self) -> Option<Instant> {
         self.unsent.iter().map(|(_, t)| *t).min()
@@ -365,6 +373,8 @@ struct TrackedBody {
     id: u64,
     /// What is left of a data frame larger than a part.
     rest: Bytes,
+    /// In the connection's `unsent` list (the lock is taken only to change it).
+    waiting: bool,
 }
 
 impl TrackedBody {
@@ -381,13 +391,16 @@ impl TrackedBody {
             flight: Some(flight),
             id,
             rest: Bytes::new(),
+            waiting: true,
         }
     }
 }
 
 impl Drop for TrackedBody {
     fn drop(&mut self) {
-        if let Some(flight) = &self.flight {
+        if let Some(flight) = &self.flight
+            && self.waiting
+        {
             flight.0.lock().sent(self.id);
         }
     }
@@ -418,26 +431,31 @@ impl http_body::Body for TrackedBody {
             let part = self.rest.split_to(n);
             Poll::Ready(Some(Ok(http_body::Frame::data(part))))
         };
-        let id = self.id;
+        let (id, waiting) = (self.id, self.waiting);
         match &res {
             Poll::Ready(None) => {
-                if let Some(flight) = self.flight.take() {
+                if let Some(flight) = self.flight.take()
+                    && waiting
+                {
                     flight.0.lock().sent(id);
                 }
+                self.waiting = false;
             }
             // Asked for more, and its part is ready: waiting to be sent now.
             Poll::Ready(Some(_)) => {
                 if let Some(flight) = &self.flight {
-                    let mut st = flight.0.lock();
-                    st.sent(id);
-                    st.unsent.push((id, Instant::now()));
+                    flight.0.lock().waits(id, Instant::now());
                 }
+                self.waiting = true;
             }
             // Asked for more and has none yet: the handler's wait.
             Poll::Pending => {
-                if let Some(flight) = &self.flight {
+                if let Some(flight) = &self.flight
+                    && waiting
+                {
                     flight.0.lock().sent(id);
                 }
+                self.waiting = false;
             }
         }
         res
