@@ -407,8 +407,8 @@ fn invocation_id(headers: &HeaderMap) -> Result<HeaderValue, ConsoleError> {
 }
 
 /// Is this answer the one to the call sent with invocation ID `sent`? A
-/// gateway that echoes `X-Kruntime-Invocation-ID` (as the SPEC's gateways
-/// do) names its call; an answer naming another is an extra or late answer
+/// gateway that echoes `X-Kruntime-Invocation-ID` (as the simulated one
+/// does; the engine has no gateway yet) names its call; an answer naming another is an extra or late answer
 /// left on a reused connection, and relaying it would hand one caller
 /// another's result. An answer without the field cannot be matched.
 pub(crate) fn answers_call(
