@@ -240,6 +240,7 @@ console.extraArgs may add flags but never repeat one of these.
 - --access-max-concurrent-calls={{ int64 $l.accessMaxConcurrentCalls }}
 - --access-max-concurrent-calls-per-caller={{ int64 $l.accessMaxConcurrentCallsPerCaller }}
 - --access-max-buffered-bytes={{ int64 $l.accessMaxBufferedBytes }}
+- --access-max-buffered-bytes-per-caller={{ int64 $l.accessMaxBufferedBytesPerCaller }}
 - --max-follows={{ int64 $l.maxFollows }}
 - --max-follows-per-caller={{ int64 $l.maxFollowsPerCaller }}
 - --max-watches={{ int64 $l.maxWatches }}

@@ -47,9 +47,11 @@ use crate::state::RequestCredentials;
 pub use failure::AccessFailure;
 
 /// What the buffer budget bounds, and its flag (see [`AccessState::buffered`]).
-pub const BUFFERED_WHAT: &str = "bytes of /v1 request bodies held";
+pub const BUFFERED_WHAT: &str = "bytes of /v1 request bodies and WebSocket frames held";
 /// The flag of the buffer budget.
 pub const BUFFERED_FLAG: &str = "--access-max-buffered-bytes";
+/// The flag of one caller's share of the buffer budget.
+pub const BUFFERED_PER_CALLER_FLAG: &str = "--access-max-buffered-bytes-per-caller";
 
 /// Header carrying an invocation's ID, echoed back.
 pub const INVOCATION_ID: &str = "x-kruntime-invocation-id";
@@ -81,8 +83,10 @@ pub struct AccessState {
     pub bounds: AccessBounds,
     /// Concurrent invokes and operations sockets, in total and per caller.
     pub calls: Arc<Caps>,
-    /// Bytes of invoke bodies held, across every call, before they are
-    /// forwarded (`--access-max-buffered-bytes`).
+    /// Bytes of invoke bodies held before they are forwarded and of
+    /// WebSocket frames not yet whole or not yet written, across every call
+    /// and per caller (`--access-max-buffered-bytes`,
+    /// `--access-max-buffered-bytes-per-caller`).
     pub buffered: Arc<ByteBudget>,
     /// Re-checks an open operations socket's access.
     pub recheck: Recheck,
@@ -109,7 +113,13 @@ impl AccessState {
             http,
             bounds,
             calls,
-            buffered: ByteBudget::new(BUFFERED_WHAT, usize::MAX, BUFFERED_FLAG),
+            buffered: ByteBudget::new(
+                BUFFERED_WHAT,
+                usize::MAX,
+                BUFFERED_FLAG,
+                usize::MAX,
+                BUFFERED_PER_CALLER_FLAG,
+            ),
             recheck,
             lifecycle: Lifecycle::default(),
         }
@@ -527,7 +537,10 @@ pub(crate) async fn admit_invoke(
     let slot = take_slot(state, &creds.caller)?;
     let run = state.runs.resolve(ns, name, uid, Mode::Function)?;
     let target = state.gateways.target(ns, &run.spec.runtime).await?;
-    let mut held = state.buffered.hold();
+    // An announced length is reserved whole before any of the body is read
+    // (a refusal comes first, and the buffer is sized once); a body without
+    // a length grows its share as it arrives.
+    let mut held = state.buffered.hold(&creds.caller.user);
     if let Some(len) = content_length(headers) {
         held.reserve_to(len).map_err(|e| ConsoleError::from(&e))?;
     }

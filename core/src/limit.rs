@@ -176,41 +176,56 @@ impl Drop for Slot {
     }
 }
 
-/// A budget of bytes held in memory at once across every caller (request
-/// bodies read before they are forwarded). A [`Held`] share returns its
-/// bytes when dropped; a share that would take the budget past its bound is
-/// refused as a cap: a 429 naming the flag, counted with the caps' refusals.
+/// A budget of bytes held in memory at once, across every caller and per
+/// caller (request bodies read before they are forwarded, WebSocket frames
+/// not yet whole). A [`Held`] share grows as bytes arrive and returns them
+/// when it shrinks or is dropped; a share that would take its caller or the
+/// whole budget past a bound is refused as a cap: a 429 (or a close) naming
+/// the flag, counted with the caps' refusals.
 #[derive(Debug)]
 pub struct ByteBudget {
     what: &'static str,
     max: usize,
     flag: &'static str,
-    used: Mutex<usize>,
+    max_per_caller: usize,
+    per_caller_flag: &'static str,
+    /// Bytes held in total, and by each caller holding any.
+    used: Mutex<(usize, HashMap<String, usize>)>,
     counters: OnceLock<CapCounters>,
 }
 
-/// Bytes held under a [`ByteBudget`]; dropping it returns them.
+/// Bytes held under a [`ByteBudget`] by one caller; dropping it returns them.
 #[derive(Debug)]
 pub struct Held {
     budget: Arc<ByteBudget>,
+    caller: String,
     bytes: usize,
 }
 
 impl ByteBudget {
     /// A budget of `max` bytes of `what` ("bytes of /v1 request bodies"),
-    /// set by `flag`.
-    pub fn new(what: &'static str, max: usize, flag: &'static str) -> Arc<Self> {
+    /// set by `flag`, of which one caller may hold at most `max_per_caller`
+    /// (set by `per_caller_flag`).
+    pub fn new(
+        what: &'static str,
+        max: usize,
+        flag: &'static str,
+        max_per_caller: usize,
+        per_caller_flag: &'static str,
+    ) -> Arc<Self> {
         Arc::new(Self {
             what,
             max,
             flag,
-            used: Mutex::new(0),
+            max_per_caller,
+            per_caller_flag,
+            used: Mutex::new((0, HashMap::new())),
             counters: OnceLock::new(),
         })
     }
 
     /// Counts the bytes held, the bound and the refusals in `metrics`, as
-    /// [`Caps::counted_in`] does (scope `total`).
+    /// [`Caps::counted_in`] does (scopes `total` and `per_caller`).
     pub fn counted_in(
         self: Arc<Self>,
         metrics: &Metrics,
@@ -223,44 +238,83 @@ impl ByteBudget {
         self
     }
 
-    /// An empty share, to grow as bytes arrive.
-    pub fn hold(self: &Arc<Self>) -> Held {
+    /// An empty share of `caller` (a user name), to grow as bytes arrive.
+    pub fn hold(self: &Arc<Self>, caller: &str) -> Held {
         Held {
             budget: self.clone(),
+            caller: caller.to_owned(),
             bytes: 0,
         }
     }
 
     /// Bytes held now, in every share.
     pub fn used(&self) -> usize {
-        *self.used.lock().unwrap_or_else(|e| e.into_inner())
+        self.used.lock().unwrap_or_else(|e| e.into_inner()).0
+    }
+
+    /// Bytes held now by `caller`, in all its shares.
+    pub fn used_by(&self, caller: &str) -> usize {
+        let used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        used.1.get(caller).copied().unwrap_or(0)
     }
 }
 
 impl Held {
-    /// Grows the share to at least `total` bytes, or says the budget is spent
-    /// (the share keeps what it had).
+    /// Grows the share to at least `total` bytes, or says which bound the
+    /// growth would pass (the share keeps what it had).
     pub fn reserve_to(&mut self, total: usize) -> Result<(), CapReached> {
         if total <= self.bytes {
             return Ok(());
         }
-        let more = total - self.bytes;
-        let mut used = self.budget.used.lock().unwrap_or_else(|e| e.into_inner());
-        if used.saturating_add(more) > self.budget.max {
-            drop(used);
-            if let Some(c) = self.budget.counters.get() {
-                c.refused_total.inc();
+        self.resize_to(total)
+    }
+
+    /// Sets the share to `total` bytes: a smaller share returns bytes and
+    /// always succeeds; a larger one is refused as [`Held::reserve_to`] is.
+    pub fn resize_to(&mut self, total: usize) -> Result<(), CapReached> {
+        let budget = &*self.budget;
+        if total <= self.bytes {
+            let less = self.bytes - total;
+            if less > 0 {
+                budget.give_back(&self.caller, less);
+                self.bytes = total;
             }
-            return Err(CapReached::Total {
-                what: self.budget.what,
-                max: self.budget.max,
-                flag: self.budget.flag,
-            });
+            return Ok(());
         }
-        *used += more;
+        let more = total - self.bytes;
+        let mut used = budget.used.lock().unwrap_or_else(|e| e.into_inner());
+        let mine = used.1.get(self.caller.as_str()).copied().unwrap_or(0);
+        let refusal = if mine.saturating_add(more) > budget.max_per_caller {
+            Some(CapReached::PerCaller {
+                what: budget.what,
+                caller: self.caller.clone(),
+                max: budget.max_per_caller,
+                flag: budget.per_caller_flag,
+            })
+        } else if used.0.saturating_add(more) > budget.max {
+            Some(CapReached::Total {
+                what: budget.what,
+                max: budget.max,
+                flag: budget.flag,
+            })
+        } else {
+            None
+        };
+        if let Some(refusal) = refusal {
+            drop(used);
+            if let Some(c) = budget.counters.get() {
+                match refusal {
+                    CapReached::PerCaller { .. } => c.refused_per_caller.inc(),
+                    CapReached::Total { .. } => c.refused_total.inc(),
+                };
+            }
+            return Err(refusal);
+        }
+        used.0 += more;
+        *used.1.entry(self.caller.clone()).or_insert(0) += more;
         drop(used);
         self.bytes = total;
-        if let Some(c) = self.budget.counters.get() {
+        if let Some(c) = budget.counters.get() {
             c.in_use.inc_by(i64::try_from(more).unwrap_or(i64::MAX));
         }
         Ok(())
@@ -272,17 +326,28 @@ impl Held {
     }
 }
 
+impl ByteBudget {
+    /// Returns `bytes` of `caller`'s.
+    fn give_back(&self, caller: &str, bytes: usize) {
+        let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        used.0 -= bytes;
+        if let Some(n) = used.1.get_mut(caller) {
+            *n -= bytes;
+            if *n == 0 {
+                used.1.remove(caller);
+            }
+        }
+        drop(used);
+        if let Some(c) = self.counters.get() {
+            c.in_use.dec_by(i64::try_from(bytes).unwrap_or(i64::MAX));
+        }
+    }
+}
+
 impl Drop for Held {
     fn drop(&mut self) {
-        if self.bytes == 0 {
-            return;
-        }
-        let mut used = self.budget.used.lock().unwrap_or_else(|e| e.into_inner());
-        *used -= self.bytes;
-        drop(used);
-        if let Some(c) = self.budget.counters.get() {
-            c.in_use
-                .dec_by(i64::try_from(self.bytes).unwrap_or(i64::MAX));
+        if self.bytes > 0 {
+            self.budget.give_back(&self.caller, self.bytes);
         }
     }
 }
@@ -340,16 +405,13 @@ mod tests {
     #[test]
     fn a_byte_budget_refuses_past_its_bound_and_returns_what_is_dropped() {
         let metrics = Metrics::default();
-        let budget = ByteBudget::new("bytes of bodies", 100, "--max-bytes").counted_in(
-            &metrics,
-            "console",
-            "v1_buffered_bytes",
-        );
-        let mut a = budget.hold();
+        let budget = ByteBudget::new("bytes of bodies", 100, "--max-bytes", 100, "--per-caller")
+            .counted_in(&metrics, "console", "v1_buffered_bytes");
+        let mut a = budget.hold("alice");
         a.reserve_to(60).unwrap();
         a.reserve_to(40).unwrap();
-        assert_eq!(a.bytes(), 60, "a share never shrinks");
-        let mut b = budget.hold();
+        assert_eq!(a.bytes(), 60, "reserve_to never shrinks a share");
+        let mut b = budget.hold("bob");
         let refused = b.reserve_to(41).unwrap_err();
         assert_eq!(
             refused.to_string(),
@@ -369,5 +431,51 @@ mod tests {
             scope: "total",
         };
         assert_eq!(metrics.cap_refusals.get_or_create(&labels).get(), 1);
+        let gauge = CapLabels {
+            listener: "console",
+            cap: "v1_buffered_bytes",
+        };
+        assert_eq!(metrics.cap_in_use.get_or_create(&gauge).get(), 0);
+    }
+
+    #[test]
+    fn one_caller_holds_at_most_its_share_whatever_the_budget_has_left() {
+        let metrics = Metrics::default();
+        let budget = ByteBudget::new("bytes of bodies", 100, "--max-bytes", 30, "--per-caller")
+            .counted_in(&metrics, "console", "v1_buffered_bytes");
+        // One caller's shares add up: three calls of 10 bytes, then no more.
+        let mut shares: Vec<Held> = (0..3).map(|_| budget.hold("mallory")).collect();
+        for s in &mut shares {
+            s.reserve_to(10).unwrap();
+        }
+        let mut fourth = budget.hold("mallory");
+        let refused = fourth.reserve_to(1).unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "too many bytes of bodies by \"mallory\" (at most 30 per caller; --per-caller sets it); retry later"
+        );
+        assert_eq!((budget.used(), budget.used_by("mallory")), (30, 30));
+        // Another caller still has the rest of the budget.
+        let mut alice = budget.hold("alice");
+        alice.reserve_to(30).unwrap();
+        // A share that shrinks makes room for its caller again.
+        shares[0].resize_to(4).unwrap();
+        assert_eq!(budget.used_by("mallory"), 24);
+        fourth.reserve_to(6).unwrap();
+        assert!(fourth.reserve_to(7).is_err());
+        drop(shares);
+        drop(fourth);
+        assert_eq!((budget.used(), budget.used_by("mallory")), (30, 0));
+        let refused = |scope| {
+            metrics
+                .cap_refusals
+                .get_or_create(&CapRefusalLabels {
+                    listener: "console",
+                    cap: "v1_buffered_bytes",
+                    scope,
+                })
+                .get()
+        };
+        assert_eq!((refused("per_caller"), refused("total")), (2, 0));
     }
 }

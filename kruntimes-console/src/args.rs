@@ -260,11 +260,18 @@ pub struct Args {
     #[arg(long, default_value_t = 64)]
     pub access_max_concurrent_calls_per_caller: usize,
 
-    /// Bytes of /v1 request bodies held in memory at once, across every
-    /// call (a body is read whole before it is forwarded); a call that would
-    /// pass it gets 429 with Retry-After.
+    /// Bytes held in memory at once for /v1 calls, across every caller:
+    /// invoke bodies (read whole before they are forwarded; an announced
+    /// length is reserved on admission) and operations:ws frames not yet
+    /// whole or not yet written. An invoke that would pass it gets 429 with
+    /// Retry-After; a socket is closed with 1013 (try again later).
     #[arg(long, default_value_t = 64 << 20)]
     pub access_max_buffered_bytes: usize,
+
+    /// One caller's (user name's) share of --access-max-buffered-bytes, in
+    /// all its calls; past it, as past the total.
+    #[arg(long, default_value_t = 16 << 20)]
+    pub access_max_buffered_bytes_per_caller: usize,
 
     /// Open log follows in total, on the aggregated API and on /api each;
     /// more get 429 with Retry-After.
@@ -443,6 +450,10 @@ impl Args {
             (
                 "--access-max-buffered-bytes",
                 self.access_max_buffered_bytes,
+            ),
+            (
+                "--access-max-buffered-bytes-per-caller",
+                self.access_max_buffered_bytes_per_caller,
             ),
             ("--max-connections-per-peer", self.max_connections_per_peer),
             (

@@ -303,6 +303,8 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
                 runtime_access::BUFFERED_WHAT,
                 args.access_max_buffered_bytes,
                 runtime_access::BUFFERED_FLAG,
+                args.access_max_buffered_bytes_per_caller,
+                runtime_access::BUFFERED_PER_CALLER_FLAG,
             )
             .counted_in(&metrics, "console", "v1_buffered_bytes"),
         )

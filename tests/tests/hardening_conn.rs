@@ -673,6 +673,118 @@ async fn v1_bodies_held_in_memory_share_one_budget() {
     assert_eq!(code, 200, "the bytes of the ended calls were not returned");
 }
 
+/// `cap_refusals_total` of the buffer budget in `scope`, from a private Console's metrics.
+fn buffer_refusals(c: &ConsoleProcess, scope: &str) -> Option<f64> {
+    let (code, metrics) = env().curl(&format!("http://127.0.0.1:{}/metrics", c.admin_port), &[]);
+    assert_eq!(code, 200);
+    metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("kruntimes_console_cap_refusals_total{")
+                && l.contains("cap=\"v1_buffered_bytes\"")
+                && l.contains(&format!("scope=\"{scope}\""))
+        })
+        .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+}
+
+#[tokio::test]
+async fn one_caller_holds_at_most_its_share_of_the_buffer_budget_frames_included() {
+    let (c, _dir) = v1_console(&[
+        "--access-max-buffered-bytes=3000000",
+        "--access-max-buffered-bytes-per-caller=1300000",
+    ]);
+    let fx = Fixtures::new("team-a").await;
+    let (fname, fuid) = fx.ready_run("function").await;
+    let (sname, suid) = fx.ready_run("session").await;
+    let invoke = invoke_path("team-a", &fname, &fuid);
+    let ops = ops_path("team-a", &sname, &suid);
+    let mut ready = false;
+    for _ in 0..60 {
+        if invoke_on(c.console_port, &invoke, "operator").code == 200 {
+            ready = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert!(ready, "the private Console never served the Run");
+
+    // The operator holds 1.2 MB of its 1.3 MB share in two withheld bodies.
+    let head = format!(
+        "POST {invoke} HTTP/1.1\r\nHost: localhost\r\nAuthorization: {}\r\n\
+         Content-Type: application/json\r\nContent-Length: 600000\r\n\r\n",
+        kruntimes_tests::curl::bearer("operator")
+    );
+    let mut withheld_bodies = Vec::new();
+    for _ in 0..2 {
+        let (tls, early) = withheld(
+            c.console_port,
+            &head,
+            &[b' '; 1000],
+            Duration::from_millis(500),
+        )
+        .await;
+        assert_eq!(early, None, "a withheld body was answered");
+        withheld_bodies.push(tls);
+    }
+
+    // Its next body is refused on both paths, naming the per-caller flag;
+    // another caller's body of the same size, under the total, is served.
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.json");
+    std::fs::write(&big, format!("{{\"pad\":\"{}\"}}", "x".repeat(400_000))).unwrap();
+    let post = |version: &str, user: &str| {
+        kruntimes_tests::curl::request_as(
+            Some(version),
+            "POST",
+            &format!("https://localhost:{}{invoke}", c.console_port),
+            &[
+                ("Authorization", &kruntimes_tests::curl::bearer(user)),
+                ("Content-Type", "application/json"),
+            ],
+            kruntimes_tests::curl::Body::File(&big),
+        )
+    };
+    for version in ["1.1", "2"] {
+        let r = post(version, "operator");
+        let said: String = r.body.chars().take(300).collect();
+        assert_eq!(r.code, 429, "HTTP/{version}: {said}");
+        assert!(r.header("retry-after").is_some(), "HTTP/{version}");
+        assert!(
+            r.body.contains("--access-max-buffered-bytes-per-caller")
+                && r.body.contains("\"operator\""),
+            "HTTP/{version}: {said}"
+        );
+        let r = post(version, "admin");
+        assert_eq!(r.code, 200, "HTTP/{version}: another caller was locked out");
+    }
+
+    // An operations socket's frame not yet whole is held under the same
+    // share: the header of a 200,000-byte frame takes the operator past it,
+    // and the socket is closed with 1013 (try again later).
+    let mut ws = ws_open(c.console_port, &ops, "operator").await.unwrap();
+    let mut frame = vec![0x82, 0xFF];
+    frame.extend_from_slice(&200_000u64.to_be_bytes());
+    frame.extend_from_slice(&[1, 2, 3, 4]);
+    frame.extend_from_slice(&[0u8; 1000]);
+    ws.get_mut().write_all(&frame).await.unwrap();
+    ws.get_mut().flush().await.unwrap();
+    assert_eq!(ws_close_code(&mut ws).await, Some(1013));
+    assert_eq!(buffer_refusals(&c, "per_caller"), Some(3.0));
+    assert_eq!(buffer_refusals(&c, "total"), Some(0.0));
+
+    // Once the withheld bodies end, the operator's share is free again.
+    drop(withheld_bodies);
+    let mut code = 0;
+    for _ in 0..50 {
+        code = post("1.1", "operator").code;
+        if code == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(code, 200, "the bytes of the ended calls were not returned");
+}
+
 // ---- Follows: per-caller caps on the aggregated API and on /api.
 
 /// One GET with curl on a private Console's port: (status, Retry-After, body).

@@ -3,8 +3,10 @@
 //! on whole: the caller's frames are unmasked and masked again with a key
 //! of the Console's own, the gateway's go on as they came. Between frames a
 //! direction keeps no buffer: received bytes are read onto the stack, and
-//! only a frame not yet whole, or frames the destination has not taken yet,
-//! are kept (and freed once passed on).
+//! only a frame not yet whole (its buffer sized once, from its header), or
+//! frames the destination has not taken yet, are kept (and freed once
+//! passed on). What is kept is held under the caller's share of a byte
+//! budget, when the pipe has one: a frame that would pass it is refused.
 //!
 //! Every frame is checked as a WebSocket endpoint checks it (masking by
 //! role, reserved bits, opcodes, control frames, continuation order, UTF-8
@@ -17,6 +19,7 @@ use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
+use kruntimes_core::limit::Held;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 const CONTINUATION: u8 = 0x0;
@@ -49,6 +52,8 @@ pub enum Refusal {
     Malformed,
     /// A text message that is not UTF-8.
     NotUtf8,
+    /// Keeping the frame would pass the byte budget.
+    Busy,
 }
 
 /// Why a direction stopped.
@@ -93,6 +98,8 @@ pub struct Pipe {
     closed: Option<Option<u16>>,
     /// A frame was passed on since [`Pipe::take_moved`].
     moved: bool,
+    /// The budget share that `partial` and `out` are held under.
+    held: Option<Held>,
 }
 
 /// A frame header, as read.
@@ -118,7 +125,16 @@ impl Pipe {
             message: None,
             closed: None,
             moved: false,
+            held: None,
         }
+    }
+
+    /// Holds what this direction keeps (a frame not yet whole, frames not
+    /// yet written) under `held`; a frame that would pass it is refused
+    /// ([`Refusal::Busy`]).
+    pub fn held_under(mut self, held: Held) -> Self {
+        self.held = Some(held);
+        self
     }
 
     /// Is a fragmented message being passed on (so no other data frame may
@@ -182,6 +198,10 @@ impl Pipe {
             // Nothing is kept between frames.
             self.out = Vec::new();
             self.out_at = 0;
+            if let Some(held) = &mut self.held {
+                // A smaller share always fits.
+                let _ = held.resize_to(self.partial.capacity());
+            }
         }
         if self.unflushed {
             ready!(Pin::new(&mut *dst).poll_flush(cx))?;
@@ -226,18 +246,60 @@ impl Pipe {
         if self.partial.is_empty() {
             let used = self.frames(data)?;
             if used < data.len() {
-                self.partial = data[used..].to_vec();
+                let rest = &data[used..];
+                let mut kept = Vec::new();
+                self.room(&mut kept, rest)?;
+                kept.extend_from_slice(rest);
+                self.partial = kept;
             }
+        } else {
+            let mut buf = std::mem::take(&mut self.partial);
+            self.room(&mut buf, data)?;
+            buf.extend_from_slice(data);
+            let used = self.frames(&mut buf)?;
+            if used < buf.len() {
+                buf.drain(..used);
+                self.partial = buf;
+            }
+        }
+        self.account()
+    }
+
+    /// Makes room in `buf` (the start of a frame) for `more`: for the whole
+    /// frame once its header is in (the buffer is sized once), under the
+    /// budget before it is allocated.
+    fn room(&mut self, buf: &mut Vec<u8>, more: &[u8]) -> Result<(), Refusal> {
+        let len = buf.len() + more.len();
+        let mut head = [0u8; MAX_HEADER];
+        let have = buf.len().min(MAX_HEADER);
+        head[..have].copy_from_slice(&buf[..have]);
+        let from_more = (MAX_HEADER - have).min(more.len());
+        head[have..have + from_more].copy_from_slice(&more[..from_more]);
+        let whole = match parse_header(&head[..have + from_more]) {
+            // Checked by `frames` before any of its payload is kept.
+            Ok(Some(h)) if self.check(&h).is_ok() => h.size + h.len as usize,
+            _ => len,
+        };
+        let want = whole.max(len);
+        if want <= buf.capacity() {
             return Ok(());
         }
-        let mut buf = std::mem::take(&mut self.partial);
-        buf.extend_from_slice(data);
-        let used = self.frames(&mut buf)?;
-        if used < buf.len() {
-            buf.drain(..used);
-            self.partial = buf;
+        if let Some(held) = &mut self.held {
+            held.resize_to(want + self.out.capacity())
+                .map_err(|_| Refusal::Busy)?;
         }
+        buf.reserve_exact(want - buf.len());
         Ok(())
+    }
+
+    /// Sets the budget share to what this direction keeps now.
+    fn account(&mut self) -> Result<(), Refusal> {
+        match &mut self.held {
+            Some(held) => held
+                .resize_to(self.partial.capacity() + self.out.capacity())
+                .map_err(|_| Refusal::Busy),
+            None => Ok(()),
+        }
     }
 
     /// Passes on the whole frames at the start of `buf`; returns the bytes used.
@@ -343,6 +405,9 @@ impl Pipe {
         }
     }
 }
+
+/// The longest frame header: 2 bytes, an 8-byte length, a 4-byte key.
+const MAX_HEADER: usize = 14;
 
 /// Reads a frame header at the start of `buf`: `None` until it is whole.
 fn parse_header(buf: &[u8]) -> Result<Option<Header>, Refusal> {
@@ -730,5 +795,68 @@ mod tests {
         writer.await.unwrap();
         let got = reader.await.unwrap();
         assert_eq!(decode(&got), vec![(true, BINARY, payload, true)]);
+    }
+
+    fn budget(max: usize, per_caller: usize) -> std::sync::Arc<kruntimes_core::limit::ByteBudget> {
+        kruntimes_core::limit::ByteBudget::new(
+            "bytes held",
+            max,
+            "--max",
+            per_caller,
+            "--per-caller",
+        )
+    }
+
+    #[test]
+    fn a_frame_not_yet_whole_is_held_under_the_budget_sized_from_its_header() {
+        let budget = budget(1 << 20, 1 << 20);
+        let mut p = Pipe::new(Direction::ToGateway, 1 << 20).held_under(budget.hold("alice"));
+        let mut frame = client_frame(true, BINARY, &[5u8; 100_000], [1, 2, 3, 4]);
+        let size = frame.len();
+        // Its header and a little of its payload: the whole frame is reserved
+        // once (not grown by doubling), and held.
+        p.absorb(&mut frame[..3000].to_vec()).unwrap();
+        assert_eq!(p.partial.capacity(), size);
+        assert_eq!(budget.used_by("alice"), size);
+        for piece in frame[3000..size - 1].chunks_mut(4096) {
+            p.absorb(piece).unwrap();
+            assert_eq!(p.partial.capacity(), size, "the buffer grew past the frame");
+        }
+        // Whole: passed on; until the destination takes it, the queued frame is held.
+        p.absorb(&mut frame[size - 1..]).unwrap();
+        assert!(p.partial.is_empty() && p.partial.capacity() == 0);
+        assert_eq!(budget.used(), p.out.capacity());
+        let mut sink = Vec::new();
+        let waker = std::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        assert!(matches!(
+            p.poll_write(&mut cx, &mut sink),
+            Poll::Ready(Ok(()))
+        ));
+        assert_eq!(decode(&sink).len(), 1);
+        assert_eq!(budget.used(), 0, "nothing is held between frames");
+        drop(p);
+    }
+
+    #[test]
+    fn a_frame_that_would_pass_the_callers_share_is_refused_and_nothing_of_it_kept() {
+        let budget = budget(1 << 20, 50_000);
+        // Another socket of the same caller holds part of its share.
+        let mut other = budget.hold("mallory");
+        other.reserve_to(20_000).unwrap();
+        let mut p = Pipe::new(Direction::ToCaller, 1 << 20).held_under(budget.hold("mallory"));
+        // 40,000 bytes announced: over what the caller has left.
+        let mut head = server_frame(true, BINARY, &[0u8; 40_000]);
+        head.truncate(10);
+        assert_eq!(p.absorb(&mut head), Err(Refusal::Busy));
+        assert_eq!(p.partial.capacity(), 0);
+        assert_eq!(budget.used_by("mallory"), 20_000);
+        // Another caller's frame of the same size fits.
+        let mut q = Pipe::new(Direction::ToCaller, 1 << 20).held_under(budget.hold("alice"));
+        let frame = server_frame(true, BINARY, &[0u8; 40_000]);
+        q.absorb(&mut frame[..10].to_vec()).unwrap();
+        assert_eq!(budget.used_by("alice"), 40_004);
+        drop(q);
+        assert_eq!(budget.used(), 20_000);
     }
 }

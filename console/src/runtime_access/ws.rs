@@ -36,6 +36,11 @@ const NOT_UTF8: u16 = 1007;
 const POLICY: u16 = 1008;
 const TOO_BIG: u16 = 1009;
 const ERROR: u16 = 1011;
+const TRY_AGAIN: u16 = 1013;
+
+/// The close reason of a socket whose frames would pass the byte budget.
+const BUSY_REASON: &str =
+    "too many bytes held (--access-max-buffered-bytes, -per-caller); retry later";
 
 /// How long the last frames and TLS close of an ending relay may take.
 const CLOSING_TIMEOUT: Duration = Duration::from_secs(5);
@@ -263,8 +268,12 @@ where
         slot: _slot,
     } = &*parts;
     let max = state.bounds.max_ws_message_bytes;
-    let mut up = Pipe::new(Direction::ToGateway, max);
-    let mut down = Pipe::new(Direction::ToCaller, max);
+    // What either direction keeps is held under the caller's share of the
+    // budget that invoke bodies are held under.
+    let mut up =
+        Pipe::new(Direction::ToGateway, max).held_under(state.buffered.hold(&identity.user));
+    let mut down =
+        Pipe::new(Direction::ToCaller, max).held_under(state.buffered.hold(&identity.user));
     let _stream = state.lifecycle.track();
     let idle = state.bounds.idle_timeout;
     let mut active = Instant::now();
@@ -346,6 +355,7 @@ fn last_frames(end: &End, up: &mut Pipe, down: &mut Pipe) -> bool {
                 Refusal::TooLarge => (TOO_BIG, "message too large"),
                 Refusal::Malformed => (PROTOCOL, "malformed frame"),
                 Refusal::NotUtf8 => (NOT_UTF8, "text message not UTF-8"),
+                Refusal::Busy => (TRY_AGAIN, BUSY_REASON),
             };
             down.close(Some(code), reason);
         }
@@ -361,6 +371,10 @@ fn last_frames(end: &End, up: &mut Pipe, down: &mut Pipe) -> bool {
         }
         // Writing to the caller failed: the caller is gone.
         End::Gateway(Stop::Unwritable(_)) => {}
+        End::Gateway(Stop::Refused(Refusal::Busy)) => {
+            tracing::debug!("the gateway's frames would pass the byte budget");
+            down.close(Some(TRY_AGAIN), BUSY_REASON);
+        }
         End::Gateway(Stop::Refused(_) | Stop::Failed(_)) => {
             tracing::debug!("the gateway's socket failed or sent a frame the relay refuses");
             down.close(Some(ERROR), "the Runtime gateway connection failed");
