@@ -37,11 +37,13 @@ pub enum Reader {
 }
 
 impl Reader {
+    /// The client that reads.
     pub fn client(&self) -> &Client {
         match self {
             Reader::User(c) | Reader::Public(c) => c,
         }
     }
+    /// Whether this is a public-read summary (no credential).
     pub fn is_public(&self) -> bool {
         matches!(self, Reader::Public(_))
     }
@@ -74,6 +76,7 @@ pub fn list_reader(
     }
 }
 
+/// Refuses (400) a namespace that is not a DNS-1123 label.
 pub fn check_namespace(ns: &str) -> Result<(), ConsoleError> {
     if is_dns1123_label(ns) {
         Ok(())
@@ -84,6 +87,7 @@ pub fn check_namespace(ns: &str) -> Result<(), ConsoleError> {
     }
 }
 
+/// Refuses (400) a `kind` name that is not a DNS-1123 subdomain.
 pub fn check_name(kind: &str, name: &str) -> Result<(), ConsoleError> {
     if is_dns1123_subdomain(name) {
         Ok(())

@@ -14,15 +14,20 @@ use crate::session::SessionSealer;
 /// Where the credential came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Source {
+    /// The `Authorization: Bearer` header.
     Header,
+    /// A client certificate verified against the client CA.
     Certificate,
+    /// The session cookie.
     Cookie,
 }
 
 /// An authenticated caller of the Console.
 #[derive(Clone, Debug)]
 pub struct Credentials {
+    /// Who the caller is.
     pub caller: Caller,
+    /// Where the credential came from.
     pub source: Source,
 }
 

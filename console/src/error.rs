@@ -18,7 +18,10 @@ use crate::runtime_access::runs::RunUnavailable;
 #[derive(Clone, Debug, thiserror::Error)]
 #[error("{failure}")]
 pub struct ConsoleError {
+    /// The failure the answer reports.
     pub failure: Failure,
+    /// The access the Kubernetes API server refused, named in the answer as
+    /// `error.access`.
     pub access: Option<Box<AccessRequest>>,
 }
 
@@ -51,6 +54,7 @@ impl std::ops::DerefMut for ConsoleError {
 }
 
 impl ConsoleError {
+    /// Names the access a refusal needed.
     pub fn with_access(mut self, access: AccessRequest) -> Self {
         self.access = Some(Box::new(access));
         self
@@ -126,13 +130,17 @@ impl IntoResponse for ConsoleError {
 #[derive(Debug, thiserror::Error)]
 #[error("{what}: {source}")]
 pub struct KubeFailure {
+    /// What was being done, for the message ("listing runs").
     pub what: &'static str,
+    /// The access the call needed.
     pub access: AccessRequest,
+    /// The client's error.
     #[source]
     pub source: kube::Error,
 }
 
 impl KubeFailure {
+    /// `source` met while doing `what`, which needed `access`.
     pub fn new(source: kube::Error, what: &'static str, access: AccessRequest) -> Self {
         Self {
             what,

@@ -5,10 +5,6 @@
 //! and forwarded to the Runtime gateway). `router` puts them behind one
 //! axum router; the binary (`kruntimes-console`) serves it.
 
-// The workspace's `missing_docs` lint is not yet met here (about 350
-// items, most of them fields of the `/api` answer types, which
-// docs/api.md describes).
-#![allow(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod api;

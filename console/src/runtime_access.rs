@@ -61,11 +61,23 @@ pub const MAX_INVOCATION_ID: usize = 128;
 /// Bounds of `/v1` calls (`console.access`).
 #[derive(Clone, Copy, Debug)]
 pub struct AccessBounds {
+    /// Largest request body, in bytes; a larger one is answered 413 and nothing
+    /// is forwarded (`--access-max-request-bytes`).
     pub max_request_bytes: usize,
+    /// Largest gateway response body relayed for an invoke, in bytes; a larger
+    /// one breaks the call off (`--access-max-response-bytes`).
     pub max_response_bytes: usize,
+    /// Largest WebSocket message relayed on `operations:ws`, either way, in
+    /// bytes (`--access-max-ws-message-bytes`).
     pub max_ws_message_bytes: usize,
+    /// An `operations:ws` socket with no frame either way for this long is
+    /// closed (`--access-idle-timeout`).
     pub idle_timeout: Duration,
+    /// Longest wait for a gateway's answer to an invoke, its body included
+    /// (`--access-total-timeout`).
     pub total_timeout: Duration,
+    /// Longest wait for each step of reaching a gateway: the name lookup, the
+    /// connection, the TLS handshake (`--access-connect-timeout`).
     pub connect_timeout: Duration,
     /// Longest wait for a request body, once the call is admitted.
     pub body_timeout: Duration,
@@ -73,13 +85,19 @@ pub struct AccessBounds {
 
 /// What the handler shares.
 pub struct AccessState {
+    /// The Runs the calls name, from a watch-backed cache.
     pub runs: RunCache,
+    /// Finds the gateway Service of a Run's Runtime and the addresses to dial.
     pub gateways: GatewayResolver,
+    /// Authorizes calls with SubjectAccessReview (`create` on `runs/invoke` or
+    /// `runs/operations`).
     pub access: AccessReview,
+    /// TLS to the gateways: their CA, and the Console's client certificate.
     pub tls: Arc<ClientConfig>,
     /// The gateway client of each connection thread (its pooled connections
     /// live on that thread), and one for the main runtime.
     pub http: PerThread<HyperClient<hyper_rustls::HttpsConnector<EarlyAnswerConnector>, Body>>,
+    /// The bounds of every call.
     pub bounds: AccessBounds,
     /// Concurrent invokes and operations sockets, in total and per caller.
     pub calls: Arc<Caps>,
@@ -95,6 +113,8 @@ pub struct AccessState {
 }
 
 impl AccessState {
+    /// The handler's state: no budget on buffered bytes, one gateway client and
+    /// a lifecycle of its own until the `with_*` methods say otherwise.
     pub fn new(
         runs: RunCache,
         gateways: GatewayResolver,
@@ -187,6 +207,7 @@ pub static ROUTES: &[Route<Arc<AccessState>>] = &[
     },
 ];
 
+/// The `/v1` routes on `state`.
 pub fn router(state: Arc<AccessState>) -> Router {
     routes::register(ROUTES, Router::new()).with_state(state)
 }

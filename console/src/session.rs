@@ -32,16 +32,22 @@ const RELOAD_EVERY: Duration = Duration::from_secs(5);
 /// Why a key could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
+    /// The file or directory could not be read.
     #[error("--cookie-key-file {0}: cannot be read: {1}")]
     Read(String, std::io::Error),
+    /// A key file holds fewer than 32 bytes.
     #[error("--cookie-key-file {0}: needs at least 32 bytes of key material")]
     Short(String),
+    /// The directory holds no key file.
     #[error("--cookie-key-file {0}: the directory holds no key file")]
     Empty(String),
+    /// The directory holds more than [`MAX_KEYS`] key files.
     #[error("--cookie-key-file {0}: more than {MAX_KEYS} key files")]
     TooMany(String),
+    /// Two key files hold the same key.
     #[error("--cookie-key-file {0}: two key files hold the same key")]
     Duplicate(String),
+    /// The system's random number generator failed to make an ephemeral key.
     #[error("the system random number generator failed; no session key could be made")]
     Rng,
 }
@@ -209,6 +215,7 @@ impl SessionSealer {
         });
     }
 
+    /// How long a sealed session lasts, in seconds.
     pub fn ttl_secs(&self) -> i64 {
         self.ttl_secs
     }

@@ -13,14 +13,21 @@ use crate::session::SessionSealer;
 
 /// Everything the Console's handlers share.
 pub struct ConsoleState {
+    /// Authenticates requests (bearer token, client certificate).
     pub authn: Authenticator,
+    /// SubjectAccessReview with the Console's own identity, cached.
     pub access: AccessReview,
+    /// Seals and opens the session cookie.
     pub sealer: Arc<SessionSealer>,
+    /// Kubernetes clients that carry a caller's own token.
     pub users: UserClients,
     /// The Console's own identity: TokenReview, SubjectAccessReview,
     /// public-read summaries and the /v1 Run cache. Never reads on a user's behalf.
     pub service_account: kube::Client,
+    /// Whether list endpoints answer summaries without a credential
+    /// (`console.publicRead`).
     pub public_read: bool,
+    /// Where requests, reviews and caps are counted.
     pub metrics: Metrics,
     /// Long-lived answers (follows) end when the process stops.
     pub lifecycle: Lifecycle,

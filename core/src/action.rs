@@ -37,8 +37,10 @@ pub struct ActionInput {
     /// `string` (the only type the engine knows; it is the default).
     #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
     pub type_: Option<String>,
+    /// Whether a caller must pass the input.
     #[serde(default)]
     pub required: bool,
+    /// The value used when the caller passes none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<String>,
 }
@@ -54,10 +56,13 @@ pub struct ActionOutput {
 /// `spec.steps[i]`: an Action step runs a script.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct ActionStep {
+    /// Step name; it becomes a label value on the step's Run.
     #[serde(default)]
     pub name: String,
+    /// Inline script the step executes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<String>,
+    /// Positional arguments for the step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub args: Option<Vec<String>>,
     /// The names of the step's extra environment variables; the values are

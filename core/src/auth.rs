@@ -31,16 +31,25 @@ pub const MAX_TOKEN_BYTES: usize = 16 << 10;
 /// Why a request could not be authenticated.
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
+    /// The request carries neither a bearer token nor a client certificate this
+    /// listener trusts.
     #[error("no credentials: send a bearer token or a client certificate")]
     NoCredentials,
+    /// TokenReview did not authenticate the token (a 401).
     #[error("the bearer token is invalid or expired")]
     InvalidToken,
+    /// The token is over [`MAX_TOKEN_BYTES`]; it is not sent for review.
     #[error("the bearer token is longer than {MAX_TOKEN_BYTES} bytes")]
     TokenTooLong,
+    /// The `Authorization` header is not `Bearer <token>`, or the token is
+    /// malformed; the words say what is wrong.
     #[error("the Authorization header is malformed: {0}")]
     MalformedHeader(&'static str),
+    /// A trusted client certificate has no common name to take the user from.
     #[error("the client certificate does not name a user")]
     CertificateWithoutUser,
+    /// The token could not be reviewed (the Kubernetes API unreachable): a 503,
+    /// not a refusal.
     #[error("authentication is unavailable: {0}")]
     Unavailable(String),
 }
@@ -68,6 +77,8 @@ impl Authenticator {
         }
     }
 
+    /// The TokenReview client, for tokens that arrive another way (the session
+    /// cookie).
     pub fn tokens(&self) -> &TokenReviewer {
         &self.tokens
     }

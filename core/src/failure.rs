@@ -16,26 +16,39 @@ use serde_json::json;
 /// Why a request failed, as the table knows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Reason {
+    /// A malformed request: a bad name, path, parameter or body.
     BadRequest,
+    /// No valid credential came with the request.
     Unauthorized,
+    /// The caller may not do what the request asks.
     Forbidden,
+    /// What the request names does not exist.
     NotFound,
+    /// The path exists but not for this method.
     MethodNotAllowed,
     /// The request body did not arrive in time.
     RequestTimeout,
+    /// The object is not in a state the request can be served in (a Run not yet
+    /// assigned to a Pod, or assigned to an invalid Pod name).
     Conflict,
     /// What the request names existed once and is gone (a cursor whose
     /// record left the log).
     Gone,
+    /// The request body is over its bound.
     PayloadTooLarge,
     /// A value the server read is not valid (Kubernetes' `Invalid`).
     Invalid,
     /// A cap was reached.
     TooManyRequests,
+    /// The request's header block, or one header, is over its bound.
     HeadersTooLarge,
+    /// The server failed in a way the caller cannot fix (its own configuration
+    /// or a bug).
     Internal,
     /// An upstream broke off or answered too much.
     BadGateway,
+    /// The server, the cluster or an upstream cannot serve now; a retry later
+    /// may succeed.
     Unavailable,
     /// A follow whose reader fell behind was ended so it cannot slow the
     /// others; the caller reconnects with `sinceCursor`.
@@ -47,7 +60,9 @@ pub enum Reason {
 /// One row of [`TABLE`]: how a [`Reason`] is answered.
 #[derive(Debug, Clone, Copy)]
 pub struct Row {
+    /// The reason this row answers.
     pub reason: Reason,
+    /// The HTTP status code of the answer.
     pub code: StatusCode,
     /// The `reason` word of the answer.
     pub word: &'static str,
@@ -165,8 +180,12 @@ impl Reason {
 /// `details` of a Kubernetes `Status`.
 #[derive(Debug, Clone)]
 pub struct StatusDetails {
+    /// Name of the object.
     pub name: String,
+    /// API group of the object (`""` for the core group).
     pub group: &'static str,
+    /// The object's resource, plural (`runs`, `pods`), as Kubernetes fills
+    /// `details.kind`.
     pub kind: &'static str,
 }
 
@@ -183,6 +202,7 @@ enum Kind {
 #[error("{message}")]
 pub struct Failure {
     kind: Kind,
+    /// What went wrong, for people: the answer's `message`.
     pub message: String,
     /// `details` of the Status: the object the failure is about, when known
     /// (boxed: a failure travels in `Result`s and stays small).
@@ -300,18 +320,23 @@ pub trait Refusal: From<Failure> + Sized {
     fn because(reason: Reason, message: impl Into<String>) -> Self {
         Failure::of(reason, message).into()
     }
+    /// 400: a malformed request.
     fn bad_request(message: impl Into<String>) -> Self {
         Self::because(Reason::BadRequest, message)
     }
+    /// 401: no valid credential.
     fn unauthorized(message: impl Into<String>) -> Self {
         Self::because(Reason::Unauthorized, message)
     }
+    /// 403: the caller may not do this.
     fn forbidden(message: impl Into<String>) -> Self {
         Self::because(Reason::Forbidden, message)
     }
+    /// 404: what the request names does not exist.
     fn not_found(message: impl Into<String>) -> Self {
         Self::because(Reason::NotFound, message)
     }
+    /// 405: the path does not take this method.
     fn method_not_allowed(message: impl Into<String>) -> Self {
         Self::because(Reason::MethodNotAllowed, message)
     }
@@ -319,9 +344,12 @@ pub trait Refusal: From<Failure> + Sized {
     fn gone(message: impl Into<String>) -> Self {
         Self::because(Reason::Gone, message)
     }
+    /// 409: the object's state does not allow the request (a Run not yet
+    /// assigned).
     fn conflict(message: impl Into<String>) -> Self {
         Self::because(Reason::Conflict, message)
     }
+    /// 413: the request body is over its bound.
     fn too_large(message: impl Into<String>) -> Self {
         Self::because(Reason::PayloadTooLarge, message)
     }
@@ -329,6 +357,7 @@ pub trait Refusal: From<Failure> + Sized {
     fn too_many_requests(message: impl Into<String>) -> Self {
         Self::because(Reason::TooManyRequests, message)
     }
+    /// 500: a failure the caller cannot fix.
     fn internal(message: impl Into<String>) -> Self {
         Self::because(Reason::Internal, message)
     }

@@ -6,6 +6,7 @@
 pub struct OnDrop<F: FnOnce()>(Option<F>);
 
 impl<F: FnOnce()> OnDrop<F> {
+    /// A guard that runs `f` when dropped.
     pub fn new(f: F) -> Self {
         Self(Some(f))
     }

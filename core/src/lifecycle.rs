@@ -59,6 +59,7 @@ impl Default for Lifecycle {
 }
 
 impl Lifecycle {
+    /// The phase the process is in now.
     pub fn phase(&self) -> Phase {
         *self.tx.borrow()
     }

@@ -60,19 +60,28 @@ impl CapCounters {
 /// A cap was reached; the message names it and the flag that sets it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CapReached {
+    /// The bound on all callers together is reached.
     #[error("too many {what} (at most {max} in total; {flag} sets it); retry later")]
     Total {
+        /// What is counted, for the message ("open follows").
         what: &'static str,
+        /// The bound.
         max: usize,
+        /// The flag that sets the bound.
         flag: &'static str,
     },
+    /// The caller's own bound is reached.
     #[error(
         "too many {what} by {caller:?} (at most {max} per caller; {flag} sets it); retry later"
     )]
     PerCaller {
+        /// What is counted, for the message ("open follows").
         what: &'static str,
+        /// The caller's user name.
         caller: String,
+        /// The bound per caller.
         max: usize,
+        /// The flag that sets the bound.
         flag: &'static str,
     },
 }
@@ -85,6 +94,9 @@ pub struct Slot {
 }
 
 impl Caps {
+    /// A cap pair on `what`: at most `max_total` places in all (set by
+    /// `total_flag`) and `max_per_caller` per caller (set by
+    /// `per_caller_flag`).
     pub fn new(
         what: &'static str,
         max_total: usize,

@@ -11,72 +11,103 @@ use std::sync::{Arc, Mutex};
 
 use crate::guard::OnDrop;
 
+/// Labels of a request count: listener, route and status code.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
+    /// The listener that served the request: `apiserver` or `console`.
     pub listener: &'static str,
+    /// The route's fixed name (never the request path).
     pub route: &'static str,
+    /// The HTTP status code of the answer.
     pub code: u16,
 }
 
+/// Labels of a request duration: listener and route.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RouteLabels {
+    /// The listener that served the request: `apiserver` or `console`.
     pub listener: &'static str,
+    /// The route's fixed name (never the request path).
     pub route: &'static str,
 }
 
+/// Labels of a per-listener metric.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ListenerLabels {
+    /// The listener: `apiserver` or `console`.
     pub listener: &'static str,
 }
 
+/// Labels of a connection closed by a connection cap.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ConnRefusalLabels {
+    /// The listener that refused the connection: `apiserver` or `console`.
     pub listener: &'static str,
     /// The cap that refused: `max_connections` or `max_connections_per_peer`.
     pub reason: &'static str,
 }
 
+/// Labels of a cap on long-lived work.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CapLabels {
+    /// The listener the cap belongs to: `apiserver` or `console`.
     pub listener: &'static str,
     /// What the cap bounds: `follows`, `watches` or `v1_calls`.
     pub cap: &'static str,
 }
 
+/// Labels of a request a cap refused with 429.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CapRefusalLabels {
+    /// The listener the cap belongs to: `apiserver` or `console`.
     pub listener: &'static str,
+    /// What the cap bounds: `follows`, `watches`, `v1_calls` or
+    /// `v1_buffered_bytes`.
     pub cap: &'static str,
     /// Which bound refused: `total` or `per_caller`.
     pub scope: &'static str,
 }
 
+/// Labels of a call's outcome.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ResultLabels {
+    /// The outcome: `authenticated`, `rejected`, `allowed`, `denied`, `error`;
+    /// for live reads `ok`, `not_found`, `error`.
     pub result: &'static str,
 }
 
 /// Every metric the server exports.
 #[derive(Clone)]
 pub struct Metrics {
+    /// HTTP requests by listener, route and status code.
     pub requests: Family<RequestLabels, Counter>,
+    /// Time to the response head, in seconds, by listener and route.
     pub request_seconds: Family<RouteLabels, Histogram>,
+    /// TokenReview calls made, by result.
     pub token_reviews: Family<ResultLabels, Counter>,
+    /// Authentications answered from the TokenReview cache.
     pub token_review_cache_hits: Counter,
+    /// SubjectAccessReview calls made, by result.
     pub access_reviews: Family<ResultLabels, Counter>,
+    /// Authorizations answered from the SubjectAccessReview cache.
     pub access_review_cache_hits: Counter,
+    /// Run-log follow streams open now.
     pub follow_streams: Gauge,
     /// Open upstream `pods/log` follow streams (one per followed Pod).
     pub log_upstream_streams: Gauge,
     /// Followers attached to an upstream stream.
     pub log_followers: Gauge,
+    /// Bytes of Pod log read to answer `runs/log`.
     pub log_read_bytes: Counter,
     /// Upstream `pods/log` follow streams that ended in an error (not a
     /// Pod that went away, not a stream the kubelet closed).
     pub log_upstream_failures: Counter,
     /// Calls to runtimed's status endpoint for live output, by result.
     pub log_live_reads: Family<ResultLabels, Counter>,
+    /// Connections open now, by listener.
     pub connections_open: Family<ListenerLabels, Gauge>,
+    /// Connections closed right after accept by a connection cap, by listener
+    /// and cap.
     pub connections_refused: Family<ConnRefusalLabels, Counter>,
     /// Requests served by a listener's HTTP/1.1 fast path (`/v1` invoke).
     pub fast_path_requests: Counter,

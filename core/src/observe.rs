@@ -17,7 +17,9 @@ use crate::metrics::{Metrics, RequestLabels, RouteLabels};
 /// What one listener's observer needs.
 #[derive(Clone)]
 pub struct Observer {
+    /// Where the requests are counted and timed.
     pub metrics: Metrics,
+    /// The listener's label: `apiserver` or `console`.
     pub listener: &'static str,
     /// Maps a matched route template to a fixed label (route names never leak paths).
     pub route_name: fn(&str) -> &'static str,
@@ -47,11 +49,17 @@ pub fn request_id() -> [u8; 16] {
 /// One finished request, as the access log records it.
 #[derive(Debug)]
 pub struct Access<'a> {
+    /// The listener that served the request: `apiserver` or `console`.
     pub listener: &'static str,
+    /// The request ID, 16 hex digits (also sent as `X-Request-Id`).
     pub request_id: &'a str,
+    /// The HTTP method.
     pub method: &'a str,
+    /// The request path, without the query.
     pub path: &'a str,
+    /// The HTTP status code of the answer.
     pub code: u16,
+    /// Time to the answer's head, in milliseconds.
     pub ms: f64,
 }
 

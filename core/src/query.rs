@@ -6,8 +6,11 @@
 /// A query string that cannot be accepted whatever the endpoint.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum QueryError {
+    /// A parameter name appears twice.
     #[error("parameter {0:?} is given more than once")]
     Repeated(String),
+    /// A bad percent escape, or a component that is not UTF-8; the words name
+    /// it.
     #[error("the query string is not valid: {0}")]
     Malformed(String),
 }

@@ -6,8 +6,11 @@ use axum::routing::MethodRouter;
 
 /// One route: its path template, its metrics name and its handlers.
 pub struct Route<S> {
+    /// The axum path template (`/api/namespaces/{ns}/runs`).
     pub path: &'static str,
+    /// The fixed name its requests are counted under.
     pub name: &'static str,
+    /// Builds the route's handlers, one per method.
     pub methods: fn() -> MethodRouter<S>,
 }
 

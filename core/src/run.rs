@@ -11,13 +11,23 @@ use crate::runtime::{RUNS, quantity_text, whole_quantity};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, TS)]
 #[ts(rename = "RunPhase")]
 pub enum Phase {
+    /// Waiting to be placed on a Runtime Pod.
     Pending,
+    /// Placed on a Runtime Pod (`status.assignedPod` set), not yet claimed by
+    /// the Pod's runtimed.
     Scheduled,
+    /// Claimed by runtimed and executing.
     Running,
+    /// A function or session Run that is up and takes invocations or
+    /// operations: active, not terminal.
     Ready,
+    /// Finished with success.
     Succeeded,
+    /// Finished with a failure; `status.message` and the conditions say why.
     Failed,
+    /// Ended because it ran longer than `spec.timeout`.
     Timeout,
+    /// Ended because cancellation was asked for.
     Cancelled,
 }
 
@@ -45,6 +55,7 @@ impl Phase {
     /// The phases a finished job or step counts as failed in.
     pub const FAILED: [Phase; 3] = [Phase::Failed, Phase::Timeout, Phase::Cancelled];
 
+    /// The phase as `status.phase` writes it.
     pub fn as_str(self) -> &'static str {
         match self {
             Phase::Pending => "Pending",
@@ -63,6 +74,8 @@ impl Phase {
         Phase::ALL.into_iter().find(|p| p.as_str() == s)
     }
 
+    /// Whether the Run changes no more in this phase (one of
+    /// [`Phase::TERMINAL`]).
     pub fn is_terminal(self) -> bool {
         Phase::TERMINAL.contains(&self)
     }
@@ -92,13 +105,18 @@ pub fn is_terminal_phase(phase: &str) -> bool {
 )]
 #[serde(rename_all = "camelCase")]
 pub struct RunSpec {
+    /// Name of the Runtime whose Pods execute the Run (they carry the label
+    /// `runtime=<name>`).
     #[serde(default)]
     pub runtime: String,
+    /// The execution mode; `None` when the spec sets none.
     #[serde(default)]
     pub mode: Option<RunMode>,
     /// Duration string as written in the spec, e.g. `10m`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<String>,
+    /// `spec.retryPolicy` as written (attempts, backoff, retried reasons);
+    /// unset means a single attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_policy: Option<serde_json::Value>,
     /// What the Run takes from its Pod's capacity while active.
@@ -109,6 +127,8 @@ pub struct RunSpec {
 /// `spec.resources`.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct RunResources {
+    /// Resource name to the amount the Run takes while it is Scheduled, Running
+    /// or Ready.
     #[serde(default)]
     pub requests: std::collections::BTreeMap<String, IntOrString>,
 }
@@ -136,12 +156,17 @@ impl RunSpec {
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct RunMode {
+    /// A one-shot execution (`entrypoint`, `args`), kept as written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(type = "Record<string, unknown>")]
     pub task: Option<serde_json::Value>,
+    /// A callable function (`handler`), kept as written: once Ready it serves
+    /// `/v1/.../invoke`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(type = "Record<string, unknown>")]
     pub function: Option<serde_json::Value>,
+    /// An interactive session: once Ready it takes operations over
+    /// `/v1/.../operations:ws`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionMode>,
 }
@@ -166,11 +191,15 @@ impl RunMode {
 #[serde(rename_all = "camelCase")]
 #[ts(rename = "RunModeName")]
 pub enum ModeName {
+    /// `spec.mode.task`: a one-shot execution.
     Task,
+    /// `spec.mode.function`: a function invoked through `/v1/.../invoke`.
     Function,
+    /// `spec.mode.session`: a session driven over `/v1/.../operations:ws`.
     Session,
 }
 
+/// `spec.mode.session`: the settings of a session Run.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, TS)]
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
@@ -185,32 +214,48 @@ pub struct SessionMode {
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunStatus {
+    /// Lifecycle phase as written; unset reads as Pending ([`Run::phase`]).
     #[serde(default)]
     pub phase: Option<String>,
+    /// Name of the Runtime Pod executing the Run.
     #[serde(default)]
     pub assigned_pod: Option<String>,
+    /// UID of the assigned Pod, set and cleared with its name: tells a replaced
+    /// Pod of the same name apart.
     #[serde(default, rename = "assignedPodUID")]
     pub assigned_pod_uid: Option<String>,
+    /// When execution began (RFC 3339): set when runtimed claims the Run.
     #[serde(default)]
     pub start_time: Option<String>,
+    /// When the Run reached a terminal phase (RFC 3339).
     #[serde(default)]
     pub completion_time: Option<String>,
+    /// Human-readable summary of the current state (why the Run waits, or
+    /// failed).
     #[serde(default)]
     pub message: Option<String>,
     /// 1-based.
     #[serde(default)]
     pub attempt: Option<i64>,
+    /// Stable endpoint of a Ready function or session Run (`protocol`, `url`,
+    /// `caBundle`), kept as written.
     #[serde(default)]
     pub endpoint: Option<serde_json::Value>,
+    /// Key-value outputs the execution reported (at most 64 keys), kept as
+    /// written.
     #[serde(default)]
     pub outputs: Option<serde_json::Value>,
+    /// The Run's conditions (metav1.Condition shape), kept as written.
     #[serde(default)]
     pub conditions: Option<serde_json::Value>,
+    /// References to the artifacts the Run stored outside etcd, kept as
+    /// written.
     #[serde(default)]
     pub artifact_refs: Option<serde_json::Value>,
 }
 
 impl Run {
+    /// `status.phase`, or `Pending` while the status names none.
     pub fn phase(&self) -> &str {
         self.status
             .as_ref()
@@ -218,6 +263,7 @@ impl Run {
             .unwrap_or("Pending")
     }
 
+    /// Whether the Run is in a terminal phase and changes no more.
     pub fn is_terminal(&self) -> bool {
         is_terminal_phase(self.phase())
     }

@@ -36,8 +36,10 @@ pub struct RuntimeSpec {
     /// Unset and 0 both mean one Pod to the engine.
     #[serde(default)]
     pub replicas: Option<i32>,
+    /// gRPC port of the Runtime server container.
     #[serde(default)]
     pub port: Option<i32>,
+    /// Per-Pod capacity used when placing Runs; unset means 2 Runs per Pod.
     #[serde(default)]
     pub capacity: Option<RuntimeCapacity>,
 }
@@ -45,20 +47,26 @@ pub struct RuntimeSpec {
 /// `spec.template`: the part of a PodTemplateSpec the Console reads.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct PodTemplate {
+    /// The Runtime Pods' spec.
     #[serde(default)]
     pub spec: Option<TemplatePodSpec>,
 }
 
+/// `spec.template.spec`: the Runtime Pods' containers.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct TemplatePodSpec {
+    /// Containers of the Runtime Pod; the first is the Runtime server.
     #[serde(default)]
     pub containers: Vec<TemplateContainer>,
 }
 
+/// One container of the Runtime Pod template.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct TemplateContainer {
+    /// Container name, unique within the Pod.
     #[serde(default)]
     pub name: String,
+    /// Container image reference.
     #[serde(default)]
     pub image: Option<String>,
 }
@@ -66,6 +74,7 @@ pub struct TemplateContainer {
 /// `spec.capacity`: resource name to capacity per Pod.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct RuntimeCapacity {
+    /// Resource name (`runs`, `gpu`, …) to the capacity of each Pod.
     #[serde(default)]
     pub resources: BTreeMap<String, IntOrString>,
 }
@@ -75,8 +84,10 @@ pub struct RuntimeCapacity {
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RuntimeStatus {
+    /// Runtime Pods ready to accept Runs, when the engine sets it.
     #[serde(default)]
     pub ready_replicas: Option<i32>,
+    /// The Runtime's conditions (metav1.Condition shape), kept as written.
     #[serde(default)]
     pub conditions: Option<serde_json::Value>,
 }

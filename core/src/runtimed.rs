@@ -26,18 +26,23 @@ pub struct StatusRequest {
 /// `executor.v1.StatusResponse`.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct StatusResponse {
+    /// The execution's ID: the Run's UID.
     #[prost(string, tag = "1")]
     pub id: String,
+    /// The execution's state, an [`ExecutionState`] number.
     #[prost(enumeration = "ExecutionState", tag = "2")]
     pub state: i32,
+    /// The program's exit code, once it has ended.
     #[prost(int32, tag = "3")]
     pub exit_code: i32,
     /// The whole standard output so far (the runtime keeps the first MiB and
     /// then appends [`TRUNCATED_MARKER`]).
     #[prost(string, tag = "4")]
     pub stdout: String,
+    /// The whole standard error so far, cut as `stdout` is.
     #[prost(string, tag = "5")]
     pub stderr: String,
+    /// Why the execution failed, when runtimed says; empty otherwise.
     #[prost(string, tag = "6")]
     pub error_message: String,
 }
@@ -46,10 +51,15 @@ pub struct StatusResponse {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
 #[repr(i32)]
 pub enum ExecutionState {
+    /// No state given.
     Unspecified = 0,
+    /// Accepted, not started yet.
     Pending = 1,
+    /// Executing.
     Running = 2,
+    /// Ended with success.
     Succeeded = 3,
+    /// Ended with a failure.
     Failed = 4,
 }
 
@@ -58,11 +68,17 @@ pub const TRUNCATED_MARKER: &str = "[output truncated]";
 
 /// gRPC status codes this project reads or writes.
 pub mod code {
+    /// The call succeeded.
     pub const OK: u32 = 0;
+    /// The request was malformed.
     pub const INVALID_ARGUMENT: u32 = 3;
+    /// runtimed knows no execution of that ID (not on this Pod, or forgotten).
     pub const NOT_FOUND: u32 = 5;
+    /// A bound was reached (a message over the size limit).
     pub const RESOURCE_EXHAUSTED: u32 = 8;
+    /// The server does not implement the method.
     pub const UNIMPLEMENTED: u32 = 12;
+    /// The server cannot answer now; a retry may succeed.
     pub const UNAVAILABLE: u32 = 14;
 }
 
@@ -79,16 +95,22 @@ pub fn frame(msg: &impl prost::Message) -> Bytes {
 /// Why a gRPC body is not one message of the expected type.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum FrameError {
+    /// The body held no message.
     #[error("the answer held no message")]
     Empty,
+    /// The message's compressed flag is set (no compression was asked for).
     #[error("the message is compressed, which was not asked for")]
     Compressed,
+    /// The announced message length and the bound, in bytes.
     #[error("the message is {0} bytes, over the {1}-byte bound")]
     TooLarge(usize, usize),
+    /// The body ends before the frame header or the message does.
     #[error("the message is cut short")]
     Short,
+    /// Bytes follow the one message.
     #[error("more than one message")]
     Trailing,
+    /// The bytes are not a message of the expected type (the decoder's words).
     #[error("not a valid message: {0}")]
     Decode(String),
 }

@@ -24,17 +24,35 @@ pub struct PeerCertificates(pub Arc<Vec<rustls_pki_types::CertificateDer<'static
 /// A TLS file problem, naming the file.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
+    /// A file could not be read.
     #[error("failed to read {path}: {source}")]
     Read {
+        /// The file that could not be read.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
+    /// A certificate file holds no PEM certificate.
     #[error("{path} holds no PEM certificate")]
-    NoCertificate { path: PathBuf },
+    NoCertificate {
+        /// The certificate file.
+        path: PathBuf,
+    },
+    /// A key file holds no private key rustls can sign with.
     #[error("{path} holds no usable PEM private key: {reason}")]
-    Key { path: PathBuf, reason: String },
+    Key {
+        /// The key file.
+        path: PathBuf,
+        /// Why the key is unusable.
+        reason: String,
+    },
+    /// A CA bundle holds no certificate usable as a trust root.
     #[error("the CA bundle {what} holds no usable certificate")]
-    EmptyRoots { what: String },
+    EmptyRoots {
+        /// The bundle: its file, or the setting it came from.
+        what: String,
+    },
+    /// rustls refused the configuration.
     #[error("TLS configuration failed: {0}")]
     Rustls(#[from] rustls::Error),
 }
@@ -112,6 +130,8 @@ impl fmt::Debug for ReloadingCert {
 }
 
 impl ReloadingCert {
+    /// Serves the pair in `cert` (PEM chain) and `key` (PEM private key), read
+    /// now: an error when either is unusable.
     pub fn new(cert: PathBuf, key: PathBuf) -> Result<Self, TlsError> {
         let loaded = load_certified_key(&cert, &key)?;
         let state = RwLock::new((mtime(&cert), mtime(&key), Arc::new(loaded)));
@@ -204,6 +224,8 @@ impl fmt::Debug for ReloadingServerRoots {
 }
 
 impl ReloadingServerRoots {
+    /// Verifies against the PEM bundle at `path` with `provider`'s algorithms,
+    /// read now: an error when it holds no usable certificate.
     pub fn new(path: PathBuf, provider: Arc<CryptoProvider>) -> Result<Self, TlsError> {
         let verifier = Self::load(&path, &provider)?;
         let state = RwLock::new((mtime(&path), verifier));
@@ -353,6 +375,8 @@ pub struct DynamicClientVerifier {
 }
 
 impl DynamicClientVerifier {
+    /// A verifier that accepts chains from `roots` (front proxy, client CA),
+    /// and clients with no certificate.
     pub fn new(roots: ClientRoots) -> Self {
         let provider: CryptoProvider = rustls::crypto::ring::default_provider();
         Self {

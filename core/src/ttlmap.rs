@@ -75,6 +75,7 @@ impl<K: Hash + Eq, V: Clone> TtlMap<K, V> {
             .sum()
     }
 
+    /// Whether no entry is held.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -31,6 +31,7 @@ pub const ACTION_STEP_LABEL: &str = "kruntimes.io/workflow-action-step";
 )]
 #[serde(rename_all = "camelCase")]
 pub struct WorkflowRunSpec {
+    /// Job id to job. Jobs run in parallel unless ordered by `needs`.
     #[serde(default)]
     pub jobs: BTreeMap<String, JobSpec>,
 }
@@ -38,15 +39,19 @@ pub struct WorkflowRunSpec {
 /// `spec.jobs.<id>`.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct JobSpec {
+    /// `runs-on`: the Runtime that executes the job's steps.
     #[serde(rename = "runs-on", default)]
     pub runs_on: Option<String>,
+    /// Ids of the jobs that must finish before this one starts.
     #[serde(default)]
     pub needs: Option<Vec<String>>,
+    /// The job's steps, run in order.
     #[serde(default)]
     pub steps: Option<Vec<StepSpec>>,
     /// A reusable Workflow this job calls (a child WorkflowRun).
     #[serde(default)]
     pub uses: Option<String>,
+    /// Inputs passed to the reusable Workflow named by `uses`.
     #[serde(default)]
     pub with: Option<serde_json::Value>,
 }
@@ -54,12 +59,16 @@ pub struct JobSpec {
 /// `spec.jobs.<id>.steps[i]`: a script (`run`) or an Action call (`uses`).
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct StepSpec {
+    /// Step name, unique within the job.
     #[serde(default)]
     pub name: Option<String>,
+    /// Inline script the step executes as a child Run.
     #[serde(default)]
     pub run: Option<String>,
+    /// Name of an Action in the same namespace that the step calls.
     #[serde(default)]
     pub uses: Option<String>,
+    /// Inputs of the Action named by `uses`.
     #[serde(default)]
     pub with: Option<serde_json::Value>,
 }
@@ -69,6 +78,7 @@ pub struct StepSpec {
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkflowRunStatus {
+    /// Lifecycle phase as the engine writes it.
     #[serde(default)]
     pub phase: Option<String>,
     /// Why the WorkflowRun failed to start, or to call a Workflow or Action.
@@ -77,8 +87,10 @@ pub struct WorkflowRunStatus {
     /// The execution snapshot of the Workflow and Actions this run uses.
     #[serde(default)]
     pub snapshot_name: Option<String>,
+    /// Job id to that job's progress.
     #[serde(default)]
     pub jobs: Option<BTreeMap<String, JobStatus>>,
+    /// The WorkflowRun's conditions (metav1.Condition shape), kept as written.
     #[serde(default)]
     pub conditions: Option<serde_json::Value>,
 }
@@ -93,10 +105,13 @@ pub struct JobStatus {
     /// Jobs that finished before this one started.
     #[serde(default)]
     pub pre: Option<Vec<String>>,
+    /// The child WorkflowRun created for a job that calls a reusable Workflow.
     #[serde(default)]
     pub workflow_run_name: Option<String>,
+    /// Job outputs (for example `result`), kept as written.
     #[serde(default)]
     pub outputs: Option<serde_json::Value>,
+    /// Progress of the job's steps, in declaration order.
     #[serde(default)]
     pub steps: Option<Vec<StepStatus>>,
 }
@@ -106,14 +121,20 @@ pub struct JobStatus {
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StepStatus {
+    /// Step name, as in the spec.
     #[serde(default)]
     pub name: Option<String>,
+    /// Step phase as the engine writes it.
     #[serde(default)]
     pub phase: Option<String>,
+    /// The child Run executing a `run` step; unset for a step that calls an
+    /// Action.
     #[serde(default)]
     pub run_name: Option<String>,
+    /// Outputs the step reported, kept as written.
     #[serde(default)]
     pub outputs: Option<serde_json::Value>,
+    /// Progress of the called Action's steps, for a step that calls an Action.
     #[serde(default)]
     pub action_steps: Option<Vec<ActionStepStatus>>,
 }
@@ -122,12 +143,16 @@ pub struct StepStatus {
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ActionStepStatus {
+    /// Step name within the Action.
     #[serde(default)]
     pub name: Option<String>,
+    /// Step phase as the engine writes it.
     #[serde(default)]
     pub phase: Option<String>,
+    /// The child Run executing this step of the Action.
     #[serde(default)]
     pub run_name: Option<String>,
+    /// Outputs reported by the step's Run, kept as written.
     #[serde(default)]
     pub outputs: Option<serde_json::Value>,
 }
@@ -204,9 +229,13 @@ pub fn controller_workflow_run(meta: &ObjectMeta) -> Option<&str> {
 /// Action step when known.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StepRef {
+    /// The WorkflowRun's name (same namespace as the Run).
     pub name: String,
+    /// The job id, when known.
     pub job: Option<String>,
+    /// The step's name within the job, when known.
     pub step: Option<String>,
+    /// The step within the called Action, for a Run of an Action's step.
     pub action_step: Option<String>,
 }
 

@@ -24,6 +24,7 @@ pub struct PersistentWorkspaceSpec {
     /// `RuntimePodLocal` (the default and only mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
+    /// Seconds the data is kept after the last use (ignored with `Retain`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_seconds_after_unused: Option<i64>,
     /// `DeleteAfterTTL` (the default) or `Retain`.
@@ -38,6 +39,7 @@ pub struct PersistentWorkspaceStatus {
     /// `Pending`, `Bound`, `Lost` or `Released`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
+    /// The Runtime observed backing the workspace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<String>,
     /// The Runtime Pod that holds the data now.
@@ -46,6 +48,7 @@ pub struct PersistentWorkspaceStatus {
     /// The workspace's path in that Pod's workspace volume.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// When a Run last used the workspace (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_used_time: Option<String>,
     /// `metav1.Condition`s (`Accepted`, `RuntimeReady`).

@@ -62,6 +62,9 @@ pub async fn self_review(
     ))
 }
 
+/// `GET /api/namespaces/{ns}/runs/{name}/operations/access`: may the caller run
+/// session operations on the Run (a SelfSubjectAccessReview with their own
+/// token)?
 pub async fn operations(
     State(state): State<Arc<ConsoleState>>,
     Extension(caller): Extension<RequestCredentials>,

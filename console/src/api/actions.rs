@@ -119,6 +119,8 @@ async fn used_by(client: kube::Client, ns: &str, action: &str) -> Section<Action
     Section::Ok(ActionUsage { items, complete })
 }
 
+/// `GET /api/namespaces/{ns}/actions/{name}`: the Action's definition and the
+/// WorkflowRuns that call it.
 pub async fn detail(
     State(state): State<Arc<ConsoleState>>,
     Extension(caller): Extension<RequestCredentials>,

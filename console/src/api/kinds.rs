@@ -15,11 +15,15 @@ use super::types::{Condition, ListResponse, Meta, PodSection, Section};
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct ActionListItem {
+    /// The Action's metadata.
     pub metadata: Meta,
+    /// Inputs declared in `spec.inputs`.
     #[ts(as = "i32")]
     pub inputs: usize,
+    /// Outputs declared in `spec.outputs`.
     #[ts(as = "i32")]
     pub outputs: usize,
+    /// Steps in `spec.steps`.
     #[ts(as = "i32")]
     pub steps: usize,
     /// Condition `Ready` (the engine sets it when it accepts the definition).
@@ -32,11 +36,14 @@ pub struct ActionListItem {
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct ActionInputView {
+    /// Input name.
     pub name: String,
     /// `string` unless the object says otherwise.
     #[serde(rename = "type")]
     pub type_: String,
+    /// Whether a caller must pass the input.
     pub required: bool,
+    /// The value used when the caller passes none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub default: Option<String>,
 }
@@ -44,7 +51,9 @@ pub struct ActionInputView {
 /// `spec.outputs.<name>`: the expression that computes it.
 #[derive(Debug, Serialize, TS)]
 pub struct ActionOutputView {
+    /// Output name.
     pub name: String,
+    /// The `${{ }}` expression evaluated after the steps ran.
     pub value: String,
 }
 
@@ -53,10 +62,12 @@ pub struct ActionOutputView {
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct ActionStepView {
+    /// Step name; it becomes a label value on the step's Run.
     pub name: String,
     /// The step's script.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run: Option<String>,
+    /// Positional arguments for the step.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub args: Option<Vec<String>>,
     /// Names of the step's extra environment variables.
@@ -68,12 +79,15 @@ pub struct ActionStepView {
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct ActionCaller {
+    /// The WorkflowRun's name.
     pub name: String,
+    /// The WorkflowRun's `status.phase`.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(optional, type = "WorkflowPhase")]
     pub phase: Option<String>,
     /// Job ids whose steps call the Action.
     pub jobs: Vec<String>,
+    /// When the WorkflowRun was created (RFC 3339).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub creation_timestamp: Option<String>,
 }
@@ -82,6 +96,7 @@ pub struct ActionCaller {
 /// first, from one list of at most 500 WorkflowRuns in the namespace.
 #[derive(Debug, Serialize, TS)]
 pub struct ActionUsage {
+    /// The calling WorkflowRuns, newest first.
     pub items: Vec<ActionCaller>,
     /// `false` when the namespace has more WorkflowRuns than were read.
     pub complete: bool,
@@ -92,10 +107,15 @@ pub struct ActionUsage {
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct ActionDetail {
+    /// The Action's metadata.
     pub metadata: Meta,
+    /// `spec.inputs`, by name.
     pub inputs: Vec<ActionInputView>,
+    /// `spec.outputs`, by name.
     pub outputs: Vec<ActionOutputView>,
+    /// `spec.steps`, in the order they run.
     pub steps: Vec<ActionStepView>,
+    /// The Action's conditions (`Ready` when the engine accepted it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
     /// Needs `list workflowruns` in the namespace.
@@ -107,44 +127,60 @@ pub struct ActionDetail {
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct WorkspaceListItem {
+    /// The PersistentWorkspace's metadata.
     pub metadata: Meta,
     /// `Pending`, `Bound`, `Lost` or `Released`; `Pending` when unset.
     pub phase: String,
+    /// `spec.runtime`: the Runtime whose workspace volume holds the data.
     pub runtime: String,
+    /// The Runtime Pod that holds the data now, when one is bound.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bound_pod: Option<String>,
+    /// When a Run last used the workspace (RFC 3339).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_used_time: Option<String>,
 }
 
+/// PersistentWorkspace `spec`.
 #[derive(Debug, Serialize, TS)]
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct WorkspaceSpecView {
+    /// The Runtime whose workspace volume holds the data.
     pub runtime: String,
+    /// How the workspace is bound: `RuntimePodLocal` binds it to one Runtime
+    /// Pod.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
+    /// Seconds the data is kept after the last use (ignored with `Retain`).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(as = "Option<i32>")]
     pub ttl_seconds_after_unused: Option<i64>,
+    /// `DeleteAfterTTL` (the default) or `Retain`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cleanup_policy: Option<String>,
 }
 
+/// PersistentWorkspace `status`.
 #[derive(Debug, Serialize, TS)]
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct WorkspaceStatusView {
+    /// `Pending`, `Bound`, `Lost` or `Released`; `Pending` when unset.
     pub phase: String,
+    /// The Runtime observed backing the workspace.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runtime: Option<String>,
+    /// The Runtime Pod that holds the data now, when one is bound.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bound_pod: Option<String>,
     /// Path of the workspace inside the bound Pod's workspace volume.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// When a Run last used the workspace (RFC 3339).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_used_time: Option<String>,
+    /// The workspace's conditions (`Accepted`, `RuntimeReady`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
 }
@@ -155,12 +191,14 @@ pub struct WorkspaceStatusView {
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct WorkspaceVolume {
+    /// The Runtime whose volume this is.
     pub runtime: String,
     /// The volume source's key, e.g. `persistentVolumeClaim`, `emptyDir`.
     pub source: String,
     /// `false` when the Runtime declares no workspace volume: its Pods then
     /// get an `emptyDir`, and the data lives as long as the Pod.
     pub declared: bool,
+    /// The PersistentVolumeClaim's name, for a `persistentVolumeClaim` source.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub claim_name: Option<String>,
 }
@@ -169,8 +207,11 @@ pub struct WorkspaceVolume {
 #[derive(Debug, Serialize, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkspaceDetail {
+    /// The PersistentWorkspace's metadata.
     pub metadata: Meta,
+    /// The PersistentWorkspace's spec.
     pub spec: WorkspaceSpecView,
+    /// The PersistentWorkspace's status.
     pub status: WorkspaceStatusView,
     /// The bound Pod. Needs `get pods`; `absent` when none is bound or it is gone.
     pub pod: Section<PodSection>,
@@ -178,7 +219,9 @@ pub struct WorkspaceDetail {
     pub volume: Section<WorkspaceVolume>,
 }
 
+/// `GET /api/namespaces/{ns}/actions`.
 pub type ActionList = ListResponse<ActionListItem>;
+/// `GET /api/namespaces/{ns}/persistentworkspaces`.
 pub type WorkspaceList = ListResponse<WorkspaceListItem>;
 
 const HEADER: &str = "\

@@ -32,12 +32,17 @@ pub const MAX_LIMIT: u32 = 500;
 /// Our own continue token while filtering on the Console.
 #[derive(Serialize, Deserialize, Debug, PartialEq)]
 pub struct ScanToken {
+    /// The API server's continue token of the upstream page to read; `None` for
+    /// the first page.
     pub c: Option<String>,
+    /// Items of that upstream page already handed out (skipped).
     pub s: usize,
 }
 
 const SCAN_PREFIX: &str = "krt1.";
 
+/// The token as the client gets it: `krt1.` and the URL-safe base64 of its
+/// JSON.
 pub fn encode_scan(t: &ScanToken) -> String {
     format!(
         "{SCAN_PREFIX}{}",
@@ -60,19 +65,28 @@ pub fn decode_scan(s: &str) -> Result<Option<ScanToken>, ConsoleError> {
 
 /// A page of a list.
 pub struct Page<K> {
+    /// The objects of the page.
     pub items: Vec<K>,
+    /// Where the next page starts (the API server's token or a [`ScanToken`]);
+    /// `None` on the last page.
     pub cont: Option<String>,
+    /// The API server's `remainingItemCount`, when it reported one (a page read
+    /// straight through).
     pub remaining: Option<i64>,
 }
 
 /// One list request: what goes to the API server and how much to read.
 pub struct Scan<'a> {
+    /// A label selector for the API server.
     pub label_selector: Option<&'a str>,
     /// A field selector for the API server. When it refuses one the CRD does
     /// not declare, the list is read without it and the filter is told so.
     pub fields: Option<String>,
+    /// Objects the page holds at most.
     pub limit: u32,
+    /// The caller's continue token (the API server's or a [`ScanToken`]).
     pub cont: Option<&'a str>,
+    /// Upstream pages read at most while filtering on the Console.
     pub max_pages: usize,
     /// Whether the Console filters anything itself (besides refused fields).
     pub filters: bool,
@@ -226,9 +240,13 @@ pub fn parse_limit(v: &str) -> Result<u32, ConsoleError> {
 /// selector and paging.
 #[derive(Debug, PartialEq)]
 pub struct ListQuery {
+    /// A part of the name to search for.
     pub name: Option<String>,
+    /// A label selector for the API server.
     pub label_selector: Option<String>,
+    /// Page size, 1..=[`MAX_LIMIT`].
     pub limit: u32,
+    /// The continue token of the previous page.
     pub cont: Option<String>,
 }
 

@@ -24,10 +24,15 @@ use crate::state::{ConsoleState, RequestCredentials};
 /// search parameters of the logs endpoint.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct LogsQuery {
+    /// Records from the end (`tail`, passed on as `tailLines`), 1..500, default
+    /// 100.
     pub tail: u32,
+    /// Stream new records as NDJSON (`follow`).
     pub follow: bool,
     /// Passed on as it came (checked to be a cursor first).
     pub since_cursor: Option<String>,
+    /// Passed on as it came (checked to be a cursor first); never with
+    /// `follow`.
     pub before_cursor: Option<String>,
     /// The Run's first records instead of its last (plain only).
     pub from_start: bool,
@@ -45,6 +50,8 @@ fn cursor(name: &str, v: String) -> Result<String, ConsoleError> {
     }
 }
 
+/// Parses the logs endpoint's query: a 400 naming the parameter for an unknown
+/// one, a value out of range or a combination the Run-log API refuses.
 pub fn parse(raw: Option<&str>) -> Result<LogsQuery, ConsoleError> {
     let mut q = LogsQuery {
         tail: 100,

@@ -147,6 +147,7 @@ async fn manifest(
     }))
 }
 
+/// `GET /api/namespaces/{ns}/runs/{name}/manifest`.
 pub async fn run(
     State(state): State<Arc<ConsoleState>>,
     Extension(caller): Extension<RequestCredentials>,
@@ -155,6 +156,7 @@ pub async fn run(
     manifest(&state, &caller, &ns, &name, ("Run", "runs")).await
 }
 
+/// `GET /api/namespaces/{ns}/runtimes/{name}/manifest`.
 pub async fn runtime(
     State(state): State<Arc<ConsoleState>>,
     Extension(caller): Extension<RequestCredentials>,
@@ -163,6 +165,7 @@ pub async fn runtime(
     manifest(&state, &caller, &ns, &name, ("Runtime", "runtimes")).await
 }
 
+/// `GET /api/namespaces/{ns}/workflowruns/{name}/manifest`.
 pub async fn workflow_run(
     State(state): State<Arc<ConsoleState>>,
     Extension(caller): Extension<RequestCredentials>,
@@ -171,6 +174,7 @@ pub async fn workflow_run(
     manifest(&state, &caller, &ns, &name, ("WorkflowRun", "workflowruns")).await
 }
 
+/// `GET /api/namespaces/{ns}/actions/{name}/manifest`.
 pub async fn action(
     State(state): State<Arc<ConsoleState>>,
     Extension(caller): Extension<RequestCredentials>,
@@ -179,6 +183,7 @@ pub async fn action(
     manifest(&state, &caller, &ns, &name, ("Action", "actions")).await
 }
 
+/// `GET /api/namespaces/{ns}/persistentworkspaces/{name}/manifest`.
 pub async fn workspace(
     State(state): State<Arc<ConsoleState>>,
     Extension(caller): Extension<RequestCredentials>,

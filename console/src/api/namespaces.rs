@@ -84,6 +84,8 @@ fn is_forbidden(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == Reason::Forbidden.code_u16() || s.code == Reason::Unauthorized.code_u16())
 }
 
+/// `GET /api/namespaces`: the namespaces the caller can read, and where the UI
+/// lands.
 pub async fn namespaces(
     State(state): State<Arc<ConsoleState>>,
     Extension(caller): Extension<RequestCredentials>,

@@ -35,14 +35,21 @@ pub use super::listing::{MAX_LIMIT, PUBLIC_SCAN_PAGES, SCAN_PAGES};
 /// Parsed query of the Run list.
 #[derive(Debug, Default, PartialEq)]
 pub struct RunQuery {
+    /// Phases to keep (`phase`, comma-separated); empty keeps every phase.
     pub phases: Vec<String>,
+    /// Only Runs of this Runtime (`runtime`).
     pub runtime: Option<String>,
+    /// Only Runs assigned to this Pod (`assignedPod`).
     pub assigned_pod: Option<String>,
+    /// A label selector for the API server (`labelSelector`).
     pub label_selector: Option<String>,
+    /// Only Runs created at or after this instant (`createdAfter`).
     pub created_after: Option<jiff::Timestamp>,
     /// A substring of the name (the name search).
     pub name: Option<String>,
+    /// Page size, 1..=[`MAX_LIMIT`], default [`DEFAULT_LIMIT`].
     pub limit: u32,
+    /// The continue token of the previous page (`continue`).
     pub cont: Option<String>,
 }
 
@@ -274,6 +281,8 @@ pub fn run_item(o: &Run, summary: bool) -> RunListItem {
     item
 }
 
+/// `GET /api/namespaces/{ns}/runs`: a page of the namespace's Runs, filtered
+/// and summarized (public read) as the query and the caller allow.
 pub async fn list(
     State(state): State<Arc<ConsoleState>>,
     Extension(caller): Extension<RequestCredentials>,
@@ -315,6 +324,8 @@ pub async fn list(
     }))
 }
 
+/// `GET /api/namespaces/{ns}/runs/{name}`: the Run with its Pod, state, Events,
+/// attempts and WorkflowRun step, read with the caller's token.
 pub async fn detail(
     State(state): State<Arc<ConsoleState>>,
     Extension(caller): Extension<RequestCredentials>,
@@ -672,11 +683,15 @@ fn event_info(e: &Event) -> EventInfo {
 /// before runtimed claims it) to its completion (open while it is active).
 #[derive(Clone, Copy, Debug)]
 pub struct EventWindow {
+    /// Events from this instant on: the Run's start, else its creation.
     pub from: Option<jiff::Timestamp>,
+    /// Events up to this instant: the Run's completion; `None` while it is
+    /// active.
     pub to: Option<jiff::Timestamp>,
 }
 
 impl EventWindow {
+    /// The window of `run`.
     pub fn of(run: &Run) -> Self {
         EventWindow {
             from: run

@@ -116,6 +116,8 @@ impl ListedKind for Runtime {
     }
 }
 
+/// `GET /api/namespaces/{ns}/runtimes/{name}`: the Runtime with its Pods, their
+/// capacity and assigned Runs, and its queue of Pending Runs.
 pub async fn detail(
     State(state): State<Arc<ConsoleState>>,
     Extension(caller): Extension<RequestCredentials>,

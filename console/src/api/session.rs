@@ -38,6 +38,7 @@ fn cookies(values: Vec<String>) -> AppendHeaders<Vec<(HeaderName, HeaderValue)>>
     )
 }
 
+/// `GET /api/session`: who the request's credential names, if any.
 pub async fn get(
     State(state): State<Arc<ConsoleState>>,
     Extension(RequestCredentials(creds)): Extension<RequestCredentials>,
@@ -49,6 +50,8 @@ pub async fn get(
     })
 }
 
+/// `POST /api/session`: reviews the token of the body and seals it into the
+/// session cookie.
 pub async fn login(
     State(state): State<Arc<ConsoleState>>,
     uri: http::Uri,
@@ -83,6 +86,7 @@ pub async fn login(
     ))
 }
 
+/// `DELETE /api/session`: clears the session cookie.
 pub async fn logout(State(state): State<Arc<ConsoleState>>) -> WithCookies {
     (
         cookies(SessionSealer::clear_cookies()),

@@ -26,15 +26,20 @@ pub struct AccessRequest {
     pub group: String,
     /// Plural resource name, e.g. `runs`, `pods`, `events`.
     pub resource: String,
+    /// Subresource, e.g. `log`, `operations`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subresource: Option<String>,
+    /// Namespace; absent for cluster-scoped resources.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// Object name; absent when the check covers every object (list, watch).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
 }
 
 impl AccessRequest {
+    /// A check of `verb` on `resource` in `group`, in `namespace`, on the
+    /// object `name` or on all of them.
     pub fn new(
         verb: &str,
         group: &str,
@@ -58,9 +63,11 @@ impl AccessRequest {
 /// is 503 `ServiceUnavailable`.
 #[derive(Debug, Serialize, TS)]
 pub struct ApiErrorBody {
+    /// What failed.
     pub error: ApiErrorInfo,
 }
 
+/// The `error` object of an `ApiErrorBody`.
 #[derive(Debug, Serialize, TS)]
 #[ts(optional_fields)]
 pub struct ApiErrorInfo {
@@ -88,13 +95,22 @@ pub struct ApiErrorInfo {
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct LogStreamStatus {
+    /// Always `Status`: what tells this line from a record.
     #[ts(type = "'Status'")]
     pub kind: String,
+    /// Always `v1`.
     pub api_version: String,
+    /// `Success` when the Run finished, `Failure` for any other end.
     #[ts(type = "'Success' | 'Failure'")]
     pub status: String,
+    /// 200 on `Success`; on `Failure` the failure's HTTP status code (401, 403,
+    /// 404, 410, 503).
     pub code: u16,
+    /// `RunFinished` on `Success`; on `Failure` the failure's reason
+    /// (`ServiceUnavailable`, `FellBehind`, `NotFound`, `Gone`, `Unauthorized`,
+    /// `Forbidden`).
     pub reason: String,
+    /// Why the follow ended, for people.
     pub message: String,
 }
 
@@ -106,9 +122,13 @@ pub struct LogStreamStatus {
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct ListResponse<T: TS> {
+    /// This page's items.
     pub items: Vec<T>,
+    /// Kubernetes continue token for the next page; absent on the last page.
     #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
     pub cont: Option<String>,
+    /// `true` when served as a public-read summary without the caller's
+    /// credential.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summary: Option<bool>,
     /// Kubernetes `remainingItemCount` when the API server reported it.
@@ -134,13 +154,17 @@ impl<T: TS> ListResponse<T> {
 #[serde(rename_all = "camelCase")]
 #[ts(rename = "ObjectMeta", optional_fields)]
 pub struct Meta {
+    /// Object name.
     pub name: String,
+    /// Object namespace.
     pub namespace: String,
     /// Absent in public-read summaries.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uid: Option<String>,
+    /// When the object was created (RFC 3339).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub creation_timestamp: Option<String>,
+    /// The object's labels; absent in public-read summaries.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(optional, type = "Record<string, string>")]
     pub labels: Option<BTreeMap<String, String>>,
@@ -148,9 +172,11 @@ pub struct Meta {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(optional, type = "Record<string, string>")]
     pub annotations: Option<BTreeMap<String, String>>,
+    /// `metadata.generation`; absent in public-read summaries.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(as = "Option<i32>")]
     pub generation: Option<i64>,
+    /// `metadata.resourceVersion`; absent in public-read summaries.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resource_version: Option<String>,
 }
@@ -160,18 +186,25 @@ pub struct Meta {
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct Condition {
+    /// Condition type, CamelCase or prefixed with a DNS subdomain
+    /// (`kruntimes.io/RuntimedReady`).
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
     #[ts(optional = false, type = "string")]
     pub type_: Option<String>,
+    /// `True`, `False` or `Unknown`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional = false, type = "'True' | 'False' | 'Unknown'")]
     pub status: Option<String>,
+    /// Machine-readable CamelCase reason for the last transition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Human-readable detail about the last transition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// When the status last changed (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_transition_time: Option<String>,
+    /// `metadata.generation` the condition was computed from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(as = "Option<i32>")]
     pub observed_generation: Option<i64>,
@@ -188,19 +221,28 @@ pub struct Condition {
 #[derive(Debug, Serialize, TS)]
 #[serde(tag = "state", rename_all = "camelCase")]
 pub enum Section<T> {
+    /// The section could be read: `T`'s fields are present.
     Ok(T),
+    /// The caller may not read the section.
     #[ts(optional_fields)]
     Forbidden {
+        /// The Kubernetes message.
         message: String,
+        /// The denied check, when known.
         #[serde(skip_serializing_if = "Option::is_none")]
         access: Option<AccessRequest>,
     },
+    /// Nothing to show (no Pod assigned yet, Pod gone).
     Absent {
+        /// Why there is nothing.
         message: String,
     },
+    /// Reading the section failed for another reason.
     #[ts(optional_fields)]
     Error {
+        /// What failed.
         message: String,
+        /// The failure's HTTP status code, when known (e.g. 503).
         #[serde(skip_serializing_if = "Option::is_none")]
         code: Option<u16>,
     },
@@ -215,7 +257,9 @@ pub enum Section<T> {
 pub struct RunListQuery {
     /// One phase, or several comma-separated.
     pub phase: Option<String>,
+    /// Only Runs of this Runtime.
     pub runtime: Option<String>,
+    /// Only Runs assigned to this Runtime Pod.
     pub assigned_pod: Option<String>,
     /// Kubernetes label selector syntax, e.g. `app=web,tier!=db`.
     pub label_selector: Option<String>,
@@ -242,6 +286,7 @@ pub struct ObjectListQuery {
     pub name: Option<String>,
     /// Kubernetes label selector syntax; needs a credential.
     pub label_selector: Option<String>,
+    /// Page size, 1..500, default 500.
     #[ts(type = "number", optional)]
     pub limit: Option<String>,
     /// Continue token from the previous page.
@@ -255,6 +300,8 @@ pub struct ObjectListQuery {
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct SessionInfo {
+    /// Whether the request carried a valid credential: the session cookie, a
+    /// bearer token or a client certificate.
     pub authenticated: bool,
     /// Kubernetes username from TokenReview, e.g. `system:serviceaccount:team-a:viewer`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -272,6 +319,7 @@ pub struct SessionInfo {
 #[derive(Debug, Serialize, TS)]
 #[ts(optional_fields)]
 pub struct AccessDecision {
+    /// Whether the authorizer allows it.
     pub allowed: bool,
     /// Why, as the authorizer said it (often empty).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -283,12 +331,16 @@ pub struct AccessDecision {
 /// `POST /api/session` request body. The token is validated with TokenReview.
 #[derive(Debug, Deserialize, TS)]
 pub struct SessionLogin {
+    /// The caller's Kubernetes bearer token; kept only sealed in the HttpOnly
+    /// session cookie.
     pub token: String,
 }
 
+/// One namespace of a `NamespaceList`.
 #[derive(Debug, Serialize, TS)]
 #[ts(optional_fields)]
 pub struct NamespaceItem {
+    /// Namespace name.
     pub name: String,
     /// `Active` or `Terminating`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -309,11 +361,14 @@ pub struct NamespaceItem {
 #[derive(Debug, Serialize, TS)]
 #[ts(optional_fields)]
 pub struct NamespaceList {
+    /// The namespaces, each marked `readable` or not.
     pub items: Vec<NamespaceItem>,
     /// Always absent: the list is no longer served without a credential
     /// (401), so it is never a public-read summary.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summary: Option<bool>,
+    /// Where the UI lands when nothing is remembered; absent when no namespace
+    /// is readable.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub home: Option<String>,
 }
@@ -325,7 +380,9 @@ pub struct NamespaceList {
 #[derive(Debug, Serialize, TS)]
 #[ts(optional_fields)]
 pub struct NamespaceCheck {
+    /// The namespace name asked about.
     pub name: String,
+    /// Whether it exists; absent when the caller's read of it was forbidden.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exists: Option<bool>,
 }
@@ -334,16 +391,21 @@ pub struct NamespaceCheck {
 #[derive(Debug, Serialize, TS)]
 #[ts(optional_fields)]
 pub struct LastTransition {
+    /// The condition's type.
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
     #[ts(optional = false, type = "string")]
     pub type_: Option<String>,
+    /// `True`, `False` or `Unknown`.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(optional, type = "Condition['status']")]
     pub status: Option<String>,
+    /// Machine-readable CamelCase reason for the transition.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Human-readable detail about the transition.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// `lastTransitionTime` (RFC 3339).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub time: Option<String>,
 }
@@ -355,19 +417,25 @@ pub struct LastTransition {
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct RunListItem {
+    /// Object metadata (name, namespace and creation time in a summary).
     pub metadata: Meta,
+    /// `status.phase`; absent until the engine writes one.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(as = "Option<Phase>")]
     pub phase: Option<String>,
+    /// `spec.runtime`: the Runtime whose Pods execute the Run.
     pub runtime: String,
+    /// Which of `spec.mode.*` is set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mode: Option<ModeName>,
+    /// `status.assignedPod`: the Runtime Pod executing the Run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub assigned_pod: Option<String>,
     /// `status.attempt` (1-based).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(as = "Option<i32>")]
     pub attempt: Option<i64>,
+    /// The Run's most recent condition change.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_transition: Option<LastTransition>,
     /// `status.message`: why the Run waits, or how it ended (absent when empty).
@@ -377,8 +445,11 @@ pub struct RunListItem {
     /// reference and the engine's `kruntimes.io/workflow-*` labels).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workflow_run: Option<StepOwner>,
+    /// `status.startTime` (RFC 3339): when runtimed claimed the Run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_time: Option<String>,
+    /// `status.completionTime` (RFC 3339): when the Run reached a terminal
+    /// phase.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub completion_time: Option<String>,
 }
@@ -388,24 +459,31 @@ pub struct RunListItem {
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct ArtifactRef {
+    /// Logical artifact name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional = false, type = "string")]
     pub name: Option<String>,
+    /// Artifact store that holds it (e.g. `filesystem`, `s3`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver: Option<String>,
+    /// How the content is represented (e.g. `file`, `directory`, `archive`).
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
     pub type_: Option<String>,
     /// `s3://bucket/key`, `pvc://claim/path` or `file:///path`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional, type = "string")]
     pub location: Option<Value>,
+    /// Stored size in bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(as = "Option<i32>")]
     pub size_bytes: Option<i64>,
+    /// Content digest with its algorithm prefix (`sha256:…`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
+    /// Media type of the content.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_type: Option<String>,
+    /// When the artifact was stored (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<String>,
 }
@@ -415,7 +493,9 @@ pub struct ArtifactRef {
 #[serde(rename_all = "camelCase")]
 #[ts(rename = "RunSpec", optional_fields)]
 pub struct RunSpecView {
+    /// The Runtime whose Pods execute the Run.
     pub runtime: String,
+    /// The execution mode: exactly one of `task`, `function`, `session`.
     pub mode: RunMode,
     /// Duration string as written in the spec, e.g. `10m`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -430,8 +510,10 @@ pub struct RunSpecView {
 #[derive(Debug, Default, Deserialize, Serialize, TS)]
 #[ts(optional_fields)]
 pub struct Endpoint {
+    /// Endpoint protocol (`HTTPS`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<String>,
+    /// Invoke or operations URL; its path carries the Run UID.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
 }
@@ -439,34 +521,47 @@ pub struct Endpoint {
 /// Output values by name: at most 64 keys, each value a string of at most 4 KiB.
 pub type Outputs = BTreeMap<String, String>;
 
+/// Run `status`, with bounded outputs and without the endpoint's `caBundle`.
 #[derive(Debug, Default, Serialize, TS)]
 #[serde(rename_all = "camelCase")]
 #[ts(rename = "RunStatus", optional_fields)]
 pub struct RunStatusView {
+    /// `status.phase`; absent until the engine writes one.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(as = "Option<Phase>")]
     pub phase: Option<String>,
+    /// The Runtime Pod executing the Run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub assigned_pod: Option<String>,
+    /// UID of the assigned Pod: tells a replaced Pod of the same name apart.
     #[serde(rename = "assignedPodUID", skip_serializing_if = "Option::is_none")]
     pub assigned_pod_uid: Option<String>,
+    /// Where a Ready function or session Run answers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<Endpoint>,
+    /// Human-readable summary of the current state (why it waits, how it
+    /// ended).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// When runtimed claimed the Run (RFC 3339).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_time: Option<String>,
+    /// When the Run reached a terminal phase (RFC 3339).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub completion_time: Option<String>,
     /// At most 64 keys. Values are strings; the server truncates each to 4 KiB.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(optional, type = "Record<string, string>")]
     pub outputs: Option<Outputs>,
+    /// Artifacts the Run stored outside etcd.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub artifact_refs: Option<Vec<ArtifactRef>>,
+    /// `status.attempt` (1-based); the engine writes it only at the end or on a
+    /// retry.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(as = "Option<i32>")]
     pub attempt: Option<i64>,
+    /// The engine's conditions (`Scheduled`, `Running`, `Completed`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
 }
@@ -476,15 +571,21 @@ pub struct RunStatusView {
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct PodInfo {
+    /// Pod name.
     pub name: String,
+    /// Pod namespace.
     pub namespace: String,
+    /// Pod UID.
     pub uid: String,
     /// `Pending`, `Running`, `Succeeded`, `Failed`, `Unknown`.
     pub phase: String,
+    /// The Node the Pod is bound to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// The Pod's IP address.
     #[serde(rename = "podIP", skip_serializing_if = "Option::is_none")]
     pub pod_ip: Option<String>,
+    /// When the kubelet acknowledged the Pod (RFC 3339).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_time: Option<String>,
     /// Pod condition `Ready` is True.
@@ -497,6 +598,7 @@ pub struct PodInfo {
     /// The Pod's UID no longer matches `status.assignedPodUID` (Pod was replaced).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replaced: Option<bool>,
+    /// The Pod's labels.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(optional, type = "Record<string, string>")]
     pub labels: Option<BTreeMap<String, String>>,
@@ -510,16 +612,22 @@ pub struct EventInfo {
     /// `Normal` or `Warning`.
     #[serde(rename = "type")]
     pub type_: String,
+    /// Machine-readable reason, e.g. `RunRetrying`, `Scheduled`.
     pub reason: String,
+    /// Human-readable description.
     pub message: String,
     /// `Kind/name` of the involved object, e.g. `Run/build-42`, `Pod/py-0`.
     pub involved_object: String,
+    /// Times the event occurred, when Kubernetes aggregated repeats.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub count: Option<i32>,
+    /// When the event first occurred (RFC 3339).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_time: Option<String>,
+    /// When it last occurred (RFC 3339): `lastTimestamp`, else `eventTime`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_time: Option<String>,
+    /// The component that reported it (e.g. `kubelet`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
 }
@@ -527,12 +635,14 @@ pub struct EventInfo {
 /// The `ok` part of a Run's Pod section.
 #[derive(Debug, Serialize, TS)]
 pub struct PodSection {
+    /// The assigned Pod.
     pub pod: PodInfo,
 }
 
 /// The `ok` part of a list section.
 #[derive(Debug, Serialize, TS)]
 pub struct Items<T> {
+    /// The section's entries.
     pub items: Vec<T>,
 }
 
@@ -540,8 +650,11 @@ pub struct Items<T> {
 #[derive(Debug, Serialize, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct RunDetail {
+    /// The Run's metadata.
     pub metadata: Meta,
+    /// The Run's spec, without `env`.
     pub spec: RunSpecView,
+    /// The Run's status.
     pub status: RunStatusView,
     /// Needs `get pods` in the namespace. `absent` when no Pod is assigned or it is gone.
     pub pod: Section<PodSection>,
@@ -567,6 +680,7 @@ pub struct RunDetail {
 /// object are hidden), for the YAML view.
 #[derive(Debug, Serialize, TS)]
 pub struct ObjectManifest {
+    /// The object, sanitized.
     #[ts(type = "Record<string, unknown>")]
     pub object: Value,
     /// The JSON paths of what was hidden or removed, e.g. `spec.env[0]`.
@@ -586,17 +700,22 @@ pub struct WatchLine {
     /// `runs`, `runtimes` or `workflowruns`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
+    /// What happened (see the type's description).
     #[serde(rename = "type")]
     #[ts(
         type = "'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'RESYNC' | 'ERROR' | 'HEARTBEAT' | 'END'"
     )]
     pub type_: String,
+    /// The object that changed (`ADDED`, `MODIFIED`, `DELETED`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// Where to resume `kind` from (`BOOKMARK`, `RESYNC`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resource_version: Option<String>,
+    /// HTTP-style code of an `ERROR` or `END`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<u16>,
+    /// Why an `ERROR` or `END` happened.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }
@@ -612,6 +731,7 @@ impl WatchLine {
             message: None,
         }
     }
+    /// A `BOOKMARK`: resume `kind` from resourceVersion `rv`.
     pub fn bookmark(kind: &str, rv: &str) -> Self {
         Self {
             kind: Some(kind.to_owned()),
@@ -619,12 +739,15 @@ impl WatchLine {
             ..Self::of("BOOKMARK")
         }
     }
+    /// A `RESYNC`: `rv` is too old to resume from; read every `kind` object
+    /// again.
     pub fn resync(kind: &str, rv: &str) -> Self {
         Self {
             type_: "RESYNC".into(),
             ..Self::bookmark(kind, rv)
         }
     }
+    /// An `ERROR`: the watch of `kind` ended with `code`.
     pub fn error(kind: &str, code: u16, message: String) -> Self {
         Self {
             kind: Some(kind.to_owned()),
@@ -633,6 +756,8 @@ impl WatchLine {
             ..Self::of("ERROR")
         }
     }
+    /// The `END` of the stream: 401/403 when access was revoked, 503 on
+    /// shutdown.
     pub fn end(code: u16, message: String) -> Self {
         Self {
             code: Some(code),
@@ -640,6 +765,7 @@ impl WatchLine {
             ..Self::of("END")
         }
     }
+    /// A `HEARTBEAT`, sent while nothing changes.
     pub fn heartbeat() -> Self {
         Self::of("HEARTBEAT")
     }
@@ -653,6 +779,7 @@ impl WatchLine {
 pub struct StepOwner {
     /// The WorkflowRun's name.
     pub name: String,
+    /// The job id, when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub job: Option<String>,
     /// The step's name, when it has one.
@@ -692,6 +819,7 @@ pub enum RunStage {
     Retrying,
     /// Active and serving (function and session Runs).
     Ready,
+    /// Finished with success.
     Succeeded,
     /// Failed, Timeout or Cancelled: `reason` is the engine's failure reason.
     Failed,
@@ -702,11 +830,13 @@ pub enum RunStage {
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct RunState {
+    /// Where the Run is in its life.
     pub stage: RunStage,
     /// The condition reason, e.g. `Assigned`, `Claimed`, `RunCompleted`,
     /// `RuntimeExecute`, `PodUnhealthy`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The condition's message, else `status.message`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }
@@ -718,7 +848,10 @@ pub struct RunState {
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct AttemptEvent {
+    /// The Event's reason: `RunFailedRetrying`, `RunRetrying`,
+    /// `StaleRunRetrying` or `RunRetriesExhausted`.
     pub reason: String,
+    /// The Event's message.
     pub message: String,
     /// The attempt the event is about (1-based), when its message says.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -728,6 +861,7 @@ pub struct AttemptEvent {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(as = "Option<i32>")]
     pub max_attempts: Option<i64>,
+    /// When the Event last occurred, else when it first did (RFC 3339).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub time: Option<String>,
 }
@@ -739,6 +873,7 @@ pub struct AttemptEvent {
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct RuntimeListItem {
+    /// Object metadata (name, namespace and creation time in a summary).
     pub metadata: Meta,
     /// `spec.replicas`; unset and 0 mean 1, as the engine reads them.
     #[ts(as = "i32")]
@@ -762,13 +897,18 @@ pub struct RuntimeListItem {
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct AssignedRun {
+    /// Run name.
     pub name: String,
+    /// Run UID.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uid: Option<String>,
+    /// The Run's phase (Pending when unset).
     #[ts(as = "Phase")]
     pub phase: String,
+    /// Which of `spec.mode.*` is set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mode: Option<ModeName>,
+    /// When the Run was created (RFC 3339).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub creation_timestamp: Option<String>,
     /// `spec.resources.requests` as the scheduler counts them (`runs: 1`
@@ -783,17 +923,26 @@ pub struct AssignedRun {
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct RuntimePod {
+    /// Pod name.
     pub name: String,
+    /// Pod UID.
     pub uid: String,
+    /// `Pending`, `Running`, `Succeeded`, `Failed`, `Unknown`.
     pub phase: String,
+    /// Pod condition `Ready` is True.
     pub ready: bool,
+    /// Pod condition `kruntimes.io/RuntimedReady`, when present.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runtimed_ready: Option<Condition>,
+    /// Sum of container restart counts.
     pub restarts: i32,
+    /// The Node the Pod is bound to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// The Pod's IP address.
     #[serde(rename = "podIP", skip_serializing_if = "Option::is_none")]
     pub pod_ip: Option<String>,
+    /// When the kubelet acknowledged the Pod (RFC 3339).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_time: Option<String>,
     /// The Pod's capacity as the engine's scheduler reads it: `runs: 2`
@@ -814,12 +963,15 @@ pub struct RuntimePod {
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct CapacityUse {
+    /// Resource name, e.g. `runs`, `gpu`.
     pub resource: String,
     /// As annotated (`kruntimes.io/capacity.<resource>`), or the engine's default.
     pub capacity: String,
     /// The capacity is the engine's default (2 Runs per Pod), not annotated.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub default: Option<bool>,
+    /// Sum of the requests of the Scheduled, Running and Ready Runs assigned
+    /// here.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(as = "Option<i32>")]
     pub used: Option<i64>,
@@ -834,7 +986,9 @@ pub struct CapacityUse {
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct QueuedRun {
+    /// Run name.
     pub name: String,
+    /// When the Run was created (RFC 3339).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub creation_timestamp: Option<String>,
     /// Reason of a `Scheduled=False` condition, where a platform writes one
@@ -854,14 +1008,18 @@ pub struct RuntimeCapacity {
     pub resources: BTreeMap<String, String>,
 }
 
+/// Runtime `spec`: what the Console shows of it.
 #[derive(Debug, Serialize, TS)]
 #[ts(optional_fields)]
 pub struct RuntimeSpecView {
+    /// `spec.replicas`; unset and 0 mean 1, as the engine reads them.
     #[ts(as = "i32")]
     pub replicas: i64,
+    /// gRPC port of the Runtime server container.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(as = "Option<i32>")]
     pub port: Option<i64>,
+    /// Per-Pod capacity; absent means 2 Runs per Pod.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capacity: Option<RuntimeCapacity>,
     /// The Runtime server's image: `spec.template.spec.containers[0].image`.
@@ -869,6 +1027,7 @@ pub struct RuntimeSpecView {
     pub image: Option<String>,
 }
 
+/// Runtime `status`, with the ready count the Console makes.
 #[derive(Debug, Serialize, TS)]
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
@@ -878,6 +1037,7 @@ pub struct RuntimeStatusView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(as = "Option<i32>")]
     pub ready_replicas: Option<i64>,
+    /// The Runtime's conditions.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
 }
@@ -885,8 +1045,11 @@ pub struct RuntimeStatusView {
 /// `GET /api/namespaces/{ns}/runtimes/{name}`.
 #[derive(Debug, Serialize, TS)]
 pub struct RuntimeDetail {
+    /// The Runtime's metadata.
     pub metadata: Meta,
+    /// The Runtime's spec.
     pub spec: RuntimeSpecView,
+    /// The Runtime's status.
     pub status: RuntimeStatusView,
     /// Needs `list pods` (and `list runs` for `runs`) in the namespace.
     pub pods: Section<Items<RuntimePod>>,
@@ -897,12 +1060,16 @@ pub struct RuntimeDetail {
 /// Counts of jobs by observed phase; `total` is the number of `spec.jobs`.
 #[derive(Debug, Serialize, TS)]
 pub struct JobCounts {
+    /// Jobs declared in `spec.jobs`.
     #[ts(as = "i32")]
     pub total: usize,
+    /// Jobs whose phase is Succeeded.
     #[ts(as = "i32")]
     pub succeeded: usize,
+    /// Jobs whose phase is Failed, Timeout or Cancelled.
     #[ts(as = "i32")]
     pub failed: usize,
+    /// Jobs whose phase is Running.
     #[ts(as = "i32")]
     pub running: usize,
 }
@@ -913,10 +1080,13 @@ pub struct JobCounts {
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct WorkflowRunListItem {
+    /// Object metadata (name, namespace and creation time in a summary).
     pub metadata: Meta,
+    /// `status.phase`, when the engine has written one.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(optional, type = "WorkflowPhase")]
     pub phase: Option<String>,
+    /// Counts of the jobs by phase.
     pub jobs: JobCounts,
     /// `status.message`: why it failed to start or to call a Workflow or Action.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -938,6 +1108,7 @@ pub struct WorkflowRunListItem {
 #[derive(Debug, Default, Deserialize, Serialize, TS)]
 #[ts(optional_fields)]
 pub struct StepSpec {
+    /// Step name, unique within the job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional, type = "string")]
     pub name: Option<Value>,
@@ -949,6 +1120,7 @@ pub struct StepSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional, type = "string")]
     pub uses: Option<Value>,
+    /// Inputs of the Action named by `uses`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional, type = "Record<string, unknown>")]
     pub with: Option<Value>,
@@ -958,16 +1130,19 @@ pub struct StepSpec {
 #[derive(Debug, Serialize, TS)]
 #[ts(optional_fields)]
 pub struct JobSpec {
+    /// The Runtime that executes the job's steps.
     #[serde(rename = "runs-on", default, skip_serializing_if = "Option::is_none")]
     pub runs_on: Option<String>,
     /// Job ids this job depends on. Unknown ids are shown, not dropped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub needs: Option<Vec<String>>,
+    /// The job's steps, in the order they run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<Vec<StepSpec>>,
     /// Reusable workflow this job calls; its run appears as `status.jobs.<id>.workflowRunName`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uses: Option<String>,
+    /// Inputs passed to the reusable workflow named by `uses`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional, type = "Record<string, unknown>")]
     pub with: Option<Value>,
@@ -978,13 +1153,16 @@ pub struct JobSpec {
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct ActionStepStatus {
+    /// Step name within the Action.
     pub name: String,
+    /// Step phase.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(optional, type = "WorkflowPhase")]
     pub phase: Option<String>,
     /// The Run that executed this step of the Action, in the same namespace.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_name: Option<String>,
+    /// Outputs reported by the step's Run (values bounded to 4 KiB).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(optional, type = "Record<string, string>")]
     pub outputs: Option<Outputs>,
@@ -1002,7 +1180,9 @@ pub struct ActionStepStatus {
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct StepStatus {
+    /// Step name, as declared.
     pub name: String,
+    /// Step phase.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(optional, type = "WorkflowPhase")]
     pub phase: Option<String>,
@@ -1010,14 +1190,19 @@ pub struct StepStatus {
     /// calls an Action has none: see `actionSteps`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_name: Option<String>,
+    /// Outputs reported by the step (values bounded to 4 KiB).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(optional, type = "Record<string, string>")]
     pub outputs: Option<Outputs>,
     /// The steps of the Action this step calls, each with its Run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub action_steps: Option<Vec<ActionStepStatus>>,
+    /// When its Run started, or the earliest start of its Action steps' Runs
+    /// (RFC 3339).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_time: Option<String>,
+    /// When its Run completed, or, once every Action step's Run completed, the
+    /// latest of them (RFC 3339).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub completion_time: Option<String>,
 }
@@ -1034,6 +1219,7 @@ pub struct JobStatus {
     /// Jobs that finished before this one started (its resolved `needs`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pre: Option<Vec<String>>,
+    /// Step progress, in declaration order.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub steps: Option<Vec<StepStatus>>,
     /// Job outputs; `result` is shown in the DAG (the server bounds each value to 4 KiB).
@@ -1043,24 +1229,31 @@ pub struct JobStatus {
     /// Child WorkflowRun started by a reusable-workflow job (`uses`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workflow_run_name: Option<String>,
+    /// The earliest start of its steps' Runs (RFC 3339).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_time: Option<String>,
+    /// Once every step with a Run completed: the latest of their completions
+    /// (RFC 3339).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub completion_time: Option<String>,
 }
 
+/// WorkflowRun `spec`: its jobs as declared.
 #[derive(Debug, Serialize, TS)]
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct WorkflowRunSpecView {
+    /// Job id to job.
     #[ts(type = "Record<string, JobSpec>")]
     pub jobs: BTreeMap<String, JobSpec>,
 }
 
+/// WorkflowRun `status`, with the times read from its steps' Runs.
 #[derive(Debug, Serialize, TS)]
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct WorkflowRunStatusView {
+    /// `status.phase`, when the engine has written one.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(optional, type = "WorkflowPhase")]
     pub phase: Option<String>,
@@ -1076,8 +1269,10 @@ pub struct WorkflowRunStatusView {
     /// Once Succeeded, Failed or Cancelled: the latest completion of its steps' Runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub completion_time: Option<String>,
+    /// The WorkflowRun's conditions.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
+    /// Job id to job progress.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(optional, type = "Record<string, JobStatus>")]
     pub jobs: Option<BTreeMap<String, JobStatus>>,
@@ -1088,17 +1283,22 @@ pub struct WorkflowRunStatusView {
 #[serde(rename_all = "camelCase")]
 #[ts(optional_fields)]
 pub struct WorkflowRunDetail {
+    /// The WorkflowRun's metadata.
     pub metadata: Meta,
+    /// The WorkflowRun's spec.
     pub spec: WorkflowRunSpecView,
+    /// The WorkflowRun's status.
     pub status: WorkflowRunStatusView,
     /// Set when this run is the child of another WorkflowRun's reusable job.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent_workflow_run: Option<String>,
 }
 
-/// `GET /api/namespaces`. A 403 means the UI falls back to free-text namespace entry.
+/// `GET /api/namespaces/{ns}/runs`.
 pub type RunList = ListResponse<RunListItem>;
+/// `GET /api/namespaces/{ns}/runtimes`.
 pub type RuntimeList = ListResponse<RuntimeListItem>;
+/// `GET /api/namespaces/{ns}/workflowruns`.
 pub type WorkflowRunList = ListResponse<WorkflowRunListItem>;
 
 const HEADER: &str = "\

@@ -43,6 +43,8 @@ const HEARTBEAT: Duration = Duration::from_secs(20);
 /// What a watch stream follows: each kind and the resourceVersion to resume from.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct WatchQuery {
+    /// Each kind asked for (`runs`, `runtimes`, `workflowruns`) and the
+    /// resourceVersion to resume from (`None`: from now).
     pub kinds: Vec<(&'static str, Option<String>)>,
 }
 
@@ -51,6 +53,8 @@ fn valid_rv(v: &str) -> bool {
     !v.is_empty() && v.len() <= 32 && v.bytes().all(|b| b.is_ascii_digit())
 }
 
+/// Parses the watch query: at least one kind, each with a resourceVersion
+/// (digits) or empty; anything else is a 400.
 pub fn parse(raw: Option<&str>) -> Result<WatchQuery, ConsoleError> {
     let mut q = WatchQuery::default();
     query::parse(raw, |k, v| {
@@ -210,6 +214,8 @@ async fn follow_kind(
     }
 }
 
+/// `GET /api/namespaces/{ns}/watch`: NDJSON [`WatchLine`]s from one Kubernetes
+/// watch per kind asked for, made with the caller's token.
 pub async fn watch(
     State(state): State<Arc<ConsoleState>>,
     Extension(caller): Extension<RequestCredentials>,

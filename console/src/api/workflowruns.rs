@@ -149,6 +149,8 @@ fn job_status(j: &wfr::JobStatus) -> JobStatus {
     }
 }
 
+/// `GET /api/namespaces/{ns}/workflowruns/{name}`: the WorkflowRun with its
+/// jobs and steps timed from their Runs, read with the caller's token.
 pub async fn detail(
     State(state): State<Arc<ConsoleState>>,
     Extension(caller): Extension<RequestCredentials>,
@@ -205,7 +207,9 @@ const MAX_TIMED_PAGES: usize = 4;
 /// Start and completion of a step's Run.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunTimes {
+    /// The Run's `status.startTime` (RFC 3339).
     pub start: Option<String>,
+    /// The Run's `status.completionTime` (RFC 3339).
     pub completion: Option<String>,
     /// The WorkflowRun that created the Run (its controller owner), if any.
     pub owner: Option<String>,

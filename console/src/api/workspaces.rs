@@ -113,6 +113,8 @@ async fn volume_section(client: kube::Client, ns: &str, runtime: &str) -> Sectio
     }
 }
 
+/// `GET /api/namespaces/{ns}/persistentworkspaces/{name}`: the
+/// PersistentWorkspace with its bound Pod and its volume.
 pub async fn detail(
     State(state): State<Arc<ConsoleState>>,
     Extension(caller): Extension<RequestCredentials>,

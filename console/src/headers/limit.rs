@@ -5,6 +5,8 @@
 #[derive(Debug, thiserror::Error)]
 #[error("the request target and headers total {size} bytes; at most {max} are accepted")]
 pub struct HeadersTooLarge {
+    /// Bytes of the request target and headers.
     pub size: usize,
+    /// The bound, in bytes.
     pub max: usize,
 }

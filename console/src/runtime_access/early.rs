@@ -49,6 +49,7 @@ pub struct EarlyAnswerIo<T> {
 }
 
 impl<T> EarlyAnswerIo<T> {
+    /// Wraps a connection whose peer has not gone yet.
     pub fn new(io: T) -> Self {
         Self {
             io,

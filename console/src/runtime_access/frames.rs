@@ -114,6 +114,7 @@ struct Header {
 }
 
 impl Pipe {
+    /// A relay in `direction` that refuses a message over `max_message` bytes.
     pub fn new(direction: Direction, max_message: usize) -> Self {
         Self {
             direction,

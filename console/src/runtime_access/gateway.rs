@@ -16,14 +16,27 @@ use rustls::pki_types::ServerName;
 /// Why a Runtime gateway cannot be reached.
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
+    /// The gateway Service could not be read (the Kubernetes API unreachable).
     #[error("the Runtime gateway cannot be resolved: the Kubernetes API is unreachable")]
     Unresolvable,
+    /// The Service `<runtime>-gateway` does not exist in the Run's namespace,
+    /// or has no port of the configured name.
     #[error(
         "the Runtime gateway Service {runtime}-gateway in namespace {ns} does not exist or has no https port"
     )]
-    Missing { ns: String, runtime: String },
+    Missing {
+        /// The Run's namespace.
+        ns: String,
+        /// The Run's Runtime (`spec.runtime`).
+        runtime: String,
+    },
+    /// The gateway's name has no address, or no TLS connection could be made to
+    /// it.
     #[error("the Runtime gateway {authority} is unreachable")]
-    Unreachable { authority: String },
+    Unreachable {
+        /// The gateway's `host:port`.
+        authority: String,
+    },
 }
 
 /// Where to dial. Two targets are the same gateway when host and port
@@ -34,6 +47,7 @@ pub struct GatewayTarget {
     /// DNS name verified in the gateway's certificate (ClusterIP:
     /// `<svc>.<ns>.svc`; ExternalName: the external name).
     pub host: String,
+    /// The Service port to dial (the port named `https`, normally 443).
     pub port: u16,
     /// The host's addresses, looked up once when the target is resolved and
     /// remembered with it: a connection dials them without a lookup of its
@@ -44,6 +58,7 @@ pub struct GatewayTarget {
 }
 
 impl GatewayTarget {
+    /// `host:port`, as messages and logs name the gateway.
     pub fn authority(&self) -> String {
         format!("{}:{}", self.host, self.port)
     }
@@ -85,6 +100,9 @@ const GATEWAY_TTL: Duration = Duration::from_secs(15);
 const LOOKUP_RETRY: Duration = Duration::from_secs(2);
 
 impl GatewayResolver {
+    /// A resolver that reads Services with `client` (the Console's identity),
+    /// dials their port named `port_name`, and waits at most `lookup_timeout`
+    /// for a name's addresses.
     pub fn new(client: Client, port_name: String, lookup_timeout: Duration) -> Self {
         Self {
             client,

@@ -12,28 +12,45 @@ use kube::{Api, Client};
 /// Why the Run cache cannot hand out the Run a `/v1` call names.
 #[derive(Debug, thiserror::Error)]
 pub enum RunUnavailable {
+    /// The cache has not finished its first list; the call may be retried soon.
     #[error("the Run cache is still loading; retry shortly")]
     Loading,
+    /// No Run of that name in the namespace, or it has another UID (a Run
+    /// recreated under the same name).
     #[error("run {ns}/{name} with uid {uid} not found")]
     NotFound {
+        /// The namespace the call named.
         ns: String,
+        /// The Run name the call named.
         name: String,
+        /// The UID the call named.
         uid: String,
     },
+    /// The Run is not in the mode the endpoint serves (an invoke of a session
+    /// Run, say).
     #[error("run {ns}/{name} is a {actual} Run; this endpoint serves {wanted} Runs")]
     WrongMode {
+        /// The Run's namespace.
         ns: String,
+        /// The Run's name.
         name: String,
+        /// The Run's mode: `task`, `function`, `session`, or `unknown` when
+        /// none is set.
         actual: &'static str,
+        /// The mode the endpoint serves: `function` or `session`.
         wanted: &'static str,
     },
+    /// The Run is not Ready (yet, or any more).
     #[error(
         "run {ns}/{name} is {phase}, not Ready{}",
         if *finished { "; it has finished and will not become Ready" } else { "" }
     )]
     NotReady {
+        /// The Run's namespace.
         ns: String,
+        /// The Run's name.
         name: String,
+        /// The Run's phase.
         phase: String,
         /// The Run is in a terminal phase.
         finished: bool,
@@ -43,7 +60,9 @@ pub enum RunUnavailable {
 /// What a `/v1` call needs of the Run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
+    /// A function Run, for `invoke`.
     Function,
+    /// A session Run, for `operations:ws`.
     Session,
 }
 
@@ -104,6 +123,7 @@ impl RunCache {
         Self { store }
     }
 
+    /// Whether the cache has finished its first list.
     pub fn is_ready(&self) -> bool {
         futures::FutureExt::now_or_never(self.store.wait_until_ready()).is_some()
     }

@@ -22,8 +22,12 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// One connection to a gateway, with its read buffer and header map.
 pub struct Upstream {
+    /// The TLS connection.
     pub io: gateway::GatewayStream,
+    /// Bytes read from the gateway and not yet consumed.
     pub buf: BytesMut,
+    /// The headers of the answer read last (the map is reused from call to
+    /// call).
     pub headers: HeaderMap,
 }
 
@@ -75,6 +79,9 @@ pub struct Upstreams {
 }
 
 impl Upstreams {
+    /// Pools for `threads` connection threads (and the main runtime), whose
+    /// connections use `tls` and wait at most `connect_timeout` for each step
+    /// of connecting.
     pub fn new(threads: usize, tls: Arc<ClientConfig>, connect_timeout: Duration) -> Self {
         Self {
             pools: PerThread::new(threads, Default::default),

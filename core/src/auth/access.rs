@@ -23,11 +23,17 @@ pub const MAX_CACHE_TTL: Duration = Duration::from_secs(30);
 /// What is being asked for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ResourceAttributes {
+    /// The verb asked for: `get`, `list`, `watch`, `create`.
     pub verb: &'static str,
+    /// The API group; `""` for the core group.
     pub group: &'static str,
+    /// The resource, plural (`runs`, `pods`).
     pub resource: &'static str,
+    /// The subresource (`log`, `invoke`, `operations`), when any.
     pub subresource: Option<&'static str>,
+    /// The namespace; `""` for cluster-scoped resources.
     pub namespace: String,
+    /// The object's name; `None` asks about every object (list, watch).
     pub name: Option<String>,
 }
 
@@ -56,7 +62,9 @@ impl ResourceAttributes {
 /// A decision: allowed, or denied with the authorizer's reason.
 #[derive(Clone, Debug)]
 pub enum Decision {
+    /// The authorizer allowed the request.
     Allowed,
+    /// The authorizer did not allow it; its reason, possibly empty.
     Denied(String),
 }
 

@@ -12,8 +12,14 @@ use super::{AuthError, MAX_TOKEN_BYTES};
 /// How a caller proved who they are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AuthMethod {
+    /// A front-proxy client certificate (kube-apiserver's aggregator), the user
+    /// in its identity headers.
     FrontProxy,
+    /// A client certificate signed by the client CA: the user in its CN, the
+    /// groups in its O.
     ClientCertificate,
+    /// A bearer token that TokenReview authenticated (from the `Authorization`
+    /// header or the session cookie).
     BearerToken,
 }
 
@@ -70,10 +76,16 @@ impl BearerToken {
 /// An authenticated caller.
 #[derive(Clone, Debug)]
 pub struct Caller {
+    /// The Kubernetes user name.
     pub user: String,
+    /// The user's UID, when the credential names one.
     pub uid: Option<String>,
+    /// The user's groups.
     pub groups: Vec<String>,
+    /// Extra identity attributes (TokenReview's `extra`, the front proxy's
+    /// extra headers), key to values.
     pub extra: BTreeMap<String, Vec<String>>,
+    /// How the caller authenticated.
     pub method: AuthMethod,
     /// The caller's token when they authenticated with one (for acting as them).
     pub token: Option<BearerToken>,
@@ -82,6 +94,7 @@ pub struct Caller {
 }
 
 impl Caller {
+    /// Whether `group` is one of the caller's groups.
     pub fn in_group(&self, group: &str) -> bool {
         self.groups.iter().any(|g| g == group)
     }

@@ -12,7 +12,9 @@ use super::{AuthError, Caller};
 /// How a stream's access is re-checked.
 #[derive(Clone)]
 pub struct Recheck {
+    /// Re-authenticates the caller's token (through its cache).
     pub tokens: TokenReviewer,
+    /// Re-authorizes the stream's action (through its cache).
     pub access: AccessReview,
     /// At most the shorter of the two cache TTLs.
     pub interval: Duration,
@@ -21,12 +23,20 @@ pub struct Recheck {
 /// Why a stream's access ended.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Revoked {
+    /// The credential's known expiry passed.
     #[error("access was revoked: the credential expired")]
     Expired,
+    /// TokenReview no longer authenticates the token, or names another user.
     #[error("access was revoked: the credential no longer authenticates")]
     Unauthenticated,
+    /// The caller may no longer do the stream's action.
     #[error("access was revoked: {user:?} may no longer {action}")]
-    Forbidden { user: String, action: String },
+    Forbidden {
+        /// The caller's user name.
+        user: String,
+        /// The action, as `kubectl auth can-i` words it.
+        action: String,
+    },
 }
 
 impl Revoked {

@@ -16,15 +16,25 @@ use tokio::sync::watch;
 use super::caller::{AuthMethod, Caller, common_name};
 use crate::tls::{DynamicClientVerifier, client_verifier, root_store};
 
+/// Namespace of the ConfigMap that holds the request-header settings and the
+/// client CAs.
 pub const CONFIGMAP_NAMESPACE: &str = "kube-system";
+/// Name of that ConfigMap, which kube-apiserver keeps up to date.
 pub const CONFIGMAP_NAME: &str = "extension-apiserver-authentication";
 
 /// How the front proxy passes the caller's identity.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RequestHeaderConfig {
+    /// Headers that may carry the user name; the first one set wins
+    /// (`requestheader-username-headers`).
     pub username_headers: Vec<String>,
+    /// Headers that may carry the user's UID; the first one set wins
+    /// (`requestheader-uid-headers`).
     pub uid_headers: Vec<String>,
+    /// Headers whose every value is a group (`requestheader-group-headers`).
     pub group_headers: Vec<String>,
+    /// Header name prefixes whose headers carry extra attributes, the key after
+    /// the prefix, percent-decoded (`requestheader-extra-headers-prefix`).
     pub extra_headers_prefix: Vec<String>,
     /// Common names a front-proxy certificate may carry; empty means any.
     pub allowed_names: Vec<String>,
@@ -139,6 +149,7 @@ impl RequestHeaderSource {
         }
     }
 
+    /// The configuration in force now.
     pub fn current(&self) -> Arc<RequestHeaderConfig> {
         self.current
             .read()

@@ -16,9 +16,15 @@
  * is 503 `ServiceUnavailable`.
  */
 export type ApiErrorBody = {
+  /**
+   * What failed.
+   */
   error: ApiErrorInfo;
 };
 
+/**
+ * The `error` object of an `ApiErrorBody`.
+ */
 export type ApiErrorInfo = {
   /**
    * HTTP status code, repeated in the body.
@@ -58,8 +64,17 @@ export type AccessRequest = {
    * Plural resource name, e.g. `runs`, `pods`, `events`.
    */
   resource: string;
+  /**
+   * Subresource, e.g. `log`, `operations`.
+   */
   subresource?: string;
+  /**
+   * Namespace; absent for cluster-scoped resources.
+   */
   namespace?: string;
+  /**
+   * Object name; absent when the check covers every object (list, watch).
+   */
   name?: string;
 };
 
@@ -67,6 +82,10 @@ export type AccessRequest = {
  * `POST /api/session` request body. The token is validated with TokenReview.
  */
 export type SessionLogin = {
+  /**
+   * The caller's Kubernetes bearer token; kept only sealed in the HttpOnly
+   * session cookie.
+   */
   token: string;
 };
 
@@ -75,6 +94,10 @@ export type SessionLogin = {
  * answers 200 with `{authenticated:false}` (not 401). The token itself is never returned.
  */
 export type SessionInfo = {
+  /**
+   * Whether the request carried a valid credential: the session cookie, a
+   * bearer token or a client certificate.
+   */
   authenticated: boolean;
   /**
    * Kubernetes username from TokenReview, e.g. `system:serviceaccount:team-a:viewer`.
@@ -94,6 +117,9 @@ export type SessionInfo = {
  * anyone types a command.
  */
 export type AccessDecision = {
+  /**
+   * Whether the authorizer allows it.
+   */
   allowed: boolean;
   /**
    * Why, as the authorizer said it (often empty).
@@ -112,8 +138,18 @@ export type AccessDecision = {
  * the summary fields (documented per item type) and details need a login.
  */
 export type ListResponse<T> = {
+  /**
+   * This page's items.
+   */
   items: Array<T>;
+  /**
+   * Kubernetes continue token for the next page; absent on the last page.
+   */
   continue?: string;
+  /**
+   * `true` when served as a public-read summary without the caller's
+   * credential.
+   */
   summary?: boolean;
   /**
    * Kubernetes `remainingItemCount` when the API server reported it.
@@ -125,19 +161,37 @@ export type ListResponse<T> = {
  * The subset of Kubernetes `ObjectMeta` the UI shows.
  */
 export type ObjectMeta = {
+  /**
+   * Object name.
+   */
   name: string;
+  /**
+   * Object namespace.
+   */
   namespace: string;
   /**
    * Absent in public-read summaries.
    */
   uid?: string;
+  /**
+   * When the object was created (RFC 3339).
+   */
   creationTimestamp?: string;
+  /**
+   * The object's labels; absent in public-read summaries.
+   */
   labels?: Record<string, string>;
   /**
    * Only non-sensitive annotations; the server drops `kubectl.kubernetes.io/last-applied-configuration`.
    */
   annotations?: Record<string, string>;
+  /**
+   * `metadata.generation`; absent in public-read summaries.
+   */
   generation?: number;
+  /**
+   * `metadata.resourceVersion`; absent in public-read summaries.
+   */
   resourceVersion?: string;
 };
 
@@ -145,11 +199,30 @@ export type ObjectMeta = {
  * A Kubernetes condition (`metav1.Condition`).
  */
 export type Condition = {
+  /**
+   * Condition type, CamelCase or prefixed with a DNS subdomain
+   * (`kruntimes.io/RuntimedReady`).
+   */
   type: string;
+  /**
+   * `True`, `False` or `Unknown`.
+   */
   status: 'True' | 'False' | 'Unknown';
+  /**
+   * Machine-readable CamelCase reason for the last transition.
+   */
   reason?: string;
+  /**
+   * Human-readable detail about the last transition.
+   */
   message?: string;
+  /**
+   * When the status last changed (RFC 3339).
+   */
   lastTransitionTime?: string;
+  /**
+   * `metadata.generation` the condition was computed from.
+   */
   observedGeneration?: number;
 };
 
@@ -163,16 +236,45 @@ export type Condition = {
  * - `absent`: nothing to show (no Pod assigned yet, Pod gone); `message` says why.
  * - `error`: reading it failed for another reason (e.g. 503).
  */
-export type Section<T> = { "state": "ok" } & T | { "state": "forbidden", message: string, access?: AccessRequest, } | { "state": "absent", message: string, } | { "state": "error", message: string, code?: number, };
+export type Section<T> = { "state": "ok" } & T | { "state": "forbidden", 
+/**
+ * The Kubernetes message.
+ */
+message: string, 
+/**
+ * The denied check, when known.
+ */
+access?: AccessRequest, } | { "state": "absent", 
+/**
+ * Why there is nothing.
+ */
+message: string, } | { "state": "error", 
+/**
+ * What failed.
+ */
+message: string, 
+/**
+ * The failure's HTTP status code, when known (e.g. 503).
+ */
+code?: number, };
 
 /**
  * The `ok` part of a list section.
  */
 export type Items<T> = {
+  /**
+   * The section's entries.
+   */
   items: Array<T>;
 };
 
+/**
+ * One namespace of a `NamespaceList`.
+ */
 export type NamespaceItem = {
+  /**
+   * Namespace name.
+   */
   name: string;
   /**
    * `Active` or `Terminating`.
@@ -195,12 +297,19 @@ export type NamespaceItem = {
  * first readable namespace. Without a credential the answer is 401.
  */
 export type NamespaceList = {
+  /**
+   * The namespaces, each marked `readable` or not.
+   */
   items: Array<NamespaceItem>;
   /**
    * Always absent: the list is no longer served without a credential
    * (401), so it is never a public-read summary.
    */
   summary?: boolean;
+  /**
+   * Where the UI lands when nothing is remembered; absent when no namespace
+   * is readable.
+   */
   home?: string;
 };
 
@@ -211,7 +320,13 @@ export type NamespaceList = {
  * 401. docs/security.md gives the reasoning.
  */
 export type NamespaceCheck = {
+  /**
+   * The namespace name asked about.
+   */
   name: string;
+  /**
+   * Whether it exists; absent when the caller's read of it was forbidden.
+   */
   exists?: boolean;
 };
 
@@ -235,11 +350,25 @@ export type RunModeName = "task" | "function" | "session";
  * `spec.mode`: exactly one of the modes is set.
  */
 export type RunMode = {
+  /**
+   * A one-shot execution (`entrypoint`, `args`), kept as written.
+   */
   task?: Record<string, unknown>;
+  /**
+   * A callable function (`handler`), kept as written: once Ready it serves
+   * `/v1/.../invoke`.
+   */
   function?: Record<string, unknown>;
+  /**
+   * An interactive session: once Ready it takes operations over
+   * `/v1/.../operations:ws`.
+   */
   session?: SessionMode;
 };
 
+/**
+ * `spec.mode.session`: the settings of a session Run.
+ */
 export type SessionMode = {
   /**
    * When set, the browser sends `heartbeat` frames while an operations socket is open.
@@ -251,10 +380,25 @@ export type SessionMode = {
  * The condition with the latest `lastTransitionTime`.
  */
 export type LastTransition = {
+  /**
+   * The condition's type.
+   */
   type: string;
+  /**
+   * `True`, `False` or `Unknown`.
+   */
   status?: Condition['status'];
+  /**
+   * Machine-readable CamelCase reason for the transition.
+   */
   reason?: string;
+  /**
+   * Human-readable detail about the transition.
+   */
   message?: string;
+  /**
+   * `lastTransitionTime` (RFC 3339).
+   */
   time?: string;
 };
 
@@ -264,15 +408,33 @@ export type LastTransition = {
  * `phase`, `runtime` and `mode` are present.
  */
 export type RunListItem = {
+  /**
+   * Object metadata (name, namespace and creation time in a summary).
+   */
   metadata: ObjectMeta;
+  /**
+   * `status.phase`; absent until the engine writes one.
+   */
   phase?: RunPhase;
+  /**
+   * `spec.runtime`: the Runtime whose Pods execute the Run.
+   */
   runtime: string;
+  /**
+   * Which of `spec.mode.*` is set.
+   */
   mode?: RunModeName;
+  /**
+   * `status.assignedPod`: the Runtime Pod executing the Run.
+   */
   assignedPod?: string;
   /**
    * `status.attempt` (1-based).
    */
   attempt?: number;
+  /**
+   * The Run's most recent condition change.
+   */
   lastTransition?: LastTransition;
   /**
    * `status.message`: why the Run waits, or how it ended (absent when empty).
@@ -283,7 +445,14 @@ export type RunListItem = {
    * reference and the engine's `kruntimes.io/workflow-*` labels).
    */
   workflowRun?: StepOwner;
+  /**
+   * `status.startTime` (RFC 3339): when runtimed claimed the Run.
+   */
   startTime?: string;
+  /**
+   * `status.completionTime` (RFC 3339): when the Run reached a terminal
+   * phase.
+   */
   completionTime?: string;
 };
 
@@ -298,7 +467,13 @@ export type RunListQuery = {
    * One phase, or several comma-separated.
    */
   phase?: string;
+  /**
+   * Only Runs of this Runtime.
+   */
   runtime?: string;
+  /**
+   * Only Runs assigned to this Runtime Pod.
+   */
   assignedPod?: string;
   /**
    * Kubernetes label selector syntax, e.g. `app=web,tier!=db`.
@@ -337,6 +512,9 @@ export type ObjectListQuery = {
    * Kubernetes label selector syntax; needs a credential.
    */
   labelSelector?: string;
+  /**
+   * Page size, 1..500, default 500.
+   */
   limit?: number;
   /**
    * Continue token from the previous page.
@@ -351,16 +529,37 @@ export type RunList = ListResponse<RunListItem>;
  * One entry of `status.artifactRefs`. The UI shows it as metadata only; no download.
  */
 export type ArtifactRef = {
+  /**
+   * Logical artifact name.
+   */
   name: string;
+  /**
+   * Artifact store that holds it (e.g. `filesystem`, `s3`).
+   */
   driver?: string;
+  /**
+   * How the content is represented (e.g. `file`, `directory`, `archive`).
+   */
   type?: string;
   /**
    * `s3://bucket/key`, `pvc://claim/path` or `file:///path`.
    */
   location?: string;
+  /**
+   * Stored size in bytes.
+   */
   sizeBytes?: number;
+  /**
+   * Content digest with its algorithm prefix (`sha256:…`).
+   */
   digest?: string;
+  /**
+   * Media type of the content.
+   */
   contentType?: string;
+  /**
+   * When the artifact was stored (RFC 3339).
+   */
   createdAt?: string;
 };
 
@@ -368,7 +567,13 @@ export type ArtifactRef = {
  * Run `spec`, without `env` (never returned).
  */
 export type RunSpec = {
+  /**
+   * The Runtime whose Pods execute the Run.
+   */
   runtime: string;
+  /**
+   * The execution mode: exactly one of `task`, `function`, `session`.
+   */
   mode: RunMode;
   /**
    * Duration string as written in the spec, e.g. `10m`.
@@ -384,24 +589,65 @@ export type RunSpec = {
  * Where a Ready function or session Run answers (`caBundle` is omitted).
  */
 export type Endpoint = {
+  /**
+   * Endpoint protocol (`HTTPS`).
+   */
   protocol?: string;
+  /**
+   * Invoke or operations URL; its path carries the Run UID.
+   */
   url?: string;
 };
 
+/**
+ * Run `status`, with bounded outputs and without the endpoint's `caBundle`.
+ */
 export type RunStatus = {
+  /**
+   * `status.phase`; absent until the engine writes one.
+   */
   phase?: RunPhase;
+  /**
+   * The Runtime Pod executing the Run.
+   */
   assignedPod?: string;
+  /**
+   * UID of the assigned Pod: tells a replaced Pod of the same name apart.
+   */
   assignedPodUID?: string;
+  /**
+   * Where a Ready function or session Run answers.
+   */
   endpoint?: Endpoint;
+  /**
+   * Human-readable summary of the current state (why it waits, how it
+   * ended).
+   */
   message?: string;
+  /**
+   * When runtimed claimed the Run (RFC 3339).
+   */
   startTime?: string;
+  /**
+   * When the Run reached a terminal phase (RFC 3339).
+   */
   completionTime?: string;
   /**
    * At most 64 keys. Values are strings; the server truncates each to 4 KiB.
    */
   outputs?: Record<string, string>;
+  /**
+   * Artifacts the Run stored outside etcd.
+   */
   artifactRefs?: Array<ArtifactRef>;
+  /**
+   * `status.attempt` (1-based); the engine writes it only at the end or on a
+   * retry.
+   */
   attempt?: number;
+  /**
+   * The engine's conditions (`Scheduled`, `Running`, `Completed`).
+   */
   conditions?: Array<Condition>;
 };
 
@@ -409,15 +655,33 @@ export type RunStatus = {
  * A Pod as seen by the caller (the Pod section of a Run, the Pods of a Runtime).
  */
 export type PodInfo = {
+  /**
+   * Pod name.
+   */
   name: string;
+  /**
+   * Pod namespace.
+   */
   namespace: string;
+  /**
+   * Pod UID.
+   */
   uid: string;
   /**
    * `Pending`, `Running`, `Succeeded`, `Failed`, `Unknown`.
    */
   phase: string;
+  /**
+   * The Node the Pod is bound to.
+   */
   node?: string;
+  /**
+   * The Pod's IP address.
+   */
   podIP?: string;
+  /**
+   * When the kubelet acknowledged the Pod (RFC 3339).
+   */
   startTime?: string;
   /**
    * Pod condition `Ready` is True.
@@ -435,6 +699,9 @@ export type PodInfo = {
    * The Pod's UID no longer matches `status.assignedPodUID` (Pod was replaced).
    */
   replaced?: boolean;
+  /**
+   * The Pod's labels.
+   */
   labels?: Record<string, string>;
 };
 
@@ -446,15 +713,33 @@ export type EventInfo = {
    * `Normal` or `Warning`.
    */
   type: string;
+  /**
+   * Machine-readable reason, e.g. `RunRetrying`, `Scheduled`.
+   */
   reason: string;
+  /**
+   * Human-readable description.
+   */
   message: string;
   /**
    * `Kind/name` of the involved object, e.g. `Run/build-42`, `Pod/py-0`.
    */
   involvedObject: string;
+  /**
+   * Times the event occurred, when Kubernetes aggregated repeats.
+   */
   count?: number;
+  /**
+   * When the event first occurred (RFC 3339).
+   */
   firstTime?: string;
+  /**
+   * When it last occurred (RFC 3339): `lastTimestamp`, else `eventTime`.
+   */
   lastTime?: string;
+  /**
+   * The component that reported it (e.g. `kubelet`).
+   */
   source?: string;
 };
 
@@ -462,6 +747,9 @@ export type EventInfo = {
  * The `ok` part of a Run's Pod section.
  */
 export type PodSection = {
+  /**
+   * The assigned Pod.
+   */
   pod: PodInfo;
 };
 
@@ -474,6 +762,9 @@ export type StepOwner = {
    * The WorkflowRun's name.
    */
   name: string;
+  /**
+   * The job id, when known.
+   */
   job?: string;
   /**
    * The step's name, when it has one.
@@ -497,12 +788,18 @@ export type RunStage = "waiting" | "scheduled" | "running" | "retrying" | "ready
  * The Run's stage with the reason and message that explain it.
  */
 export type RunState = {
+  /**
+   * Where the Run is in its life.
+   */
   stage: RunStage;
   /**
    * The condition reason, e.g. `Assigned`, `Claimed`, `RunCompleted`,
    * `RuntimeExecute`, `PodUnhealthy`.
    */
   reason?: string;
+  /**
+   * The condition's message, else `status.message`.
+   */
   message?: string;
 };
 
@@ -512,7 +809,14 @@ export type RunState = {
  * `RunRetriesExhausted`).
  */
 export type AttemptEvent = {
+  /**
+   * The Event's reason: `RunFailedRetrying`, `RunRetrying`,
+   * `StaleRunRetrying` or `RunRetriesExhausted`.
+   */
   reason: string;
+  /**
+   * The Event's message.
+   */
   message: string;
   /**
    * The attempt the event is about (1-based), when its message says.
@@ -522,6 +826,9 @@ export type AttemptEvent = {
    * The retry policy's `maxAttempts`, when the message says.
    */
   maxAttempts?: number;
+  /**
+   * When the Event last occurred, else when it first did (RFC 3339).
+   */
   time?: string;
 };
 
@@ -532,6 +839,9 @@ export type AttemptEvent = {
  * object are hidden), for the YAML view.
  */
 export type ObjectManifest = {
+  /**
+   * The object, sanitized.
+   */
   object: Record<string, unknown>;
   /**
    * The JSON paths of what was hidden or removed, e.g. `spec.env[0]`.
@@ -552,10 +862,25 @@ export type WatchLine = {
    * `runs`, `runtimes` or `workflowruns`.
    */
   kind?: string;
+  /**
+   * What happened (see the type's description).
+   */
   type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'RESYNC' | 'ERROR' | 'HEARTBEAT' | 'END';
+  /**
+   * The object that changed (`ADDED`, `MODIFIED`, `DELETED`).
+   */
   name?: string;
+  /**
+   * Where to resume `kind` from (`BOOKMARK`, `RESYNC`).
+   */
   resourceVersion?: string;
+  /**
+   * HTTP-style code of an `ERROR` or `END`.
+   */
   code?: number;
+  /**
+   * Why an `ERROR` or `END` happened.
+   */
   message?: string;
 };
 
@@ -563,8 +888,17 @@ export type WatchLine = {
  * `GET /api/namespaces/{ns}/runs/{name}`.
  */
 export type RunDetail = {
+  /**
+   * The Run's metadata.
+   */
   metadata: ObjectMeta;
+  /**
+   * The Run's spec, without `env`.
+   */
   spec: RunSpec;
+  /**
+   * The Run's status.
+   */
   status: RunStatus;
   /**
    * Needs `get pods` in the namespace. `absent` when no Pod is assigned or it is gone.
@@ -767,11 +1101,32 @@ export type RunLog = {
  * record's cursor.
  */
 export type LogStreamStatus = {
+  /**
+   * Always `Status`: what tells this line from a record.
+   */
   kind: 'Status';
+  /**
+   * Always `v1`.
+   */
   apiVersion: string;
+  /**
+   * `Success` when the Run finished, `Failure` for any other end.
+   */
   status: 'Success' | 'Failure';
+  /**
+   * 200 on `Success`; on `Failure` the failure's HTTP status code (401, 403,
+   * 404, 410, 503).
+   */
   code: number;
+  /**
+   * `RunFinished` on `Success`; on `Failure` the failure's reason
+   * (`ServiceUnavailable`, `FellBehind`, `NotFound`, `Gone`, `Unauthorized`,
+   * `Forbidden`).
+   */
   reason: string;
+  /**
+   * Why the follow ended, for people.
+   */
   message: string;
 };
 
@@ -784,6 +1139,9 @@ export type LogStreamLine = LogRecord | LogStreamStatus;
  * `readyReplicas` are present.
  */
 export type RuntimeListItem = {
+  /**
+   * Object metadata (name, namespace and creation time in a summary).
+   */
   metadata: ObjectMeta;
   /**
    * `spec.replicas`; unset and 0 mean 1, as the engine reads them.
@@ -812,10 +1170,25 @@ export type RuntimeList = ListResponse<RuntimeListItem>;
  * A Run assigned to a Runtime Pod (non-terminal phases only).
  */
 export type AssignedRun = {
+  /**
+   * Run name.
+   */
   name: string;
+  /**
+   * Run UID.
+   */
   uid?: string;
+  /**
+   * The Run's phase (Pending when unset).
+   */
   phase: RunPhase;
+  /**
+   * Which of `spec.mode.*` is set.
+   */
   mode?: RunModeName;
+  /**
+   * When the Run was created (RFC 3339).
+   */
   creationTimestamp?: string;
   /**
    * `spec.resources.requests` as the scheduler counts them (`runs: 1`
@@ -828,6 +1201,9 @@ export type AssignedRun = {
  * One resource of a Runtime Pod's capacity.
  */
 export type CapacityUse = {
+  /**
+   * Resource name, e.g. `runs`, `gpu`.
+   */
   resource: string;
   /**
    * As annotated (`kruntimes.io/capacity.<resource>`), or the engine's default.
@@ -837,6 +1213,10 @@ export type CapacityUse = {
    * The capacity is the engine's default (2 Runs per Pod), not annotated.
    */
   default?: boolean;
+  /**
+   * Sum of the requests of the Scheduled, Running and Ready Runs assigned
+   * here.
+   */
   used?: number;
   /**
    * `capacity - used`, never below 0; absent when either is unknown.
@@ -848,14 +1228,41 @@ export type CapacityUse = {
  * A Pod of a Runtime (`runtime=<name>` label).
  */
 export type RuntimePod = {
+  /**
+   * Pod name.
+   */
   name: string;
+  /**
+   * Pod UID.
+   */
   uid: string;
+  /**
+   * `Pending`, `Running`, `Succeeded`, `Failed`, `Unknown`.
+   */
   phase: string;
+  /**
+   * Pod condition `Ready` is True.
+   */
   ready: boolean;
+  /**
+   * Pod condition `kruntimes.io/RuntimedReady`, when present.
+   */
   runtimedReady?: Condition;
+  /**
+   * Sum of container restart counts.
+   */
   restarts: number;
+  /**
+   * The Node the Pod is bound to.
+   */
   node?: string;
+  /**
+   * The Pod's IP address.
+   */
   podIP?: string;
+  /**
+   * When the kubelet acknowledged the Pod (RFC 3339).
+   */
   startTime?: string;
   /**
    * The Pod's capacity as the engine's scheduler reads it: `runs: 2`
@@ -879,7 +1286,13 @@ export type RuntimePod = {
  * A Pending Run waiting for this Runtime, in the queue's order (oldest first).
  */
 export type QueuedRun = {
+  /**
+   * Run name.
+   */
   name: string;
+  /**
+   * When the Run was created (RFC 3339).
+   */
   creationTimestamp?: string;
   /**
    * Reason of a `Scheduled=False` condition, where a platform writes one
@@ -903,9 +1316,21 @@ export type RuntimeCapacity = {
   resources: { [key in string]?: string };
 };
 
+/**
+ * Runtime `spec`: what the Console shows of it.
+ */
 export type RuntimeSpecView = {
+  /**
+   * `spec.replicas`; unset and 0 mean 1, as the engine reads them.
+   */
   replicas: number;
+  /**
+   * gRPC port of the Runtime server container.
+   */
   port?: number;
+  /**
+   * Per-Pod capacity; absent means 2 Runs per Pod.
+   */
   capacity?: RuntimeCapacity;
   /**
    * The Runtime server's image: `spec.template.spec.containers[0].image`.
@@ -913,12 +1338,18 @@ export type RuntimeSpecView = {
   image?: string;
 };
 
+/**
+ * Runtime `status`, with the ready count the Console makes.
+ */
 export type RuntimeStatusView = {
   /**
    * The Runtime's Pods whose `Ready` condition is True, counted by the
    * Console; `status.readyReplicas` only when the Pods cannot be read.
    */
   readyReplicas?: number;
+  /**
+   * The Runtime's conditions.
+   */
   conditions?: Array<Condition>;
 };
 
@@ -926,8 +1357,17 @@ export type RuntimeStatusView = {
  * `GET /api/namespaces/{ns}/runtimes/{name}`.
  */
 export type RuntimeDetail = {
+  /**
+   * The Runtime's metadata.
+   */
   metadata: ObjectMeta;
+  /**
+   * The Runtime's spec.
+   */
   spec: RuntimeSpecView;
+  /**
+   * The Runtime's status.
+   */
   status: RuntimeStatusView;
   /**
    * Needs `list pods` (and `list runs` for `runs`) in the namespace.
@@ -946,9 +1386,21 @@ export type WorkflowPhase = RunPhase | 'Waiting' | 'Skipped' | (string & {});
  * Counts of jobs by observed phase; `total` is the number of `spec.jobs`.
  */
 export type JobCounts = {
+  /**
+   * Jobs declared in `spec.jobs`.
+   */
   total: number;
+  /**
+   * Jobs whose phase is Succeeded.
+   */
   succeeded: number;
+  /**
+   * Jobs whose phase is Failed, Timeout or Cancelled.
+   */
   failed: number;
+  /**
+   * Jobs whose phase is Running.
+   */
   running: number;
 };
 
@@ -957,8 +1409,17 @@ export type JobCounts = {
  * name/namespace/creationTimestamp, `phase` and `jobs` counts are present.
  */
 export type WorkflowRunListItem = {
+  /**
+   * Object metadata (name, namespace and creation time in a summary).
+   */
   metadata: ObjectMeta;
+  /**
+   * `status.phase`, when the engine has written one.
+   */
   phase?: WorkflowPhase;
+  /**
+   * Counts of the jobs by phase.
+   */
   jobs: JobCounts;
   /**
    * `status.message`: why it failed to start or to call a Workflow or Action.
@@ -987,6 +1448,9 @@ export type WorkflowRunList = ListResponse<WorkflowRunListItem>;
  * are not secrets): a script, or a call to an Action (`uses`).
  */
 export type StepSpec = {
+  /**
+   * Step name, unique within the job.
+   */
   name?: string;
   /**
    * Shell script of the step.
@@ -996,6 +1460,9 @@ export type StepSpec = {
    * The Action this step calls; its steps' Runs are in `actionSteps` of the step's status.
    */
   uses?: string;
+  /**
+   * Inputs of the Action named by `uses`.
+   */
   with?: Record<string, unknown>;
 };
 
@@ -1003,16 +1470,25 @@ export type StepSpec = {
  * `spec.jobs.<id>` as declared (keys as in the CRD, including `runs-on`).
  */
 export type JobSpec = {
+  /**
+   * The Runtime that executes the job's steps.
+   */
   "runs-on"?: string;
   /**
    * Job ids this job depends on. Unknown ids are shown, not dropped.
    */
   needs?: Array<string>;
+  /**
+   * The job's steps, in the order they run.
+   */
   steps?: Array<StepSpec>;
   /**
    * Reusable workflow this job calls; its run appears as `status.jobs.<id>.workflowRunName`.
    */
   uses?: string;
+  /**
+   * Inputs passed to the reusable workflow named by `uses`.
+   */
   with?: Record<string, unknown>;
 };
 
@@ -1020,12 +1496,21 @@ export type JobSpec = {
  * `status.jobs.<id>.steps[i].actionSteps[j]`: one step of the Action a step calls.
  */
 export type ActionStepStatus = {
+  /**
+   * Step name within the Action.
+   */
   name: string;
+  /**
+   * Step phase.
+   */
   phase?: WorkflowPhase;
   /**
    * The Run that executed this step of the Action, in the same namespace.
    */
   runName?: string;
+  /**
+   * Outputs reported by the step's Run (values bounded to 4 KiB).
+   */
   outputs?: Record<string, string>;
   /**
    * Its Run's start time.
@@ -1042,19 +1527,36 @@ export type ActionStepStatus = {
  * calls an Action, the span of the Action steps' Runs).
  */
 export type StepStatus = {
+  /**
+   * Step name, as declared.
+   */
   name: string;
+  /**
+   * Step phase.
+   */
   phase?: WorkflowPhase;
   /**
    * The Run that executed this step, in the same namespace. A step that
    * calls an Action has none: see `actionSteps`.
    */
   runName?: string;
+  /**
+   * Outputs reported by the step (values bounded to 4 KiB).
+   */
   outputs?: Record<string, string>;
   /**
    * The steps of the Action this step calls, each with its Run.
    */
   actionSteps?: Array<ActionStepStatus>;
+  /**
+   * When its Run started, or the earliest start of its Action steps' Runs
+   * (RFC 3339).
+   */
   startTime?: string;
+  /**
+   * When its Run completed, or, once every Action step's Run completed, the
+   * latest of them (RFC 3339).
+   */
   completionTime?: string;
 };
 
@@ -1070,6 +1572,9 @@ export type JobStatus = {
    * Jobs that finished before this one started (its resolved `needs`).
    */
   pre?: Array<string>;
+  /**
+   * Step progress, in declaration order.
+   */
   steps?: Array<StepStatus>;
   /**
    * Job outputs; `result` is shown in the DAG (the server bounds each value to 4 KiB).
@@ -1079,15 +1584,34 @@ export type JobStatus = {
    * Child WorkflowRun started by a reusable-workflow job (`uses`).
    */
   workflowRunName?: string;
+  /**
+   * The earliest start of its steps' Runs (RFC 3339).
+   */
   startTime?: string;
+  /**
+   * Once every step with a Run completed: the latest of their completions
+   * (RFC 3339).
+   */
   completionTime?: string;
 };
 
+/**
+ * WorkflowRun `spec`: its jobs as declared.
+ */
 export type WorkflowRunSpecView = {
+  /**
+   * Job id to job.
+   */
   jobs: Record<string, JobSpec>;
 };
 
+/**
+ * WorkflowRun `status`, with the times read from its steps' Runs.
+ */
 export type WorkflowRunStatusView = {
+  /**
+   * `status.phase`, when the engine has written one.
+   */
   phase?: WorkflowPhase;
   /**
    * Why it failed to start, or to call a Workflow or Action.
@@ -1105,7 +1629,13 @@ export type WorkflowRunStatusView = {
    * Once Succeeded, Failed or Cancelled: the latest completion of its steps' Runs.
    */
   completionTime?: string;
+  /**
+   * The WorkflowRun's conditions.
+   */
   conditions?: Array<Condition>;
+  /**
+   * Job id to job progress.
+   */
   jobs?: Record<string, JobStatus>;
 };
 
@@ -1113,8 +1643,17 @@ export type WorkflowRunStatusView = {
  * `GET /api/namespaces/{ns}/workflowruns/{name}`.
  */
 export type WorkflowRunDetail = {
+  /**
+   * The WorkflowRun's metadata.
+   */
   metadata: ObjectMeta;
+  /**
+   * The WorkflowRun's spec.
+   */
   spec: WorkflowRunSpecView;
+  /**
+   * The WorkflowRun's status.
+   */
   status: WorkflowRunStatusView;
   /**
    * Set when this run is the child of another WorkflowRun's reusable job.
