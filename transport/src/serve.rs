@@ -1459,4 +1459,122 @@ mod tests {
         let _b2 = gate.admit(b).unwrap();
         assert_eq!(gate.admit(a).unwrap_err(), Refusal::Listener);
     }
+
+    /// A body of known frames that tells its exact size and its end.
+    struct Frames(std::collections::VecDeque<http_body::Frame<Bytes>>);
+
+    impl http_body::Body for Frames {
+        type Data = Bytes;
+        type Error = std::convert::Infallible;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+            Poll::Ready(self.0.pop_front().map(Ok))
+        }
+
+        fn is_end_stream(&self) -> bool {
+            self.0.is_empty()
+        }
+
+        fn size_hint(&self) -> http_body::SizeHint {
+            let n = self.0.iter().filter_map(|f| f.data_ref()).map(|d| d.len());
+            http_body::SizeHint::with_exact(n.sum::<usize>() as u64)
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 128,
+            failure_persistence: None,
+            ..Default::default()
+        })]
+
+        /// For any data frames (empty, smaller or larger than a part) and
+        /// trailers: the same bytes come out in parts of at most
+        /// RESPONSE_PART, the size hint stays exact, `is_end_stream` is true
+        /// only when nothing more comes, and the connection's list of
+        /// unsent bodies holds this one exactly while a part is handed over
+        /// and not yet asked past.
+        #[test]
+        fn a_tracked_body_hands_over_the_same_bytes_in_parts(
+            sizes in proptest::collection::vec(0usize..70_000, 0..8),
+            trailers in proptest::bool::ANY,
+            seed in proptest::num::u8::ANY,
+        ) {
+            use http_body::Body as _;
+            let mut all = Vec::new();
+            let mut inner = std::collections::VecDeque::new();
+            let mut expected: Vec<Option<usize>> = Vec::new();
+            for (i, &n) in sizes.iter().enumerate() {
+                let data: Vec<u8> = (0..n).map(|j| (j as u8) ^ (i as u8) ^ seed).collect();
+                all.extend_from_slice(&data);
+                inner.push_back(http_body::Frame::data(Bytes::from(data)));
+                if n == 0 {
+                    expected.push(Some(0));
+                }
+                let mut left = n;
+                while left > 0 {
+                    let part = left.min(RESPONSE_PART);
+                    expected.push(Some(part));
+                    left -= part;
+                }
+            }
+            if trailers {
+                let mut map = http::HeaderMap::new();
+                map.insert("grpc-status", http::HeaderValue::from_static("0"));
+                inner.push_back(http_body::Frame::trailers(map));
+                expected.push(None);
+            }
+            let activity = Arc::new(Activity {
+                state: Mutex::new(ActivityState {
+                    in_flight: 0,
+                    started: 0,
+                    idle_since: Instant::now(),
+                    unsent: Vec::new(),
+                    bodies: 0,
+                }),
+            });
+            let mut body = TrackedBody::new(
+                axum::body::Body::new(Frames(inner)),
+                InFlight::start(&activity),
+            );
+            let unsent = || activity.lock().unsent.len();
+            proptest::prop_assert_eq!(unsent(), 1, "a body with its head out waits to be sent");
+            let mut cx = Context::from_waker(std::task::Waker::noop());
+            let (mut out, mut left) = (Vec::new(), all.len() as u64);
+            for (i, want) in expected.iter().enumerate() {
+                proptest::prop_assert_eq!(body.size_hint().exact(), Some(left));
+                proptest::prop_assert!(!body.is_end_stream(), "ended before part {}", i);
+                let frame = match Pin::new(&mut body).poll_frame(&mut cx) {
+                    Poll::Ready(Some(Ok(f))) => f,
+                    other => return Err(proptest::test_runner::TestCaseError::fail(
+                        format!("part {i}: {other:?}"),
+                    )),
+                };
+                proptest::prop_assert_eq!(unsent(), 1);
+                match (want, frame.into_data()) {
+                    (Some(n), Ok(data)) => {
+                        proptest::prop_assert_eq!(data.len(), *n);
+                        left -= data.len() as u64;
+                        out.extend_from_slice(&data);
+                    }
+                    (None, Err(f)) => proptest::prop_assert!(f.is_trailers()),
+                    (want, got) => return Err(proptest::test_runner::TestCaseError::fail(
+                        format!("part {i}: wanted {want:?}, got {got:?}"),
+                    )),
+                }
+            }
+            proptest::prop_assert!(body.is_end_stream());
+            proptest::prop_assert_eq!(body.size_hint().exact(), Some(0));
+            let end = Pin::new(&mut body).poll_frame(&mut cx);
+            proptest::prop_assert!(matches!(end, Poll::Ready(None)), "{:?}", end);
+            proptest::prop_assert_eq!(out, all);
+            proptest::prop_assert_eq!(unsent(), 0, "an ended body no longer waits");
+            proptest::prop_assert_eq!(activity.lock().in_flight, 0, "an ended body ends its request");
+            drop(body);
+            proptest::prop_assert_eq!(unsent(), 0);
+        }
+    }
 }
