@@ -751,7 +751,7 @@ async fn one_caller_holds_at_most_its_share_of_the_buffer_budget_frames_included
         assert!(r.header("retry-after").is_some(), "HTTP/{version}");
         assert!(
             r.body.contains("--access-max-buffered-bytes-per-caller")
-                && r.body.contains("\"operator\""),
+                && r.body.contains(r#"held by \"operator\""#),
             "HTTP/{version}: {said}"
         );
         let r = post(version, "admin");
