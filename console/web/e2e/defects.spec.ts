@@ -1,7 +1,7 @@
 // One browser test per defect of the Web UI issue (4 to 9; 1 is in
 // logs.mjs), against the real Console and the demo data.
 import { join } from 'node:path';
-import { attr, STYLES, THEMES, assert, close, env, eventually, login, newPage, test, type Locator } from './support';
+import { attr, STYLES, THEMES, assert, close, env, eventually, login, newPage, quiet, test, type Locator } from './support';
 import { applyRun, deleteRun } from './kube';
 
 const NS = env.ns;
@@ -82,7 +82,7 @@ test('defect 5: at 390 px no page scrolls sideways; the nav folds and content st
   for (const path of PAGES) {
     await page.goto(`${env.url}${path}`);
     await page.locator('h1').first().waitFor();
-    await page.waitForLoadState('networkidle', { timeout: 5000 }).catch(() => {});
+    await quiet(page);
     // The open step's log toolbar is what overflowed; its lines need not be there.
     if (path.includes('jobs/lint')) await page.locator('.step .log-toolbar').first().waitFor();
     const shot = path.replace(/^\//, '').replace(/[^a-z0-9]+/gi, '_').slice(0, 60) || 'root';

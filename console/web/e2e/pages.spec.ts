@@ -13,6 +13,7 @@ import {
   eventually,
   login,
   newPage,
+  quiet,
   test,
   chosen,
   firstLine,
@@ -22,11 +23,8 @@ import {
 
 const NS = env.ns;
 
-async function settle(page: Page): Promise<void> {
-  // The namespace watch keeps one request open, so the network is never idle for long.
-  await page.waitForLoadState('networkidle', { timeout: 1_000 }).catch(() => {});
-  await page.locator('.state-loading').first().waitFor({ state: 'detached', timeout: 10_000 }).catch(() => {});
-}
+/** The page's requests answered (its watch and log follows stay open) and nothing loading. */
+const settle = (page: Page) => quiet(page);
 
 /** [name, path, role, action?]: role is the account the page is seen as. */
 type Role = 'operator' | 'viewer';

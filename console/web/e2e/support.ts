@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request, test as base } from '@playwright/test';
-import type { APIRequestContext, Browser, BrowserContext, Locator, Page } from '@playwright/test';
+import type { APIRequestContext, Browser, BrowserContext, Locator, Page, Request } from '@playwright/test';
 
 const require = createRequire(import.meta.url);
 const here = fileURLToPath(new URL('.', import.meta.url));
@@ -139,6 +139,52 @@ export interface PageOptions {
 
 const pageErrors = new WeakMap<Page, string[]>();
 
+/** A page's requests still open, besides the streams that stay open (watches, log follows). */
+interface Traffic {
+  open: Set<Request>;
+  /** When a request last started or ended (ms since the epoch). */
+  last: number;
+}
+const traffic = new WeakMap<Page, Traffic>();
+
+/** Requests that stay open by design: a namespace watch, a log follow. */
+function isStream(url: string): boolean {
+  return /\/watch(\?|$)/.test(url) || /[?&]follow=true(&|$)/.test(url);
+}
+
+function trackTraffic(page: Page): void {
+  const t: Traffic = { open: new Set(), last: Date.now() };
+  traffic.set(page, t);
+  page.on('request', (r) => {
+    if (isStream(r.url())) return;
+    t.open.add(r);
+    t.last = Date.now();
+  });
+  const ended = (r: Request) => {
+    if (t.open.delete(r)) t.last = Date.now();
+  };
+  page.on('requestfinished', ended);
+  page.on('requestfailed', ended);
+}
+
+/**
+ * Waits until the page is quiet: no request open but its streams for
+ * `quietMs`, and no loading state shown (each wait bounded; a page that never
+ * settles is shot as it is, and its checks say what is missing).
+ */
+export async function quiet(page: Page, quietMs = 200, maxMs = 5_000): Promise<void> {
+  const t = traffic.get(page);
+  const deadline = Date.now() + maxMs;
+  while (t && Date.now() < deadline && (t.open.size > 0 || Date.now() - t.last < quietMs)) {
+    await page.waitForTimeout(50);
+  }
+  if (t && t.open.size > 0) {
+    const open = [...t.open].map((r) => r.url().replace(/^https?:\/\/[^/]+/, '')).join(', ');
+    console.warn(`${page.url()}: still waiting after ${maxMs} ms for ${open}`);
+  }
+  await page.locator('.state-loading').first().waitFor({ state: 'detached', timeout: 10_000 }).catch(() => {});
+}
+
 /**
  * A fresh browser context (own cookie jar). `style`/`theme` preset the stored
  * preferences before any page script runs. Page errors fail the test (in
@@ -165,6 +211,7 @@ export async function newPage(
   }
   if (process.env.E2E_WEB_DIST) await serveOtherBuild(context, process.env.E2E_WEB_DIST);
   const page = await context.newPage();
+  trackTraffic(page);
   page.setDefaultTimeout(15_000);
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(`page error: ${e.message}`));
