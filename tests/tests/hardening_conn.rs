@@ -640,17 +640,7 @@ async fn v1_bodies_held_in_memory_share_one_budget() {
     }
     assert_eq!(invoke_on(c.console_port, &invoke, "viewer").code, 403);
     assert_eq!(invoke_on(c.console_port, &invoke, "operator").code, 200);
-    let (code, metrics) = env().curl(&format!("http://127.0.0.1:{}/metrics", c.admin_port), &[]);
-    assert_eq!(code, 200);
-    let refused = metrics
-        .lines()
-        .find(|l| {
-            l.starts_with("kruntimes_console_cap_refusals_total{")
-                && l.contains("cap=\"v1_buffered_bytes\"")
-                && l.contains("scope=\"total\"")
-        })
-        .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok());
-    assert_eq!(refused, Some(2.0), "{metrics}");
+    assert_eq!(buffer_refusals(&c, "total"), Some(2.0));
 
     drop((held_a, held_b));
     let mut code = 0;
