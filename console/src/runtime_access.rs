@@ -8,6 +8,8 @@ pub mod fast;
 pub mod frames;
 pub mod gateway;
 pub mod runs;
+#[cfg(test)]
+mod testkit;
 pub mod upstream;
 pub mod ws;
 

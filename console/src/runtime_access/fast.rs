@@ -693,26 +693,5 @@ async fn relay_chunked(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_plain_invoke_paths_are_taken() {
-        assert_eq!(
-            invoke_path("/v1/namespaces/team-a/runs/r.1/6f1c-2b/invoke"),
-            Some(("team-a", "r.1", "6f1c-2b"))
-        );
-        for t in [
-            "/v1/namespaces/team-a/runs/r/u/invoke/",
-            "/v1/namespaces/team-a/runs/r/u/invoke?x=1",
-            "/v1/namespaces/team%2Da/runs/r/u/invoke",
-            "/v1/namespaces//runs/r/u/invoke",
-            "/v1/namespaces/a/run/r/u/invoke",
-            "/v1/namespaces/a/runs/r/u/operations:ws",
-            "/v1/namespaces/a/runs/r/u/x/invoke",
-            "/api/namespaces/a/runs/r/u/invoke",
-        ] {
-            assert_eq!(invoke_path(t), None, "{t}");
-        }
-    }
-}
+#[path = "fast_tests.rs"]
+mod tests;
