@@ -236,6 +236,9 @@ console.extraArgs may add flags but never repeat one of these.
 - --max-connections={{ int64 $l.maxConnections }}
 - --max-connections-per-peer={{ int64 $l.maxConnectionsPerPeer }}
 - --apiserver-max-connections-per-peer={{ int64 $l.apiserverMaxConnectionsPerPeer }}
+- --max-open-requests={{ int64 $l.maxOpenRequests }}
+- --max-open-requests-per-peer={{ int64 $l.maxOpenRequestsPerPeer }}
+- --apiserver-max-open-requests-per-peer={{ int64 $l.apiserverMaxOpenRequestsPerPeer }}
 - --access-body-timeout={{ $l.accessBodyTimeout }}
 - --access-max-concurrent-calls={{ int64 $l.accessMaxConcurrentCalls }}
 - --access-max-concurrent-calls-per-caller={{ int64 $l.accessMaxConcurrentCallsPerCaller }}

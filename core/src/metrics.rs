@@ -47,6 +47,15 @@ pub struct ConnRefusalLabels {
     pub reason: &'static str,
 }
 
+/// Labels of a request refused by a cap on open requests.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestRefusalLabels {
+    /// The listener that refused the request: `apiserver`, `console` or `admin`.
+    pub listener: &'static str,
+    /// The cap that refused: `max_open_requests` or `max_open_requests_per_peer`.
+    pub reason: &'static str,
+}
+
 /// Labels of a cap on long-lived work.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CapLabels {
@@ -109,6 +118,11 @@ pub struct Metrics {
     /// Connections closed right after accept by a connection cap, by listener
     /// and cap.
     pub connections_refused: Family<ConnRefusalLabels, Counter>,
+    /// Requests open now (head read, answer not yet sent whole), by
+    /// listener; the fast path's requests are not counted.
+    pub requests_open: Family<ListenerLabels, Gauge>,
+    /// Requests answered 503 by a cap on open requests, by listener and cap.
+    pub requests_refused: Family<RequestRefusalLabels, Counter>,
     /// Requests served by a listener's HTTP/1.1 fast path (`/v1` invoke).
     pub fast_path_requests: Counter,
     /// Places taken now under a cap on long-lived work (follows, watches, `/v1` calls).
@@ -151,6 +165,8 @@ impl Default for Metrics {
             log_live_reads: Family::default(),
             connections_open: Family::default(),
             connections_refused: Family::default(),
+            requests_open: Family::default(),
+            requests_refused: Family::default(),
             fast_path_requests: Counter::default(),
             cap_in_use: Family::default(),
             cap_limit: Family::default(),
@@ -264,6 +280,16 @@ impl Metrics {
             "connections_refused",
             "Connections closed right after accept by a connection cap, by listener and cap",
             self.connections_refused.clone(),
+        );
+        r.register(
+            "requests_open",
+            "Requests open now (head read, answer not yet sent whole), by listener; the HTTP/1.1 fast path's are not counted",
+            self.requests_open.clone(),
+        );
+        r.register(
+            "requests_refused",
+            "Requests answered 503 by a cap on open requests, by listener and cap (max_open_requests, max_open_requests_per_peer)",
+            self.requests_refused.clone(),
         );
         r.register(
             "fast_path_requests",

@@ -227,6 +227,18 @@ pub struct Args {
     #[arg(long, default_value_t = 4096)]
     pub max_connections: usize,
 
+    /// Open requests per listener, across its connections (HTTP/2 streams,
+    /// HTTP/1.1 requests not served by the invoke fast path); more are
+    /// answered 503 with Retry-After. Bounds what many connections with many
+    /// streams each can hold.
+    #[arg(long, default_value_t = 16_384)]
+    pub max_open_requests: usize,
+
+    /// Open requests from one peer IP address on the Console and admin
+    /// listeners; more are answered 503 with Retry-After.
+    #[arg(long, default_value_t = 2_048)]
+    pub max_open_requests_per_peer: usize,
+
     /// Threads serving the Console listener's connections, each with its own
     /// event loop, so a `/v1` call and its gateway connection stay on one
     /// thread; 0 serves them on the main runtime's workers. Default: the
@@ -368,14 +380,21 @@ pub struct Args {
     #[arg(long, default_value_t = 4096)]
     pub apiserver_max_connections_per_peer: usize,
 
+    /// Open requests from one peer IP address on the aggregated API
+    /// listener (kube-apiserver's aggregator multiplexes every caller's
+    /// follows on its connections, so this is high).
+    #[arg(long, default_value_t = 16_384)]
+    pub apiserver_max_open_requests_per_peer: usize,
+
     /// Log format: json or text.
     #[arg(long, default_value = "json", value_parser = ["json", "text"])]
     pub log_format: String,
 }
 
 impl Args {
-    /// The connection limits of a listener whose per-peer cap is `per_peer`.
-    pub fn conn_limits(&self, per_peer: usize) -> ConnLimits {
+    /// The connection limits of a listener whose per-peer caps are
+    /// `per_peer` connections and `per_peer_requests` open requests.
+    pub fn conn_limits(&self, per_peer: usize, per_peer_requests: usize) -> ConnLimits {
         let drain_timeout = self.shutdown_timeout.into();
         ConnLimits {
             handshake_timeout: self.tls_handshake_timeout.into(),
@@ -386,6 +405,8 @@ impl Args {
             h2_max_concurrent_streams: self.http2_max_concurrent_streams,
             max_connections: self.max_connections,
             max_connections_per_peer: per_peer,
+            max_open_requests: self.max_open_requests,
+            max_open_requests_per_peer: per_peer_requests,
             // The transport allows twice the bound so the Console can answer 431 itself.
             max_header_bytes: self.max_header_bytes * 2,
             drain_timeout,
@@ -424,6 +445,15 @@ impl Args {
         }
         for (flag, value) in [
             ("--max-connections", self.max_connections),
+            ("--max-open-requests", self.max_open_requests),
+            (
+                "--max-open-requests-per-peer",
+                self.max_open_requests_per_peer,
+            ),
+            (
+                "--apiserver-max-open-requests-per-peer",
+                self.apiserver_max_open_requests_per_peer,
+            ),
             ("--max-follows", self.max_follows),
             ("--max-follows-per-caller", self.max_follows_per_caller),
             ("--log-max-concurrent-reads", self.log_max_concurrent_reads),

@@ -14,6 +14,7 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -33,7 +34,9 @@ use tower::ServiceExt;
 
 use crate::h1::{self, Parsed, RequestHead};
 use crate::workers::Workers;
-use kruntimes_core::metrics::{ConnRefusalLabels, ListenerLabels, Metrics};
+use kruntimes_core::metrics::{ConnRefusalLabels, ListenerLabels, Metrics, RequestRefusalLabels};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
 
 pub use kruntimes_core::tls::PeerCertificates;
 
@@ -176,6 +179,13 @@ pub struct ConnLimits {
     pub max_connections: usize,
     /// Open connections from one peer IP address on the listener.
     pub max_connections_per_peer: usize,
+    /// Open requests on the listener, across its connections (HTTP/2
+    /// streams and HTTP/1.1 requests the router serves); more are answered
+    /// 503. Bounds the memory of many connections each holding many
+    /// streams, which the connection cap alone does not.
+    pub max_open_requests: usize,
+    /// Open requests from one peer IP address on the listener.
+    pub max_open_requests_per_peer: usize,
     /// Largest request header block accepted (HTTP/1.1 read buffer and HTTP/2 header list).
     pub max_header_bytes: usize,
     /// After `shutdown`, how long open connections may take to finish.
@@ -198,6 +208,8 @@ impl Default for ConnLimits {
             h2_max_concurrent_streams: 100,
             max_connections: 4096,
             max_connections_per_peer: 256,
+            max_open_requests: 16_384,
+            max_open_requests_per_peer: 2_048,
             max_header_bytes: 16 << 10,
             drain_timeout: Duration::from_secs(25),
             send_timeout: Duration::from_secs(60),
@@ -228,7 +240,14 @@ impl Refusal {
 pub struct ConnGate {
     max: usize,
     max_per_peer: usize,
-    open: Mutex<(usize, HashMap<IpAddr, usize>)>,
+    open: Mutex<(usize, HashMap<IpAddr, PeerEntry>)>,
+}
+
+/// A peer address's open connections, and the open requests on them.
+#[derive(Debug)]
+struct PeerEntry {
+    connections: usize,
+    requests: Arc<AtomicUsize>,
 }
 
 /// One admitted connection; dropping it frees its place.
@@ -236,6 +255,8 @@ pub struct ConnGate {
 pub struct ConnPermit {
     gate: Arc<ConnGate>,
     peer: IpAddr,
+    /// Open requests of the peer address, on all its connections.
+    requests: Arc<AtomicUsize>,
 }
 
 impl ConnGate {
@@ -254,15 +275,20 @@ impl ConnGate {
         if open.0 >= self.max {
             return Err(Refusal::Listener);
         }
-        let of_peer = open.1.entry(peer).or_insert(0);
-        if *of_peer >= self.max_per_peer {
+        let of_peer = open.1.entry(peer).or_insert_with(|| PeerEntry {
+            connections: 0,
+            requests: Arc::default(),
+        });
+        if of_peer.connections >= self.max_per_peer {
             return Err(Refusal::Peer);
         }
-        *of_peer += 1;
+        of_peer.connections += 1;
+        let requests = of_peer.requests.clone();
         open.0 += 1;
         Ok(ConnPermit {
             gate: self.clone(),
             peer,
+            requests,
         })
     }
 
@@ -276,9 +302,9 @@ impl Drop for ConnPermit {
     fn drop(&mut self) {
         let mut open = self.gate.open.lock().unwrap_or_else(|e| e.into_inner());
         open.0 -= 1;
-        if let Some(n) = open.1.get_mut(&self.peer) {
-            *n -= 1;
-            if *n == 0 {
+        if let Some(entry) = open.1.get_mut(&self.peer) {
+            entry.connections -= 1;
+            if entry.connections == 0 {
                 open.1.remove(&self.peer);
             }
         }
@@ -291,6 +317,101 @@ impl Drop for ConnPermit {
 #[derive(Debug)]
 struct Activity {
     state: Mutex<ActivityState>,
+    slots: RequestSlots,
+}
+
+/// A listener's open requests and their caps, shared by its connections.
+#[derive(Debug)]
+struct RequestCaps {
+    /// Open requests on the listener (exported as `requests_open`).
+    open: Gauge,
+    max: usize,
+    max_per_peer: usize,
+    refused_listener: Counter,
+    refused_peer: Counter,
+}
+
+/// What one connection counts its requests against: its listener's caps
+/// and its peer address's count.
+#[derive(Clone, Debug)]
+struct RequestSlots {
+    caps: Arc<RequestCaps>,
+    of_peer: Arc<AtomicUsize>,
+}
+
+/// Why a request was answered 503 without being served.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Crowded {
+    /// The listener holds `max_open_requests`.
+    Listener,
+    /// The peer address holds `max_open_requests_per_peer`.
+    Peer,
+}
+
+impl RequestSlots {
+    /// Slots under caps that never refuse (unit tests of the body tracking).
+    #[cfg(test)]
+    fn unbounded() -> Self {
+        Self {
+            caps: Arc::new(RequestCaps {
+                open: Gauge::default(),
+                max: usize::MAX,
+                max_per_peer: usize::MAX,
+                refused_listener: Counter::default(),
+                refused_peer: Counter::default(),
+            }),
+            of_peer: Arc::default(),
+        }
+    }
+
+    /// Takes a place for one request, or says which cap refuses it (and
+    /// counts the refusal). Two atomic additions; no lock.
+    fn take(&self) -> Result<(), Crowded> {
+        let caps = &*self.caps;
+        if caps.open.inc() as usize >= caps.max {
+            caps.open.dec();
+            caps.refused_listener.inc();
+            return Err(Crowded::Listener);
+        }
+        if self.of_peer.fetch_add(1, Ordering::Relaxed) >= caps.max_per_peer {
+            self.of_peer.fetch_sub(1, Ordering::Relaxed);
+            caps.open.dec();
+            caps.refused_peer.inc();
+            return Err(Crowded::Peer);
+        }
+        Ok(())
+    }
+
+    fn give_back(&self) {
+        self.of_peer.fetch_sub(1, Ordering::Relaxed);
+        self.caps.open.dec();
+    }
+}
+
+/// The answer to a request a cap on open requests refused: 503 with
+/// Retry-After and no body, so that the stream ends with its head and
+/// holds nothing (a body could wait on a window the client keeps shut).
+fn crowded(why: Crowded) -> http::Response<axum::body::Body> {
+    let flag = match why {
+        Crowded::Listener => "max-open-requests",
+        Crowded::Peer => "max-open-requests-per-peer",
+    };
+    let mut resp = http::Response::new(axum::body::Body::empty());
+    *resp.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
+    let h = resp.headers_mut();
+    h.insert(
+        http::header::RETRY_AFTER,
+        http::HeaderValue::from_static("1"),
+    );
+    h.insert(
+        http::header::CONTENT_LENGTH,
+        http::HeaderValue::from_static("0"),
+    );
+    h.insert(
+        http::HeaderName::from_static("x-kruntimes-refused-by"),
+        http::HeaderValue::from_static(flag),
+    );
+    resp
 }
 
 #[derive(Clone, Debug)]
@@ -339,17 +460,21 @@ impl Activity {
 struct InFlight(Arc<Activity>);
 
 impl InFlight {
-    fn start(activity: &Arc<Activity>) -> Self {
+    /// Counts a request as in flight, or says which cap on open requests
+    /// refuses it.
+    fn start(activity: &Arc<Activity>) -> Result<Self, Crowded> {
+        activity.slots.take()?;
         let mut st = activity.lock();
         st.in_flight += 1;
         st.started += 1;
         drop(st);
-        Self(activity.clone())
+        Ok(Self(activity.clone()))
     }
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
+        self.0.slots.give_back();
         let mut st = self.0.lock();
         st.in_flight -= 1;
         if st.in_flight == 0 {
@@ -534,6 +659,25 @@ async fn serve(
     fast: Option<Arc<dyn FastPath>>,
 ) {
     let gate = ConnGate::new(limits.max_connections, limits.max_connections_per_peer);
+    let refused = |reason| {
+        metrics
+            .requests_refused
+            .get_or_create(&RequestRefusalLabels {
+                listener: name,
+                reason,
+            })
+            .clone()
+    };
+    let caps = Arc::new(RequestCaps {
+        open: metrics
+            .requests_open
+            .get_or_create(&ListenerLabels { listener: name })
+            .clone(),
+        max: limits.max_open_requests,
+        max_per_peer: limits.max_open_requests_per_peer,
+        refused_listener: refused("max_open_requests"),
+        refused_peer: refused("max_open_requests_per_peer"),
+    });
     let (stop_tx, stop_rx) = watch::channel(false);
     // Every connection task holds a clone; `recv` answers `None` once all ended.
     let (alive_tx, mut alive_rx) = mpsc::channel::<()>(1);
@@ -576,6 +720,10 @@ async fn serve(
         let alive = alive_tx.clone();
         let open = open.clone();
         let fast = fast.clone();
+        let slots = RequestSlots {
+            caps: caps.clone(),
+            of_peer: permit.requests.clone(),
+        };
         let connection = move |tcp: TcpStream| async move {
             let _permit = permit;
             let _alive = alive;
@@ -618,12 +766,16 @@ async fn serve(
                     };
                     match fast {
                         Some(fast) if !h2 => {
-                            serve_fast(fast, tls, peer, remote, router, limits, stop, versions)
-                                .await
+                            serve_fast(
+                                fast, tls, peer, remote, router, limits, slots, stop, versions,
+                            )
+                            .await
                         }
                         _ => {
-                            serve_connection(tls, peer, remote, router, limits, stop, versions)
-                                .await
+                            serve_connection(
+                                tls, peer, remote, router, limits, slots, stop, versions,
+                            )
+                            .await
                         }
                     }
                 }
@@ -634,6 +786,7 @@ async fn serve(
                         remote,
                         router,
                         limits,
+                        slots,
                         stop,
                         Versions::Any,
                     )
@@ -683,6 +836,7 @@ async fn serve_fast(
     remote: SocketAddr,
     router: Router,
     limits: ConnLimits,
+    slots: RequestSlots,
     stop: watch::Receiver<bool>,
     mut versions: Versions,
 ) {
@@ -741,7 +895,7 @@ async fn serve_fast(
                 ..
             } = conn;
             let io = Rewind { pre: buf, io };
-            serve_connection(io, peer, remote, router, limits, stop, versions).await;
+            serve_connection(io, peer, remote, router, limits, slots, stop, versions).await;
             return;
         };
         // After an HTTP/1.1 request, the connection is HTTP/1.1 to its end:
@@ -832,12 +986,14 @@ enum Versions {
 }
 
 /// Serves one connection until it ends, is idle past its deadline, or the listener stops.
+#[allow(clippy::too_many_arguments)]
 async fn serve_connection<S>(
     io: S,
     peer: PeerCertificates,
     remote: SocketAddr,
     router: Router,
     limits: ConnLimits,
+    slots: RequestSlots,
     mut stop: watch::Receiver<bool>,
     versions: Versions,
 ) where
@@ -851,6 +1007,7 @@ async fn serve_connection<S>(
             unsent: Vec::new(),
             bodies: 0,
         }),
+        slots,
     });
     let tracked = activity.clone();
     let svc = router
@@ -862,6 +1019,15 @@ async fn serve_connection<S>(
         .map_future(move |fut| {
             let flight = InFlight::start(&tracked);
             async move {
+                // A refused request's future is dropped unpolled: the
+                // router has only matched its route.
+                let flight = match flight {
+                    Ok(flight) => flight,
+                    Err(why) => {
+                        tracing::debug!(%remote, ?why, "request refused: too many open requests");
+                        return Ok(crowded(why));
+                    }
+                };
                 let resp: http::Response<axum::body::Body> = fut.await?;
                 Ok::<_, std::convert::Infallible>(
                     resp.map(|inner| axum::body::Body::new(TrackedBody::new(inner, flight))),
@@ -1444,6 +1610,176 @@ mod tests {
         assert!(matches!(end, Ok(Ok(0)) | Ok(Err(_))), "{end:?}");
     }
 
+    /// A listener whose `/hold` answers a head and then a body that never
+    /// ends, so its requests stay open; also its metrics.
+    async fn holding_listener(
+        limits: ConnLimits,
+    ) -> (SocketAddr, Arc<rustls::ClientConfig>, Metrics) {
+        let (server, client) = tls_pair();
+        let mut server = (*server).clone();
+        server.alpn_protocols = vec![b"h2".to_vec()];
+        let mut client = (*client).clone();
+        client.alpn_protocols = vec![b"h2".to_vec()];
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let hold = || async {
+            axum::body::Body::from_stream(
+                futures::stream::pending::<Result<Bytes, std::io::Error>>(),
+            )
+        };
+        let router = Router::new().route("/hold", axum::routing::get(hold));
+        let metrics = Metrics::default();
+        tokio::spawn(serve_tls(
+            listener,
+            Arc::new(server),
+            router,
+            limits,
+            "test",
+            metrics.clone(),
+            std::future::pending(),
+            None,
+            None,
+        ));
+        (addr, Arc::new(client), metrics)
+    }
+
+    /// An HTTP/2 connection to `addr`, as a request sender.
+    async fn h2(
+        addr: SocketAddr,
+        client: Arc<rustls::ClientConfig>,
+    ) -> hyper::client::conn::http2::SendRequest<http_body_util::Empty<Bytes>> {
+        let io = connect(addr, client).await;
+        let (sender, conn) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(io))
+                .await
+                .unwrap();
+        tokio::spawn(conn);
+        sender
+    }
+
+    async fn hold(
+        sender: &mut hyper::client::conn::http2::SendRequest<http_body_util::Empty<Bytes>>,
+    ) -> http::Response<hyper::body::Incoming> {
+        let req = http::Request::get("https://localhost/hold")
+            .body(http_body_util::Empty::<Bytes>::new())
+            .unwrap();
+        tokio::time::timeout(Duration::from_secs(10), sender.send_request(req))
+            .await
+            .expect("an answer head within 10 s")
+            .unwrap()
+    }
+
+    fn refused_by(
+        resp: &http::Response<hyper::body::Incoming>,
+    ) -> (u16, Option<&str>, Option<&str>, bool) {
+        let h = resp.headers();
+        (
+            resp.status().as_u16(),
+            h.get("x-kruntimes-refused-by")
+                .and_then(|v| v.to_str().ok()),
+            h.get("retry-after").and_then(|v| v.to_str().ok()),
+            http_body::Body::is_end_stream(resp.body()),
+        )
+    }
+
+    fn refusals(metrics: &Metrics, reason: &'static str) -> u64 {
+        metrics
+            .requests_refused
+            .get_or_create(&RequestRefusalLabels {
+                listener: "test",
+                reason,
+            })
+            .get()
+    }
+
+    fn open_requests(metrics: &Metrics) -> i64 {
+        metrics
+            .requests_open
+            .get_or_create(&ListenerLabels { listener: "test" })
+            .get()
+    }
+
+    /// Item 2 of issue 28: HTTP/2 multiplies the connection cap by the
+    /// streams per connection (4,096 × 100 held answers took 806 MiB). The
+    /// listener counts open requests across its connections: past the cap a
+    /// request is answered 503 with Retry-After and no body (its stream ends
+    /// with the head, so a shut window cannot hold it), and counted.
+    #[tokio::test]
+    async fn open_requests_are_capped_per_listener_across_connections() {
+        let limits = ConnLimits {
+            max_open_requests: 3,
+            max_open_requests_per_peer: 100,
+            ..ConnLimits::default()
+        };
+        let (addr, client, metrics) = holding_listener(limits).await;
+        let mut one = h2(addr, client.clone()).await;
+        let mut two = h2(addr, client.clone()).await;
+        let a = hold(&mut one).await;
+        let b = hold(&mut one).await;
+        let c = hold(&mut two).await;
+        for r in [&a, &b, &c] {
+            assert_eq!(r.status(), 200);
+        }
+        assert_eq!(open_requests(&metrics), 3);
+        let refused = hold(&mut two).await;
+        assert_eq!(
+            refused_by(&refused),
+            (503, Some("max-open-requests"), Some("1"), true)
+        );
+        assert_eq!(refusals(&metrics, "max_open_requests"), 1);
+        // A third connection is refused the same: the cap is the listener's.
+        let mut three = h2(addr, client.clone()).await;
+        assert_eq!(hold(&mut three).await.status(), 503);
+        assert_eq!(refusals(&metrics, "max_open_requests"), 2);
+        // A request that ends gives its place back.
+        drop(a);
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while open_requests(&metrics) != 2 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .expect("the dropped answer's place given back");
+        assert_eq!(hold(&mut three).await.status(), 200);
+        assert_eq!(refusals(&metrics, "max_open_requests_per_peer"), 0);
+    }
+
+    /// One peer address holds at most its share of the listener's open
+    /// requests, on however many connections.
+    #[tokio::test]
+    async fn open_requests_are_capped_per_peer_address() {
+        let limits = ConnLimits {
+            max_open_requests: 100,
+            max_open_requests_per_peer: 2,
+            ..ConnLimits::default()
+        };
+        let (addr, client, metrics) = holding_listener(limits).await;
+        let mut one = h2(addr, client.clone()).await;
+        let mut two = h2(addr, client.clone()).await;
+        let a = hold(&mut one).await;
+        let _b = hold(&mut two).await;
+        assert_eq!(a.status(), 200);
+        let refused = hold(&mut one).await;
+        assert_eq!(
+            refused_by(&refused),
+            (503, Some("max-open-requests-per-peer"), Some("1"), true)
+        );
+        assert_eq!(hold(&mut two).await.status(), 503);
+        assert_eq!(refusals(&metrics, "max_open_requests_per_peer"), 2);
+        assert_eq!(refusals(&metrics, "max_open_requests"), 0);
+        assert_eq!(open_requests(&metrics), 2);
+        // A connection that closes gives back its requests' places.
+        drop((one, a));
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while open_requests(&metrics) != 1 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .expect("the closed connection's place given back");
+        assert_eq!(hold(&mut two).await.status(), 200);
+    }
+
     #[test]
     fn gate_counts_per_listener_and_per_peer() {
         let gate = ConnGate::new(3, 2);
@@ -1535,10 +1871,11 @@ mod tests {
                     unsent: Vec::new(),
                     bodies: 0,
                 }),
+                slots: RequestSlots::unbounded(),
             });
             let mut body = TrackedBody::new(
                 axum::body::Body::new(Frames(inner)),
-                InFlight::start(&activity),
+                InFlight::start(&activity).expect("no cap"),
             );
             let unsent = || activity.lock().unsent.len();
             proptest::prop_assert_eq!(unsent(), 1, "a body with its head out waits to be sent");

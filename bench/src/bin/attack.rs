@@ -267,6 +267,8 @@ struct Phase {
     /// Held: an HTTP/2 answer head received (its body stalled), a body or
     /// a socket not answered nor closed by the end of the refusal window.
     held: usize,
+    /// HTTP/2 streams held (h2-stall).
+    streams_held: usize,
     /// Attempts not held, by how (the client's view: a step that failed,
     /// a status, a close code).
     refused: BTreeMap<String, usize>,
@@ -343,6 +345,24 @@ fn console_metrics(text: &str) -> BTreeMap<String, f64> {
             ),
         );
     }
+    for reason in ["max_open_requests", "max_open_requests_per_peer"] {
+        m.insert(
+            format!("requests_refused_total{{reason={reason}}}"),
+            metric(
+                text,
+                &format!("{P}requests_refused_total"),
+                &[("listener", "console"), ("reason", reason)],
+            ),
+        );
+    }
+    m.insert(
+        "requests_open".into(),
+        metric(
+            text,
+            &format!("{P}requests_open"),
+            &[("listener", "console")],
+        ),
+    );
     m.insert(
         "connections_open".into(),
         metric(
@@ -482,7 +502,9 @@ async fn largest_asset(d: &Dialer) -> Result<(String, usize)> {
 /// One stalled HTTP/2 connection: kept alive while the phase holds it.
 struct H2Held {
     _send: h2::client::SendRequest<Bytes>,
-    _bodies: Vec<h2::RecvStream>,
+    bodies: Vec<h2::RecvStream>,
+    /// Streams answered 503 (a cap on open requests), not held.
+    crowded: usize,
     head_at: Instant,
     ended: Arc<Mutex<Option<(Instant, String)>>>,
 }
@@ -516,6 +538,7 @@ async fn h2_open(
         *mark.lock().unwrap() = Some((Instant::now(), how));
     });
     let mut bodies = Vec::with_capacity(streams);
+    let mut crowded = 0;
     let mut head_at = Instant::now();
     for _ in 0..streams {
         let req = http::Request::builder()
@@ -534,15 +557,25 @@ async fn h2_open(
             .await
             .map_err(|_| Failure::new("head", "no answer head"))?
             .map_err(|e| Failure::new("head", e))?;
+        // Refused by a cap on open requests: the connection keeps the
+        // streams it holds and tries the next.
+        if resp.status() == 503 {
+            crowded += 1;
+            continue;
+        }
         if resp.status() != 200 {
             return Err(Failure::new("status", resp.status()));
         }
         head_at = Instant::now();
         bodies.push(resp.into_body());
     }
+    if bodies.is_empty() {
+        return Err(Failure::new("every stream 503", "refused"));
+    }
     Ok(H2Held {
         _send: send,
-        _bodies: bodies,
+        bodies,
+        crowded,
         head_at,
         ended,
     })
@@ -606,7 +639,13 @@ async fn h2_stall(args: &Args, env: &BenchEnv, d: &Dialer, sources: usize) -> Re
     let mut held = Vec::new();
     for r in results {
         match r {
-            Ok(h) => held.push(h),
+            Ok(h) => {
+                if h.crowded > 0 {
+                    *phase.refused.entry("streams 503".to_owned()).or_default() += h.crowded;
+                }
+                phase.streams_held += h.bodies.len();
+                held.push(h)
+            }
             Err(f) => *phase.refused.entry(f.step.to_owned()).or_default() += 1,
         }
     }
@@ -855,7 +894,7 @@ async fn withheld_body(
     }
 }
 
-async fn stalled_bodies(
+async fn stalledbodies(
     args: &Args,
     env: &BenchEnv,
     d: &Dialer,
@@ -1314,22 +1353,31 @@ fn print_phases(phases: &[Phase]) {
         match scenario {
             "h2-stall" => {
                 println!(
-                    "| source addresses | tried | held (head 200, body stalled) | not held (client's view) | refused at accept: per peer / total | open at check | ended by the Console: how, after min / p50 / max | still held at the bound | hold s | VmRSS MiB before / max sampled / VmHWM / after | viewer served |"
+                    "| source addresses | tried | held (head 200, body stalled) | streams held | not held (client's view) | refused at accept: per peer / total | requests refused 503: per peer / total | open at check: connections / requests | ended by the Console: how, after min / p50 / max | still held at the bound | hold s | VmRSS MiB before / max sampled / VmHWM / after | viewer served |"
                 );
-                println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+                println!(
+                    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+                );
                 for p in &rows {
                     println!(
-                        "| {} | {} | {} | {} | {:.0} / {:.0} | {:.0} | {} | {} | {:.0} | {} | {} |",
+                        "| {} | {} | {} | {} | {} | {:.0} / {:.0} | {:.0} / {:.0} | {:.0} / {:.0} | {} | {} | {:.0} | {} | {} |",
                         p.sources,
                         p.attempted,
                         p.held,
+                        p.streams_held,
                         counts(&p.refused),
                         m(
                             p,
                             "connections_refused_total{reason=max_connections_per_peer}"
                         ),
                         m(p, "connections_refused_total{reason=max_connections}"),
+                        m(
+                            p,
+                            "requests_refused_total{reason=max_open_requests_per_peer}"
+                        ),
+                        m(p, "requests_refused_total{reason=max_open_requests}"),
                         m(p, "connections_open"),
+                        m(p, "requests_open"),
                         ended(p),
                         p.still_held_at_end,
                         p.hold_secs,
@@ -1488,7 +1536,7 @@ async fn run(args: &Args, env: &BenchEnv, fx: &Fixtures, phases: &mut Vec<Phase>
                 )
             };
             let p = if scenario == "stalled-bodies" {
-                stalled_bodies(args, env, &d, ids, &bystanders, &client, &invoke).await?
+                stalledbodies(args, env, &d, ids, &bystanders, &client, &invoke).await?
             } else {
                 stalled_frames(args, env, &d, ids, &bystanders, &client, &ops, &invoke).await?
             };
