@@ -157,8 +157,16 @@ impl Pipe {
         W: AsyncWrite + Unpin,
     {
         for _ in 0..READS_PER_TURN {
-            if let Err(e) = ready!(self.poll_write(cx, dst)) {
-                return Poll::Ready(Stop::Unwritable(e));
+            match self.poll_write(cx, dst) {
+                Poll::Ready(Ok(())) => {}
+                Poll::Ready(Err(e)) => return Poll::Ready(Stop::Unwritable(e)),
+                // Frames wait for the destination: now they are held.
+                Poll::Pending => {
+                    return match self.account(self.out.capacity()) {
+                        Ok(()) => Poll::Pending,
+                        Err(refusal) => Poll::Ready(Stop::Refused(refusal)),
+                    };
+                }
             }
             if let Some(code) = self.closed {
                 return Poll::Ready(Stop::Closed(code));
@@ -199,10 +207,8 @@ impl Pipe {
             // Nothing is kept between frames.
             self.out = Vec::new();
             self.out_at = 0;
-            if let Some(held) = &mut self.held {
-                // A smaller share always fits.
-                let _ = held.resize_to(self.partial.capacity());
-            }
+            // A smaller share always fits (and an unchanged one takes no lock).
+            let _ = self.account(0);
         }
         if self.unflushed {
             ready!(Pin::new(&mut *dst).poll_flush(cx))?;
@@ -263,7 +269,10 @@ impl Pipe {
                 self.partial = buf;
             }
         }
-        self.account()
+        // Whole frames queued here are counted only if the destination
+        // makes them wait (`poll_relay`): a relay whose destination takes
+        // every frame touches the budget only for frames split across reads.
+        self.account(0)
     }
 
     /// Makes room in `buf` (the start of a frame) for `more`: for the whole
@@ -285,6 +294,7 @@ impl Pipe {
         if want <= buf.capacity() {
             return Ok(());
         }
+        // `out` is empty here: `absorb` runs once it is written.
         if let Some(held) = &mut self.held {
             held.resize_to(want + self.out.capacity())
                 .map_err(|_| Refusal::Busy)?;
@@ -293,11 +303,12 @@ impl Pipe {
         Ok(())
     }
 
-    /// Sets the budget share to what this direction keeps now.
-    fn account(&mut self) -> Result<(), Refusal> {
+    /// Sets the budget share to the partial frame plus `waiting` bytes of
+    /// queued frames (an unchanged share takes no lock).
+    fn account(&mut self, waiting: usize) -> Result<(), Refusal> {
         match &mut self.held {
             Some(held) => held
-                .resize_to(self.partial.capacity() + self.out.capacity())
+                .resize_to(self.partial.capacity() + waiting)
                 .map_err(|_| Refusal::Busy),
             None => Ok(()),
         }
@@ -823,10 +834,10 @@ mod tests {
             p.absorb(piece).unwrap();
             assert_eq!(p.partial.capacity(), size, "the buffer grew past the frame");
         }
-        // Whole: passed on; until the destination takes it, the queued frame is held.
+        // Whole: queued for the destination, and counted only if it waits.
         p.absorb(&mut frame[size - 1..]).unwrap();
         assert!(p.partial.is_empty() && p.partial.capacity() == 0);
-        assert_eq!(budget.used(), p.out.capacity());
+        assert_eq!(budget.used(), 0);
         let mut sink = Vec::new();
         let waker = std::task::Waker::noop();
         let mut cx = Context::from_waker(waker);
@@ -837,6 +848,67 @@ mod tests {
         assert_eq!(decode(&sink).len(), 1);
         assert_eq!(budget.used(), 0, "nothing is held between frames");
         drop(p);
+    }
+
+    /// A destination that takes nothing.
+    struct Stuck;
+
+    impl AsyncWrite for Stuck {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            _: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            Poll::Pending
+        }
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Pending
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Pending
+        }
+    }
+
+    /// Frames the destination does not take are held under the caller's
+    /// share from the moment they wait, and frames that would pass it stop
+    /// the direction (the socket then closes with 1013); frames it takes
+    /// at once never touch the budget.
+    #[test]
+    fn frames_that_wait_for_the_destination_are_held_and_refused_past_the_share() {
+        let budget = budget(1 << 20, 50_000);
+        let waker = std::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        // Taken at once: nothing held at any point.
+        let small = server_frame(true, BINARY, &[1u8; 3000]);
+        let mut p = Pipe::new(Direction::ToCaller, 1 << 20).held_under(budget.hold("alice"));
+        let mut src: &[u8] = &small;
+        let mut sink = Vec::new();
+        assert!(matches!(
+            p.poll_relay(&mut cx, &mut src, &mut sink),
+            Poll::Ready(Stop::Ended)
+        ));
+        assert_eq!(decode(&sink).len(), 1);
+        assert_eq!(budget.used_by("alice"), 0);
+        // Waiting: held while it waits.
+        let mut p = Pipe::new(Direction::ToCaller, 1 << 20).held_under(budget.hold("alice"));
+        let mut src: &[u8] = &small;
+        assert!(p.poll_relay(&mut cx, &mut src, &mut Stuck).is_pending());
+        assert!(p.out.len() >= small.len());
+        assert_eq!(budget.used_by("alice"), p.out.capacity());
+        drop(p);
+        assert_eq!(budget.used(), 0);
+        // A frame that cannot wait under what is left of the caller's share
+        // (another socket of the caller holds most of it): refused.
+        let mut other = budget.hold("mallory");
+        other.reserve_to(48_000).unwrap();
+        let mut p = Pipe::new(Direction::ToCaller, 1 << 20).held_under(budget.hold("mallory"));
+        let mut src: &[u8] = &small;
+        let stop = p.poll_relay(&mut cx, &mut src, &mut Stuck);
+        assert!(
+            matches!(stop, Poll::Ready(Stop::Refused(Refusal::Busy))),
+            "{stop:?}"
+        );
+        assert_eq!(budget.used_by("mallory"), 48_000);
     }
 
     #[test]
