@@ -397,7 +397,7 @@ fn crowded(why: Crowded) -> http::Response<axum::body::Body> {
         Crowded::Peer => "max-open-requests-per-peer",
     };
     let mut resp = http::Response::new(axum::body::Body::empty());
-    *resp.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
+    *resp.status_mut() = kruntimes_core::failure::Reason::Unavailable.code();
     let h = resp.headers_mut();
     h.insert(
         http::header::RETRY_AFTER,
