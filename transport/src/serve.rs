@@ -1610,16 +1610,17 @@ mod tests {
         assert!(matches!(end, Ok(Ok(0)) | Ok(Err(_))), "{end:?}");
     }
 
-    /// A listener whose `/hold` answers a head and then a body that never
-    /// ends, so its requests stay open; also its metrics.
+    /// A listener (HTTP/2 and HTTP/1.1) whose `/hold` answers a head and
+    /// then a body that never ends, so its requests stay open, and whose
+    /// `/ok` answers `ok`; a client config that offers HTTP/2, and the
+    /// listener's metrics.
     async fn holding_listener(
         limits: ConnLimits,
     ) -> (SocketAddr, Arc<rustls::ClientConfig>, Metrics) {
         let (server, client) = tls_pair();
         let mut server = (*server).clone();
-        server.alpn_protocols = vec![b"h2".to_vec()];
-        let mut client = (*client).clone();
-        client.alpn_protocols = vec![b"h2".to_vec()];
+        server.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let client = offering(&client, b"h2");
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let hold = || async {
@@ -1627,7 +1628,9 @@ mod tests {
                 futures::stream::pending::<Result<Bytes, std::io::Error>>(),
             )
         };
-        let router = Router::new().route("/hold", axum::routing::get(hold));
+        let router = Router::new()
+            .route("/hold", axum::routing::get(hold))
+            .route("/ok", axum::routing::get(|| async { "ok" }));
         let metrics = Metrics::default();
         tokio::spawn(serve_tls(
             listener,
@@ -1640,7 +1643,212 @@ mod tests {
             None,
             None,
         ));
-        (addr, Arc::new(client), metrics)
+        (addr, client, metrics)
+    }
+
+    /// `client` offering only `alpn`.
+    fn offering(client: &Arc<rustls::ClientConfig>, alpn: &[u8]) -> Arc<rustls::ClientConfig> {
+        let mut client = (**client).clone();
+        client.alpn_protocols = vec![alpn.to_vec()];
+        Arc::new(client)
+    }
+
+    /// Waits up to 10 s for `io` to be closed by the server (end of stream or
+    /// an error); returns what was read before, or `None` if still open.
+    async fn closed<S: AsyncRead + Unpin>(io: &mut S) -> Option<Vec<u8>> {
+        let mut got = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), async {
+            let mut buf = [0u8; 4096];
+            loop {
+                match io.read(&mut buf).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+            }
+        })
+        .await
+        .ok()
+        .map(|()| got)
+    }
+
+    /// Writes `bytes` one at a time, `gap` apart, until the server closes
+    /// (then an error) or all are written (then `Ok`).
+    async fn trickle<S: AsyncWrite + Unpin>(
+        io: &mut S,
+        bytes: &[u8],
+        gap: Duration,
+    ) -> std::io::Result<()> {
+        use tokio::io::AsyncWriteExt;
+        for &b in bytes {
+            io.write_all(&[b]).await?;
+            io.flush().await?;
+            tokio::time::sleep(gap).await;
+        }
+        Ok(())
+    }
+
+    /// A TCP connection that never starts TLS is closed at the handshake
+    /// deadline.
+    #[tokio::test]
+    async fn a_silent_connection_is_closed_at_the_handshake_deadline() {
+        let limits = ConnLimits {
+            handshake_timeout: Duration::from_millis(300),
+            first_request_timeout: Duration::from_secs(60),
+            ..ConnLimits::default()
+        };
+        let (addr, _, _) = holding_listener(limits).await;
+        let started = Instant::now();
+        let mut tcp = TcpStream::connect(addr).await.unwrap();
+        assert!(closed(&mut tcp).await.is_some(), "still open after 10 s");
+        assert!(started.elapsed() >= Duration::from_millis(250));
+    }
+
+    /// A TLS connection whose first request head is not whole by the first
+    /// request deadline is closed: no request at all (HTTP/1.1 and HTTP/2),
+    /// or a head trickled in, which is not a request yet.
+    #[tokio::test]
+    async fn a_connection_without_a_whole_first_request_is_closed_at_its_deadline() {
+        let limits = ConnLimits {
+            first_request_timeout: Duration::from_millis(300),
+            idle_timeout: Duration::from_secs(60),
+            ..ConnLimits::default()
+        };
+        let (addr, client, _) = holding_listener(limits).await;
+        for alpn in [&b"http/1.1"[..], b"h2"] {
+            let started = Instant::now();
+            let mut tls = connect(addr, offering(&client, alpn)).await;
+            assert!(
+                closed(&mut tls).await.is_some(),
+                "{} connection without a request still open",
+                String::from_utf8_lossy(alpn)
+            );
+            assert!(started.elapsed() >= Duration::from_millis(250));
+        }
+        let mut tls = connect(addr, offering(&client, b"http/1.1")).await;
+        let head = [
+            &b"GET /ok HTTP/1.1\r\nhost: x\r\nx-slow: "[..],
+            &[b'a'; 200],
+        ]
+        .concat();
+        let trickled = tokio::time::timeout(
+            Duration::from_secs(10),
+            trickle(&mut tls, &head, Duration::from_millis(20)),
+        )
+        .await;
+        assert!(
+            matches!(trickled, Ok(Err(_))),
+            "a trickled first head was never cut off: {trickled:?}"
+        );
+    }
+
+    /// A keep-alive connection with no request in flight is closed at the
+    /// idle timeout: HTTP/1.1 after its answer (which did not say close),
+    /// HTTP/1.1 while the next head trickles in, HTTP/2 after its stream.
+    #[tokio::test]
+    async fn an_idle_keep_alive_connection_is_closed_at_the_idle_timeout() {
+        use http_body_util::BodyExt;
+        use tokio::io::AsyncWriteExt;
+        let limits = ConnLimits {
+            first_request_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_millis(500),
+            ..ConnLimits::default()
+        };
+        let (addr, client, _) = holding_listener(limits).await;
+        let mut tls = connect(addr, offering(&client, b"http/1.1")).await;
+        tls.write_all(b"GET /ok HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let started = Instant::now();
+        let got = closed(&mut tls).await.expect("still open after 10 s");
+        let text = String::from_utf8_lossy(&got).to_ascii_lowercase();
+        assert!(text.starts_with("http/1.1 200"), "{text}");
+        assert!(!text.contains("connection: close"), "{text}");
+        assert!(started.elapsed() >= Duration::from_millis(400));
+
+        let mut tls = connect(addr, offering(&client, b"http/1.1")).await;
+        tls.write_all(b"GET /ok HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await
+            .unwrap();
+        assert_eq!(answers(&mut tls, 1).await, [(200, "ok".to_owned())]);
+        let head = [
+            &b"GET /ok HTTP/1.1\r\nhost: x\r\nx-slow: "[..],
+            &[b'a'; 200],
+        ]
+        .concat();
+        let trickled = tokio::time::timeout(
+            Duration::from_secs(10),
+            trickle(&mut tls, &head, Duration::from_millis(20)),
+        )
+        .await;
+        assert!(
+            matches!(trickled, Ok(Err(_))),
+            "a trickled head kept a keep-alive connection: {trickled:?}"
+        );
+
+        let io = connect(addr, offering(&client, b"h2")).await;
+        let (mut send, conn) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(io))
+                .await
+                .unwrap();
+        let conn = tokio::spawn(conn);
+        let req = http::Request::get("https://localhost/ok")
+            .body(http_body_util::Empty::<Bytes>::new())
+            .unwrap();
+        let resp = send.send_request(req).await.unwrap();
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(&body[..], b"ok");
+        let ended = tokio::time::timeout(Duration::from_secs(10), conn).await;
+        assert!(
+            ended.is_ok(),
+            "an idle HTTP/2 connection still open after 10 s"
+        );
+    }
+
+    /// A connection over the per-peer cap is closed right after accept,
+    /// before its handshake, and counted; a place freed can be taken again.
+    #[tokio::test]
+    async fn connections_over_the_per_peer_cap_are_closed_at_accept_and_counted() {
+        let limits = ConnLimits {
+            max_connections_per_peer: 2,
+            first_request_timeout: Duration::from_secs(60),
+            ..ConnLimits::default()
+        };
+        let (addr, client, metrics) = holding_listener(limits).await;
+        let client = offering(&client, b"http/1.1");
+        let tls = || {
+            let client = client.clone();
+            async move {
+                let tcp = TcpStream::connect(addr).await?;
+                let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+                tokio_rustls::TlsConnector::from(client)
+                    .connect(name, tcp)
+                    .await
+            }
+        };
+        let mut held = vec![tls().await.expect("first"), tls().await.expect("second")];
+        assert!(tls().await.is_err(), "a third got through");
+        let refused = |reason| {
+            metrics
+                .connections_refused
+                .get_or_create(&ConnRefusalLabels {
+                    listener: "test",
+                    reason,
+                })
+                .get()
+        };
+        assert_eq!(refused("max_connections_per_peer"), 1);
+        assert_eq!(refused("max_connections"), 0);
+        drop(held.pop());
+        let again = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                if let Ok(t) = tls().await {
+                    return t;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        assert!(again.is_ok(), "no connection accepted after one closed");
     }
 
     /// An HTTP/2 connection to `addr`, as a request sender.
