@@ -163,3 +163,163 @@ impl Upstreams {
         p.idle.values().map(Vec::len).sum()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime_access::testkit::{Gateway, Script, Split, within};
+    use kruntimes_transport::serve::read_into;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    fn upstreams(gw: &Gateway) -> Upstreams {
+        Upstreams::new(0, gw.tls.clone(), Duration::from_secs(5))
+    }
+
+    /// A new connection to `gw`, and the gateway's side of it.
+    async fn open(pool: &Upstreams, gw: &Gateway) -> (Box<Upstream>, Script) {
+        let (up, g) = tokio::join!(pool.connect(&gw.target), gw.accept());
+        (up.unwrap(), g)
+    }
+
+    /// One exchange on `up`: `ask` out, `reply` back (read whole into `up.buf`, then consumed).
+    async fn exchange(up: &mut Upstream, g: &mut Script, ask: &[u8], reply: &[u8]) {
+        within("an exchange", async {
+            up.io.write_all(ask).await.unwrap();
+            up.io.flush().await.unwrap();
+            assert_eq!(g.read_exact(ask.len()).await, ask);
+            g.send(reply, Split::Whole).await;
+            while up.buf.len() < reply.len() {
+                assert!(read_into(&mut up.io, &mut up.buf).await.unwrap() > 0);
+            }
+            assert_eq!(&up.buf[..], reply);
+            up.buf.clear();
+        })
+        .await
+    }
+
+    /// Lets the I/O driver see what the gateway sent: the pool reads an idle
+    /// connection's readiness as the reactor last saw it.
+    async fn settle() {
+        for _ in 0..8 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// A connection put back clean is handed out again, for its own target
+    /// only, and carries the next exchange.
+    #[tokio::test]
+    async fn a_clean_connection_is_handed_out_again_for_its_target() {
+        let gw = Gateway::start().await;
+        let pool = upstreams(&gw);
+        let (mut up, mut g) = open(&pool, &gw).await;
+        exchange(&mut up, &mut g, b"one", b"1").await;
+        let local = up.io.get_ref().local_addr().unwrap();
+        up.headers
+            .insert("x-old", http::HeaderValue::from_static("1"));
+        pool.put(&gw.target, up);
+        assert_eq!(pool.idle_count(), 1);
+        let other = GatewayTarget {
+            port: gw.target.port.wrapping_add(1),
+            ..(*gw.target).clone()
+        };
+        assert!(pool.idle(&other).is_none(), "handed out for another target");
+        let mut up = pool.idle(&gw.target).expect("the clean connection");
+        assert_eq!(up.io.get_ref().local_addr().unwrap(), local);
+        assert!(up.headers.is_empty(), "the last answer's fields were kept");
+        assert_eq!(pool.idle_count(), 0);
+        exchange(&mut up, &mut g, b"two", b"2").await;
+        assert!(!gw.has_new_connection().await);
+    }
+
+    /// Bytes left in the connection's buffer would begin the next caller's
+    /// answer: such a connection is not kept.
+    #[tokio::test]
+    async fn a_connection_with_bytes_in_its_buffer_is_not_kept() {
+        let gw = Gateway::start().await;
+        let pool = upstreams(&gw);
+        let (mut up, mut g) = open(&pool, &gw).await;
+        exchange(&mut up, &mut g, b"ask", b"answer").await;
+        up.buf.extend_from_slice(b"HTTP/1.1 200 OK\r\n");
+        pool.put(&gw.target, up);
+        assert_eq!(pool.idle_count(), 0);
+        assert!(pool.idle(&gw.target).is_none());
+    }
+
+    /// Bytes TLS decrypted and nobody read (a record longer than the last
+    /// read), or the gateway's close_notify, make a connection unusable.
+    #[tokio::test]
+    async fn a_connection_with_bytes_held_by_tls_is_not_kept() {
+        let gw = Gateway::start().await;
+        let pool = upstreams(&gw);
+        let (mut up, mut g) = open(&pool, &gw).await;
+        g.send(b"0123456789 an answer and more", Split::Whole).await;
+        let mut five = [0u8; 5];
+        within("a short read", up.io.read_exact(&mut five))
+            .await
+            .unwrap();
+        assert_eq!(&five, b"01234");
+        assert!(up.buf.is_empty());
+        pool.put(&gw.target, up);
+        assert_eq!(pool.idle_count(), 0, "kept with plaintext left in TLS");
+
+        let (mut up, g) = open(&pool, &gw).await;
+        g.close().await;
+        // Read to the close: TLS now holds the peer's close_notify.
+        let n = within("the close", read_into(&mut up.io, &mut up.buf))
+            .await
+            .unwrap();
+        assert_eq!(n, 0);
+        pool.put(&gw.target, up);
+        assert_eq!(pool.idle_count(), 0, "kept after the gateway's close");
+    }
+
+    /// The gateway sends bytes (a late or extra answer) on an idle
+    /// connection, or closes it: once the reactor has seen it, the
+    /// connection is not handed out.
+    #[tokio::test]
+    async fn an_idle_connection_the_gateway_wrote_to_or_closed_is_not_handed_out() {
+        let gw = Gateway::start().await;
+        let pool = upstreams(&gw);
+        for how in ["wrote", "closed", "dropped"] {
+            let (mut up, mut g) = open(&pool, &gw).await;
+            exchange(&mut up, &mut g, b"ask", b"answer").await;
+            match how {
+                "wrote" => g.send(b"HTTP/1.1 200 OK\r\n", Split::Whole).await,
+                "closed" => g.close().await,
+                _ => drop(g),
+            }
+            // The condition the pool reads: the socket's readiness, as the reactor saw it.
+            within("the socket's readiness", up.io.get_ref().readable())
+                .await
+                .unwrap();
+            pool.put(&gw.target, up);
+            assert_eq!(pool.idle_count(), 1, "{how}");
+            assert!(pool.idle(&gw.target).is_none(), "{how}: handed out");
+            assert_eq!(pool.idle_count(), 0, "{how}");
+        }
+    }
+
+    /// A connection idle longer than [`IDLE_TIMEOUT`] is not handed out, and
+    /// the reaper empties the pool while no call comes.
+    #[tokio::test]
+    async fn connections_idle_too_long_are_closed() {
+        let gw = Gateway::start().await;
+        let pool = upstreams(&gw);
+        let (mut first, mut g1) = open(&pool, &gw).await;
+        let (mut second, mut g2) = open(&pool, &gw).await;
+        exchange(&mut first, &mut g1, b"a", b"1").await;
+        exchange(&mut second, &mut g2, b"b", b"2").await;
+        pool.put(&gw.target, first);
+        tokio::time::pause();
+        tokio::time::advance(IDLE_TIMEOUT / 2).await;
+        pool.put(&gw.target, second);
+        tokio::time::advance(IDLE_TIMEOUT / 2 + Duration::from_secs(1)).await;
+        // The first is past its time; the second (put back later) is not.
+        let up = pool.idle(&gw.target).expect("the connection idle for 31 s");
+        pool.put(&gw.target, up);
+        tokio::time::advance(IDLE_TIMEOUT).await;
+        settle().await;
+        assert_eq!(pool.idle_count(), 0, "the reaper left idle connections");
+        assert!(pool.idle(&gw.target).is_none());
+    }
+}

@@ -394,3 +394,7 @@ fn close_reason(mut reason: String) -> String {
     }
     reason
 }
+
+#[cfg(test)]
+#[path = "ws_tests.rs"]
+mod tests;
