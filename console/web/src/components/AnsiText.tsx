@@ -6,6 +6,7 @@
  */
 import type { CSSProperties, ReactNode } from 'react';
 import { parseAnsi, readableRgb, type AnsiColor, type AnsiStyle } from '../lib/ansi';
+import './AnsiText.css';
 
 type Rgb = [number, number, number];
 

@@ -26,6 +26,7 @@ import {
 } from '../lib/dag';
 import { bounded } from '../lib/format';
 import { phaseTone } from '../lib/phase';
+import './DagView.css';
 
 export function useDag(wr: WorkflowRunDetail): { staging: Staging; layout: DagLayout } {
   return useMemo(() => {

@@ -1,5 +1,6 @@
 /** Small semantic line icons (24×24 grid, currentColor). Decorative: the label carries the meaning. */
 import type { ReactNode, SVGProps } from 'react';
+import './Icons.css';
 
 function Icon({ children, ...rest }: SVGProps<SVGSVGElement> & { children: ReactNode }) {
   return (

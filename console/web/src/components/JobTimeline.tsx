@@ -11,6 +11,7 @@ import { phaseTone } from '../lib/phase';
 import { timeline } from '../lib/timeline';
 import { useDag } from './DagView';
 import { StatusGlyph } from './Status';
+import './JobTimeline.css';
 
 export function JobTimeline({ wr, ns }: { wr: WorkflowRunDetail; ns: string }) {
   const { staging } = useDag(wr);

@@ -7,6 +7,7 @@
 import { useState, type ReactNode } from 'react';
 import { useSearchParams } from 'react-router';
 import { nextSort, parseSort, type Sort } from '../lib/sort';
+import './ListControls.css';
 
 export const PAGE_SIZES = [25, 50, 100, 200, 500];
 export const DEFAULT_PAGE_SIZE = 50;

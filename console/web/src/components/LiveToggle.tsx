@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'react';
 import { useLive } from '../api/watch';
 import { age } from '../lib/format';
+import './LiveToggle.css';
 
 /** Whether changes arrive live (the namespace watch), are being reconnected, or are polled. */
 export function LiveBadge() {

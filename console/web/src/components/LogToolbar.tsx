@@ -3,6 +3,7 @@ import { useId, useRef, type KeyboardEvent } from 'react';
 import type { LogFormat } from '../lib/logDownload';
 import { MAX_TAIL } from '../lib/logs';
 import { DownloadIcon, SearchIcon } from './Icons';
+import './LogToolbar.css';
 
 export interface LogToolbarProps {
   /** The tail input as typed (applied with Load or Enter). */

@@ -33,6 +33,7 @@ import {
 import { AnsiText } from './AnsiText';
 import { ArrowDownIcon } from './Icons';
 import { Forbidden } from './States';
+import './LogViewer.css';
 
 const ROW_HEIGHT = 20;
 /** The log area shrinks to short logs, down to this height. */

@@ -8,6 +8,7 @@ import type { ManifestResource } from '../api/client';
 import { useManifest } from '../api/queries';
 import { toYaml } from '../lib/yaml';
 import { ErrorState, Loading } from './States';
+import './ManifestView.css';
 
 /** The kubectl commands that show what this view shows (and, for a Run, its log). */
 export function kubectlCommands(resource: ManifestResource, ns: string, name: string): Array<[string, string]> {

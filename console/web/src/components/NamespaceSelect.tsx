@@ -3,6 +3,7 @@ import { useLocation, useNavigate } from 'react-router';
 import { useNamespaces } from '../api/queries';
 import { isNamespaceName, offeredNamespaces, sectionOf } from '../lib/namespace';
 import { NamespaceIcon } from './Icons';
+import './NamespaceSelect.css';
 
 /**
  * Namespace picker: a text field with suggestions from /api/namespaces. When

@@ -16,6 +16,7 @@ import { firstError } from '../lib/logFold';
 import { INITIAL_FOLLOW, clampTail, followReducer, indexOfCursor, parseCursorHash, searchLines, stepMatch } from '../lib/logs';
 import { LogToolbar } from './LogToolbar';
 import { LogViewer } from './LogViewer';
+import './RunLogView.css';
 
 export interface RunLogViewProps {
   ns: string;

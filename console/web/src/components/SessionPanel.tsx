@@ -17,6 +17,7 @@ import { GATEWAY_ATTEMPTS, classifyClose, decodeOutput, explainRefusal, gatewayR
 import { CommandHistory, appendEntry, commandPlaceholder, outputText, type Entry } from '../lib/sessionPanel';
 import { CopyIcon, TerminalIcon } from './Icons';
 import { Forbidden } from './States';
+import './SessionPanel.css';
 
 /** Copies `text`: the Clipboard API where the page may use it, else a selected text area. */
 async function copyText(text: string): Promise<void> {

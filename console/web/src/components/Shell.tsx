@@ -8,6 +8,7 @@ import { AboutIcon, ActionIcon, LogoutIcon, MenuIcon, RunsIcon, RuntimesIcon, Se
 import { NamespaceSelect } from './NamespaceSelect';
 import { PageHeader } from './Page';
 import { LiveProvider } from '../api/watch';
+import './Shell.css';
 
 function NavItem({ to, icon, label }: { to: string; icon: ReactNode; label: string }) {
   return (

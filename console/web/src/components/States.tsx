@@ -4,6 +4,7 @@ import { Link, useLocation } from 'react-router';
 import { ApiError, canIHint, describeAccess } from '../api/errors';
 import type { AccessRequest } from '../api/types';
 import { LockIcon } from './Icons';
+import './States.css';
 
 export function Loading({ what }: { what: string }) {
   return (

@@ -1,4 +1,5 @@
 import { phaseTone, type Tone } from '../lib/phase';
+import './Status.css';
 
 /** Round status glyph per tone; shape differs per tone so colour is not the only cue. */
 export function StatusGlyph({ tone, size = 14 }: { tone: Tone; size?: number }) {

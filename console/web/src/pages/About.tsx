@@ -1,5 +1,6 @@
 import { Panel, KeyValues, PageHeader } from '../components/Page';
 import { dateTime } from '../lib/format';
+import './About.css';
 
 const DOCS: Array<[string, string]> = [
   ['Kubernetes authentication (bearer tokens)', 'https://kubernetes.io/docs/reference/access-authn-authz/authentication/'],

@@ -8,6 +8,7 @@ import { PhaseBadge } from '../components/Status';
 import { ErrorState, Loading } from '../components/States';
 import { age, dateTime } from '../lib/format';
 import { ConditionsTimeline } from './RunDetail';
+import './ActionSteps.css';
 
 /** How a Workflow Run step calls this Action: `uses` and its inputs, the required ones first. */
 function callSnippet(a: ActionDetail): string {

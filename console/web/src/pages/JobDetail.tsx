@@ -12,6 +12,8 @@ import { dateTime, duration } from '../lib/format';
 import { failedStep } from '../lib/timeline';
 import { isTerminal, phaseTone } from '../lib/phase';
 import type { ActionStepStatus, StepSpec, StepStatus, WorkflowRunDetail } from '../api/types';
+import './ActionSteps.css';
+import './JobDetail.css';
 
 interface StepView {
   index: number;

@@ -5,6 +5,7 @@ import { login } from '../api/client';
 import { ApiError } from '../api/errors';
 import { queryKeys, useSession } from '../api/queries';
 import { safeReturnPath } from '../lib/returnPath';
+import './Login.css';
 
 /** Explains a failed login in words. */
 function loginError(e: unknown): string {

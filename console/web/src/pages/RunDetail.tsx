@@ -15,6 +15,7 @@ import { conditionTone, isTerminal } from '../lib/phase';
 import { waiting, waitingSentence } from '../lib/capacity';
 import { ManifestView } from '../components/ManifestView';
 import { LiveBadge } from '../components/LiveToggle';
+import './RunDetail.css';
 
 function modeOf(run: RunDetail): string {
   const m = run.spec.mode;

@@ -11,6 +11,7 @@ import { bounded, dateTime } from '../lib/format';
 import { Ago, Elapsed } from '../components/Time';
 import { RUN_COLUMNS, sortRuns, type RunColumn } from '../lib/sort';
 import { PageSize, Pager, SnapshotNote, SortHeader, useDraft, useListUrl } from '../components/ListControls';
+import './Runs.css';
 
 export function RunsPage() {
   const { ns = 'default' } = useParams();

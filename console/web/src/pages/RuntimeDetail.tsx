@@ -10,6 +10,7 @@ import { ManifestView } from '../components/ManifestView';
 import type { CapacityUse, RuntimeDetail } from '../api/types';
 import { waiting } from '../lib/capacity';
 import { LiveBadge } from '../components/LiveToggle';
+import './RuntimeDetail.css';
 
 /** One resource of a Pod: used / capacity and what is free, or the capacity alone. */
 function CapacityChip({ use }: { use: CapacityUse }) {

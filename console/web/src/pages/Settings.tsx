@@ -2,6 +2,7 @@ import { useId } from 'react';
 import { PageHeader, Panel } from '../components/Page';
 import { useSettings } from '../components/SettingsContext';
 import { STYLES, STYLE_LABELS, THEMES, THEME_LABELS, type StyleName, type ThemePref } from '../lib/settings';
+import './Settings.css';
 
 const STYLE_NOTES: Record<StyleName, string> = {
   github: 'Restrained Primer colours, 6px corners, green primary actions. The default.',
