@@ -462,6 +462,16 @@ pub(crate) fn answers_call(
     }
 }
 
+/// Is a gateway's answer with this status the call's answer, relayed as it
+/// is? Only a final status (200 to 999): interim answers (1xx) are read
+/// past, and a `101 Switching Protocols`, which no invoke asks for, ends
+/// no call: the call broke off (502). Both paths decide with this; hyper
+/// hands the router a 101 as if it were final (which then became a 101 to
+/// an HTTP/1.1 caller and a reset stream over HTTP/2).
+pub(crate) fn is_final_answer(status: u16) -> bool {
+    (200..=999).contains(&status)
+}
+
 /// Reads the request body up to the bound; nothing is forwarded past it.
 /// Reads the request body up to the bound; nothing is forwarded past it. The
 /// bytes read are held under the buffer budget in `held`.
@@ -644,6 +654,10 @@ async fn forward_invoke(
         .map_err(|e| unreachable(&target, &e))?;
     // The body went out with the request: its bytes are no longer held.
     drop(held);
+    if !is_final_answer(resp.status().as_u16()) {
+        tracing::warn!(gateway = %target.authority(), status = resp.status().as_u16(), "a Runtime gateway answered an invoke with a status that ends no call");
+        return Err(broke_off());
+    }
     // On a mismatch the answer's body is dropped unread, which closes its
     // connection; an answer without a body already went back to the pool,
     // where the next answer on it is checked the same way.

@@ -29,8 +29,8 @@ use super::gateway::GatewayTarget;
 use super::upstream::{Upstream, Upstreams};
 use super::{
     AccessFailure, AccessState, AdmittedInvoke, INVOCATION_ID, INVOKE_ROUTE, admit_invoke,
-    answers_call, connection_listed, identity_fields, is_forwarded_request_header, is_passable,
-    is_stripped,
+    answers_call, connection_listed, identity_fields, is_final_answer, is_forwarded_request_header,
+    is_passable, is_stripped,
 };
 use crate::credentials::resolve;
 use crate::error::{ConsoleError, REFUSAL_DRAIN_BYTES};
@@ -533,7 +533,7 @@ impl InvokeFastPath {
                     up.buf.advance(h.len);
                     continue;
                 }
-                Parsed::Complete(h) if h.status >= 200 => {
+                Parsed::Complete(h) if is_final_answer(h.status) => {
                     up.buf.advance(h.len);
                     if !h.http11 || write_failed.is_some() {
                         // An HTTP/1.0 answer, or one to a request not
