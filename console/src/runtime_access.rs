@@ -734,7 +734,8 @@ fn relay_response(
     Ok(out)
 }
 
-/// A relayed answer's body that breaks off at the call's deadline.
+/// A relayed answer's body that breaks off at the call's deadline, and
+/// ends before the gateway's trailers.
 struct Timed<B> {
     inner: B,
     deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
@@ -753,6 +754,16 @@ where
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Result<http_body::Frame<B::Data>, Self::Error>>> {
         if let std::task::Poll::Ready(res) = std::pin::Pin::new(&mut self.inner).poll_frame(cx) {
+            // A gateway's trailer fields are read (within hyper's bounds) and
+            // never relayed, as on the fast path (`h1::Chunked` checks and
+            // drops them): the body ends with its data. Relayed, they would
+            // pass none of `is_stripped`'s rules (hyper's HTTP/2 server sends
+            // them, `set-cookie` and `x-remote-*` included).
+            if let Some(Ok(frame)) = &res
+                && frame.is_trailers()
+            {
+                return std::task::Poll::Ready(None);
+            }
             return std::task::Poll::Ready(res.map(|r| r.map_err(Into::into)));
         }
         if self.deadline.as_mut().poll(cx).is_ready() {
