@@ -2,6 +2,8 @@
 //! operations, authorized by SubjectAccessReview and forwarded to the Run's
 //! Runtime gateway with the caller's identity in `X-Remote-*` headers.
 
+#[cfg(test)]
+mod diff_tests;
 pub mod early;
 pub mod failure;
 pub mod fast;

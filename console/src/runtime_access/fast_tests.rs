@@ -4,15 +4,13 @@
 
 use super::*;
 use crate::runtime_access::testkit::{
-    FUNCTION, Gateway, NS, Script, Split, TOKEN, UID, answer, bounds, chunked, field_of, states,
-    tls_pair, within,
+    FUNCTION, Gateway, NS, Script, Split, TOKEN, UID, answer, bounds, chunked, console_listener,
+    field_of, states, within,
 };
 use bytes::BytesMut;
-use kruntimes_core::metrics::Metrics;
-use kruntimes_transport::serve::{ConnLimits, serve_tls};
 use kruntimes_transport::tls_stream::{self, ClientStream};
 use rustls_pki_types::ServerName;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 #[test]
 fn only_plain_invoke_paths_are_taken() {
@@ -49,34 +47,11 @@ async fn console() -> Console {
 async fn console_with(bounds: super::super::AccessBounds) -> Console {
     let gw = Arc::new(Gateway::start().await);
     let (state, access) = states(&gw, bounds).await;
-    let observer = crate::router::observer(&state);
-    let fast = Arc::new(InvokeFastPath::new(
-        state.clone(),
-        access.clone(),
-        observer.clone(),
-        16 << 10,
-        0,
-    ));
-    let router =
-        crate::router::router_with(state, super::super::router(access), 16 << 10, observer);
-    let (server, tls) = tls_pair();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(serve_tls(
-        listener,
-        server,
-        router,
-        ConnLimits::default(),
-        "console",
-        Metrics::default(),
-        std::future::pending(),
-        None,
-        Some(fast.clone() as Arc<dyn FastPath>),
-    ));
+    let l = console_listener(state, access, true).await;
     Console {
-        addr,
-        tls,
-        fast,
+        addr: l.addr,
+        tls: l.tls,
+        fast: l.fast.unwrap(),
         gw,
     }
 }

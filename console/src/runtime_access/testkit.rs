@@ -16,7 +16,7 @@ use kruntimes_core::lifecycle::Lifecycle;
 use kruntimes_core::limit::Caps;
 use kruntimes_core::metrics::Metrics;
 use kruntimes_core::tls::{ClientRoots, DynamicClientVerifier};
-use kruntimes_transport::serve::read_into;
+use kruntimes_transport::serve::{ConnLimits, FastPath, read_into, serve_tls};
 use kruntimes_transport::tls_stream::{self, ServerStream};
 use rustls::{ClientConfig, ServerConfig};
 use serde_json::{Value, json};
@@ -25,6 +25,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceExt;
 use tower::util::BoxCloneSyncService;
 
+use super::fast::InvokeFastPath;
 use super::gateway::{GatewayResolver, GatewayTarget};
 use super::runs::RunCache;
 use super::{AccessBounds, AccessState};
@@ -37,6 +38,11 @@ pub const NS: &str = "team-a";
 pub const FUNCTION: &str = "fn-1";
 pub const SESSION: &str = "shell";
 pub const UID: &str = "6f1c2b9e-0000-4000-8000-000000000001";
+/// A function Run that is not Ready (phase `Pending`), with [`UID`].
+pub const PENDING: &str = "fn-pending";
+/// A Ready function Run of Runtime `down`, whose gateway Service names a
+/// port that refuses connections ([`Gateway::refusing_port`]), with [`UID`].
+pub const DOWN: &str = "fn-down";
 /// A token the stand-in authenticates as `alice`, in `system:masters` (so
 /// every call is allowed without a SubjectAccessReview).
 pub const TOKEN: &str = "alice-token";
@@ -85,6 +91,9 @@ pub fn tls_pair() -> (Arc<ServerConfig>, Arc<ClientConfig>) {
 pub struct Gateway {
     listener: TcpListener,
     server: Arc<ServerConfig>,
+    /// A loopback port bound and never listened on: connections to it are
+    /// refused for as long as the gateway lives.
+    refusing: tokio::net::TcpSocket,
     /// Where the Console dials it (host `localhost`, the certificate's name).
     pub target: Arc<GatewayTarget>,
     /// The Console's side of its TLS: trusts its certificate.
@@ -96,9 +105,12 @@ impl Gateway {
         let (server, tls) = tls_pair();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
+        let refusing = tokio::net::TcpSocket::new_v4().unwrap();
+        refusing.bind("127.0.0.1:0".parse().unwrap()).unwrap();
         Self {
             listener,
             server,
+            refusing,
             target: Arc::new(GatewayTarget {
                 host: "localhost".into(),
                 port: addr.port(),
@@ -119,6 +131,36 @@ impl Gateway {
             }
         })
         .await
+    }
+
+    /// The port of Runtime `down`'s gateway: bound, never listened on.
+    pub fn refusing_port(&self) -> u16 {
+        self.refusing.local_addr().unwrap().port()
+    }
+
+    /// Serves every connection the Console opens, each on a task of its
+    /// own running `serve`, for as long as the test's runtime runs (it ends
+    /// with the test). A failed handshake is dropped.
+    pub fn serve_each<F, Fut>(self: &Arc<Self>, serve: F)
+    where
+        F: Fn(Script) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let gw = self.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((tcp, _)) = gw.listener.accept().await else {
+                    continue;
+                };
+                let handshake = tls_stream::accept(gw.server.clone(), tcp);
+                if let Ok(Ok(io)) = tokio::time::timeout(WAIT, handshake).await {
+                    tokio::spawn(serve(Script {
+                        io,
+                        buf: BytesMut::new(),
+                    }));
+                }
+            }
+        });
     }
 
     /// Whether a new connection is waiting to be accepted (it is accepted
@@ -259,6 +301,36 @@ impl Script {
         Received { head, body }
     }
 
+    /// The next request head on a kept-alive connection, waiting as long
+    /// as it takes (a connection served by [`Gateway::serve_each`]); `None`
+    /// when the Console closed the connection or broke it off first.
+    pub async fn next_head(&mut self) -> Option<String> {
+        loop {
+            if let Some(end) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8(self.buf[..end + 4].to_vec()).ok()?;
+                self.buf.advance(end + 4);
+                return Some(head);
+            }
+            match read_into(&mut self.io, &mut self.buf).await {
+                Ok(n) if n > 0 => {}
+                _ => return None,
+            }
+        }
+    }
+
+    /// The body `head` announces with its `content-length`, as
+    /// [`Script::next_head`] waits; `None` when the connection ended first.
+    pub async fn next_body(&mut self, head: &str) -> Option<Vec<u8>> {
+        let len = field_of(head, "content-length").map_or(Some(0), |v| v.parse().ok())?;
+        while self.buf.len() < len {
+            match read_into(&mut self.io, &mut self.buf).await {
+                Ok(n) if n > 0 => {}
+                _ => return None,
+            }
+        }
+        Some(self.buf.split_to(len).to_vec())
+    }
+
     /// Writes `bytes` in the pieces `split` makes.
     pub async fn send(&mut self, bytes: &[u8], split: Split) {
         within("a scripted write", write_split(&mut self.io, bytes, split))
@@ -323,17 +395,25 @@ type KubeBody = BoxBody<Bytes, Infallible>;
 async fn kube(
     req: Request<kube::client::Body>,
     port: u16,
+    refusing_port: u16,
 ) -> Result<Response<KubeBody>, Infallible> {
     let path = req.uri().path().to_owned();
     let query = req.uri().query().unwrap_or_default().to_owned();
     let body = req.into_body().collect().await.map(|b| b.to_bytes());
-    let run = |name: &str, mode: Value| {
+    let run_of = |name: &str, runtime: &str, mode: Value, phase: &str| {
         json!({
             "apiVersion": "kruntimes.io/v1alpha1", "kind": "Run",
             "metadata": {"name": name, "namespace": NS, "uid": UID, "resourceVersion": "1"},
-            "spec": {"runtime": "bash", "mode": mode},
-            "status": {"phase": "Ready"},
+            "spec": {"runtime": runtime, "mode": mode},
+            "status": {"phase": phase},
         })
+    };
+    let run = |name: &str, mode: Value| run_of(name, "bash", mode, "Ready");
+    let gateway = |name: &str, port: u16| {
+        json!({"apiVersion": "v1", "kind": "Service",
+               "metadata": {"name": name, "namespace": NS},
+               "spec": {"type": "ExternalName", "externalName": "localhost",
+                        "ports": [{"name": "https", "port": port}]}})
     };
     let (code, answer) = match path.as_str() {
         "/apis/authentication.k8s.io/v1/tokenreviews" => {
@@ -365,16 +445,18 @@ async fn kube(
         "/apis/kruntimes.io/v1alpha1/runs" => (
             200,
             json!({"apiVersion": "kruntimes.io/v1alpha1", "kind": "RunList",
-                   "metadata": {"resourceVersion": "1"},
-                   "items": [run(FUNCTION, json!({"function": {}})), run(SESSION, json!({"session": {}}))]}),
+            "metadata": {"resourceVersion": "1"},
+            "items": [
+                run(FUNCTION, json!({"function": {}})),
+                run(SESSION, json!({"session": {}})),
+                run_of(PENDING, "bash", json!({"function": {}}), "Pending"),
+                run_of(DOWN, "down", json!({"function": {}}), "Ready"),
+            ]}),
         ),
-        "/api/v1/namespaces/team-a/services/bash-gateway" => (
-            200,
-            json!({"apiVersion": "v1", "kind": "Service",
-                   "metadata": {"name": "bash-gateway", "namespace": NS},
-                   "spec": {"type": "ExternalName", "externalName": "localhost",
-                            "ports": [{"name": "https", "port": port}]}}),
-        ),
+        "/api/v1/namespaces/team-a/services/bash-gateway" => (200, gateway("bash-gateway", port)),
+        "/api/v1/namespaces/team-a/services/down-gateway" => {
+            (200, gateway("down-gateway", refusing_port))
+        }
         _ => (
             404,
             json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
@@ -390,8 +472,11 @@ async fn kube(
     Ok(resp)
 }
 
-fn kube_client(port: u16) -> kube::Client {
-    kube::Client::new(tower::service_fn(move |req| kube(req, port)), "default")
+fn kube_client(port: u16, refusing_port: u16) -> kube::Client {
+    kube::Client::new(
+        tower::service_fn(move |req| kube(req, port, refusing_port)),
+        "default",
+    )
 }
 
 /// Bounds short enough for tests, long enough never to fire by accident.
@@ -411,7 +496,7 @@ pub fn bounds() -> AccessBounds {
 pub async fn states(gw: &Gateway, bounds: AccessBounds) -> (Arc<ConsoleState>, Arc<AccessState>) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let metrics = Metrics::default();
-    let sa = kube_client(gw.target.port);
+    let sa = kube_client(gw.target.port, gw.refusing_port());
     let tokens = TokenReviewer::new(sa.clone(), Duration::from_secs(10), metrics.clone());
     let access = AccessReview::new(sa.clone(), Duration::from_secs(10), metrics.clone());
     let recheck = Recheck {
@@ -420,7 +505,7 @@ pub async fn states(gw: &Gateway, bounds: AccessBounds) -> (Arc<ConsoleState>, A
         interval: Duration::from_secs(3600),
     };
     let users = {
-        let upstream = tower::service_fn(move |req| kube(req, 0))
+        let upstream = tower::service_fn(move |req| kube(req, 0, 0))
             .map_response(|resp| resp.map(|b| b.map_err(|never| match never {}).boxed_unsync()))
             .map_err(tower::BoxError::from);
         let config = kube::Config::new("http://kube.test".parse().unwrap());
@@ -466,4 +551,49 @@ pub async fn states(gw: &Gateway, bounds: AccessBounds) -> (Arc<ConsoleState>, A
     })
     .await;
     (console, access)
+}
+
+/// A Console listener on loopback: the Console's router over `state` and
+/// `access`, and the invoke fast path before it when `fast` (as
+/// `--access-fast-path`). Its TLS offers `h2` and `http/1.1` by ALPN.
+pub struct ConsoleListener {
+    pub addr: std::net::SocketAddr,
+    /// Trusts the listener's certificate; offers `http/1.1`.
+    pub tls: Arc<ClientConfig>,
+    pub fast: Option<Arc<InvokeFastPath>>,
+}
+
+pub async fn console_listener(
+    state: Arc<ConsoleState>,
+    access: Arc<AccessState>,
+    fast: bool,
+) -> ConsoleListener {
+    let observer = crate::router::observer(&state);
+    let fast = fast.then(|| {
+        Arc::new(InvokeFastPath::new(
+            state.clone(),
+            access.clone(),
+            observer.clone(),
+            16 << 10,
+            0,
+        ))
+    });
+    let router = crate::router::router_with(state, super::router(access), 16 << 10, observer);
+    let (server, tls) = tls_pair();
+    let mut server = Arc::unwrap_or_clone(server);
+    server.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(serve_tls(
+        listener,
+        Arc::new(server),
+        router,
+        ConnLimits::default(),
+        "console",
+        Metrics::default(),
+        std::future::pending(),
+        None,
+        fast.clone().map(|f| f as Arc<dyn FastPath>),
+    ));
+    ConsoleListener { addr, tls, fast }
 }
