@@ -594,4 +594,76 @@ mod tests {
         assert!(args.command.is_none());
         assert_eq!(args.apiserver_tls_cert, Some(PathBuf::from("c.pem")));
     }
+
+    /// Every connection flag reaches the listeners' limits, and each
+    /// listener gets its own per-peer caps (the accept loop's tests in
+    /// transport/src/serve.rs show what each limit does).
+    #[test]
+    fn connection_flags_become_the_listeners_limits() {
+        let args = parse(&[
+            "kruntimes-console",
+            "--apiserver-tls-cert=c.pem",
+            "--apiserver-tls-key=k.pem",
+            "--tls-handshake-timeout=1s",
+            "--first-request-timeout=2s",
+            "--connection-idle-timeout=3s",
+            "--send-timeout=4s",
+            "--http2-keepalive-interval=5s",
+            "--http2-keepalive-timeout=6s",
+            "--http2-max-concurrent-streams=7",
+            "--max-connections=8",
+            "--max-connections-per-peer=9",
+            "--apiserver-max-connections-per-peer=10",
+            "--max-open-requests=11",
+            "--max-open-requests-per-peer=12",
+            "--apiserver-max-open-requests-per-peer=13",
+            "--max-header-bytes=2048",
+            "--shutdown-timeout=14s",
+        ])
+        .unwrap();
+        args.validate().unwrap();
+        let s = std::time::Duration::from_secs;
+        let console = args.conn_limits(
+            args.max_connections_per_peer,
+            args.max_open_requests_per_peer,
+        );
+        let api = args.conn_limits(
+            args.apiserver_max_connections_per_peer,
+            args.apiserver_max_open_requests_per_peer,
+        );
+        for l in [&console, &api] {
+            assert_eq!(l.handshake_timeout, s(1));
+            assert_eq!(l.first_request_timeout, s(2));
+            assert_eq!(l.idle_timeout, s(3));
+            assert_eq!(l.send_timeout, s(4));
+            assert_eq!(l.h2_keepalive_interval, s(5));
+            assert_eq!(l.h2_keepalive_timeout, s(6));
+            assert_eq!(l.h2_max_concurrent_streams, 7);
+            assert_eq!(l.max_connections, 8);
+            assert_eq!(l.max_open_requests, 11);
+            // Twice the bound, so that the Console answers 431 itself.
+            assert_eq!(l.max_header_bytes, 4096);
+            assert_eq!(l.drain_timeout, s(14));
+        }
+        assert_eq!(
+            (
+                console.max_connections_per_peer,
+                console.max_open_requests_per_peer
+            ),
+            (9, 12)
+        );
+        assert_eq!(
+            (api.max_connections_per_peer, api.max_open_requests_per_peer),
+            (10, 13)
+        );
+        let zero = parse(&[
+            "kruntimes-console",
+            "--apiserver-tls-cert=c.pem",
+            "--apiserver-tls-key=k.pem",
+            "--max-open-requests-per-peer=0",
+        ])
+        .unwrap();
+        let err = zero.validate().unwrap_err().to_string();
+        assert!(err.contains("--max-open-requests-per-peer"), "{err}");
+    }
 }
