@@ -162,6 +162,39 @@ export function logRecords(n, startSeconds = 600) {
   return out;
 }
 
+/**
+ * What `GET .../runs/{name}/logs` answers from a Run's records written so far
+ * (`log`, oldest first), by the Run-log API's cursor contract (docs/api.md,
+ * "Cursors" and "Follow"): the last `tail` records, or the first with
+ * `fromStart`; with `sinceCursor`, only records after it (the first `tail`, or
+ * every one when following: a resumed follow never repeats a record); with
+ * `beforeCursor`, the last `tail` before it. A cursor that names no record
+ * is `gone` (the server's 410).
+ * @param {readonly LogRecord[]} log
+ * @param {URLSearchParams} params
+ * @returns {{ records: LogRecord[]; truncated: boolean } | { gone: string }}
+ */
+export function readLog(log, params) {
+  const tail = Number(params.get('tail') ?? 100);
+  const follow = params.get('follow') === 'true';
+  const since = params.get('sinceCursor');
+  const before = params.get('beforeCursor');
+  const at = (/** @type {string} */ cursor) => log.findIndex((r) => r.cursor === cursor);
+  if (since !== null) {
+    const i = at(since);
+    if (i < 0) return { gone: `the record of sinceCursor ${since} is no longer in the Pod log` };
+    const after = log.slice(i + 1);
+    return follow ? { records: after, truncated: false } : { records: after.slice(0, tail), truncated: after.length > tail };
+  }
+  if (before !== null) {
+    const i = at(before);
+    if (i < 0) return { gone: `the record of beforeCursor ${before} is no longer in the Pod log` };
+    return { records: log.slice(Math.max(0, i - tail), i), truncated: i > tail };
+  }
+  if (params.get('fromStart') === 'true') return { records: log.slice(0, tail), truncated: log.length > tail };
+  return { records: log.slice(Math.max(0, log.length - tail)), truncated: log.length > tail };
+}
+
 /** @type {RuntimeList} */
 export const runtimeList = {
   items: [

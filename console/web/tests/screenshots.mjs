@@ -19,10 +19,16 @@ mkdirSync(outDir, { recursive: true });
 
 const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.svg': 'image/svg+xml' };
 
-/** Static server for dist/ with the SPA fallback the Console server also has. */
+/**
+ * Static server for dist/ with the SPA fallback the Console server also has.
+ * Log follows are answered here too (the route handler passes them on):
+ * `route.fulfill` can only send a whole body, and a follow stays open.
+ */
 function serve() {
   const server = createServer((req, res) => {
     const url = new URL(req.url, 'http://x');
+    const follow = /^\/api\/namespaces\/[^/]+\/runs\/([^/]+)\/logs$/.exec(url.pathname);
+    if (follow && url.searchParams.get('follow') === 'true') return answerFollow(decodeURIComponent(follow[1]), url.searchParams, res);
     let file = normalize(join(root, decodeURIComponent(url.pathname)));
     if (!file.startsWith(root) || !existsSync(file) || statSync(file).isDirectory()) file = join(root, 'index.html');
     res.setHeader('Content-Type', TYPES[extname(file)] ?? 'application/octet-stream');
@@ -35,7 +41,8 @@ function serve() {
 const json = (route, body, status = 200) =>
   route.fulfill({ status, contentType: 'application/json', body: JSON.stringify(body) });
 
-const BIG_LOG = fx.logRecords(100_100, 100_100);
+/** The log of every Run without one of its own below. */
+const RUN_LOG = fx.logRecords(100);
 
 // The engine's runtimed writes a Run's records only when it ends: a running
 // Run's lines are live output (no time when first read, a time once
@@ -82,10 +89,57 @@ const ENGINE_RUNS = {
   'etl-timeout': { phase: 'Timeout', attempt: 2, completionTime: new Date().toISOString(), message: 'Run exceeded its timeout of 10m' },
   'report-done': { phase: 'Succeeded', attempt: 1, completionTime: new Date().toISOString() },
 };
-const followed = new Set();
+
+// build-4199 has a large log: 100 records so far; its first follow gets them
+// and the 100,000 written while it is open, then its connection drops (no
+// Status line, as when the upstream breaks off). The reconnect resumes after
+// the last record shown (`sinceCursor`) and gets nothing again.
+const BIG_LOG = fx.logRecords(100_100, 100_100);
+const BIG_HISTORY = 100;
+let bigWritten = BIG_HISTORY;
+/** The `sinceCursor` of every resumed follow of build-4199. */
+const bigResumes = [];
+
+/** A Run's records written so far. */
+function writtenLog(name) {
+  if (name in ENGINE_LOGS) return ENGINE_LOGS[name].records;
+  if (name === 'build-4199') return BIG_LOG.slice(0, bigWritten);
+  return RUN_LOG;
+}
+
+/**
+ * A follow (`follow=true`), as the Console relays it: the last `tail` records
+ * or every record after `sinceCursor`, then it stays open for new ones (there
+ * are none, but for build-4199's first follow); a cursor that names no record
+ * ends it with a 410 Status line.
+ */
+function answerFollow(name, params, res) {
+  res.writeHead(200, { 'Content-Type': 'application/x-ndjson', 'Cache-Control': 'no-store' });
+  const read = fx.readLog(writtenLog(name), params);
+  if ('gone' in read) {
+    res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', code: 410, reason: 'Gone', message: read.gone }) + '\n');
+    return;
+  }
+  let records = read.records;
+  let drop = false;
+  if (name === 'build-4199') {
+    if (params.has('sinceCursor')) bigResumes.push(params.get('sinceCursor'));
+    if (bigWritten < BIG_LOG.length) {
+      records = records.concat(BIG_LOG.slice(bigWritten));
+      bigWritten = BIG_LOG.length;
+      drop = true;
+    }
+  }
+  const body = records.map((r) => JSON.stringify(r) + '\n').join('');
+  if (body) res.write(body);
+  else res.flushHeaders();
+  // Otherwise held open, as the Console's follow of a Run with nothing new to say; the page closes it.
+  if (drop) res.end();
+}
 
 async function mockApi(page) {
-  followed.clear();
+  bigWritten = BIG_HISTORY;
+  bigResumes.length = 0;
   await page.route('**/api/**', async (route) => {
     const url = new URL(route.request().url());
     const p = url.pathname;
@@ -107,36 +161,27 @@ async function mockApi(page) {
       const items = phase ? fx.runList.items.filter((r) => r.phase === phase) : fx.runList.items;
       return json(route, { ...fx.runList, items });
     }
-    if ((m = /^\/api\/namespaces\/([^/]+)\/runs\/([^/]+)\/logs$/.exec(p)) && m[2] in ENGINE_LOGS) {
+    if ((m = /^\/api\/namespaces\/([^/]+)\/runs\/([^/]+)\/logs$/.exec(p))) {
+      // A follow stays open: the local server answers it (answerFollow).
+      if (url.searchParams.get('follow') === 'true') return route.continue();
+      const name = decodeURIComponent(m[2]);
+      const read = fx.readLog(writtenLog(name), url.searchParams);
+      if ('gone' in read) return json(route, { error: { code: 410, reason: 'Gone', message: read.gone } }, 410);
       // Runs on the engine's runtimed: live output while running, notes once ended.
-      const answer = ENGINE_LOGS[m[2]];
-      if (url.searchParams.get('follow') === 'true') {
-        // A reconnect after the last record gets nothing new.
-        const records = url.searchParams.get('sinceCursor') ? [] : answer.records;
-        const body = records.map((r) => JSON.stringify(r)).join('\n') + (records.length ? '\n' : '');
-        return route.fulfill({ status: 200, contentType: 'application/x-ndjson', body });
-      }
-      return json(route, { metadata: { name: m[2], namespace: m[1], uid: 'x' }, pod: 'python-pool-7d9f4', truncated: false, ...answer });
+      const notes = ENGINE_LOGS[name]?.notes ?? [];
+      return json(route, {
+        kind: 'RunLog',
+        apiVersion: 'logs.kruntimes.io/v1alpha1',
+        metadata: { name, namespace: m[1], uid: 'x' },
+        pod: 'python-pool-7d9f4',
+        ...read,
+        ...(read.truncated ? { truncatedBy: 'tailLines' } : {}),
+        notes,
+      });
     }
     if ((m = /^\/api\/namespaces\/([^/]+)\/runs\/([^/]+)$/.exec(p)) && m[2] in ENGINE_RUNS) {
       const d = fx.runDetail(m[2]);
       return json(route, { ...d, status: { ...d.status, ...ENGINE_RUNS[m[2]] } });
-    }
-    if ((m = /^\/api\/namespaces\/([^/]+)\/runs\/([^/]+)\/logs$/.exec(p))) {
-      const tail = Number(url.searchParams.get('tail') ?? 100);
-      if (url.searchParams.get('follow') === 'true') {
-        // build-4199 follows a large log: the tail plus 100,000 new lines, then the
-        // stream drops; a reconnect re-sends only the last `tail` records.
-        const all = m[2] === 'build-4199' ? BIG_LOG : fx.logRecords(tail);
-        const first = !followed.has(m[2]);
-        followed.add(m[2]);
-        const records = first ? all : all.slice(-tail);
-        const body = records.map((r) => JSON.stringify(r)).join('\n') + '\n';
-        return route.fulfill({ status: 200, contentType: 'application/x-ndjson', body });
-      }
-      // For build-4199 the log so far is the first `tail` records of BIG_LOG.
-      const records = m[2] === 'build-4199' ? BIG_LOG.slice(0, tail) : fx.logRecords(Math.min(tail, 500));
-      return json(route, { metadata: { name: m[2], namespace: m[1], uid: 'x' }, records, truncated: false });
     }
     if ((m = /^\/api\/namespaces\/([^/]+)\/runs\/([^/]+)$/.exec(p))) return json(route, fx.runDetail(decodeURIComponent(m[2])));
     if (/^\/api\/namespaces\/[^/]+\/runtimes$/.test(p)) return json(route, fx.runtimeList);
@@ -160,6 +205,37 @@ async function mockApi(page) {
 }
 
 const NS = fx.NS;
+
+/** Waits until `done()` holds (checked every 50 ms), at most `timeout` ms. */
+async function until(done, what, timeout = 15000) {
+  const start = performance.now();
+  while (!done()) {
+    if (performance.now() - start > timeout) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/**
+ * Tells when the page's requests have settled: none in flight for 500 ms.
+ * Log follows do not count (they stay open, as the Console's do), which is
+ * why this replaces Playwright's `networkidle`.
+ */
+function trackRequests(page) {
+  const open = new Set();
+  let changed = performance.now();
+  const counts = (r) => !/[?&]follow=true(&|$)/.test(r.url());
+  page.on('request', (r) => {
+    if (!counts(r)) return;
+    open.add(r);
+    changed = performance.now();
+  });
+  const done = (r) => {
+    if (open.delete(r)) changed = performance.now();
+  };
+  page.on('requestfinished', done);
+  page.on('requestfailed', done);
+  return () => until(() => open.size === 0 && performance.now() - changed >= 500, 'the requests to settle').catch((e) => console.error(e.message));
+}
 
 /** Timestamps on, the log in view. */
 async function showLog(page) {
@@ -201,8 +277,11 @@ const PAGES = [
       await page.waitForFunction(() => document.querySelector('.log-status')?.textContent?.includes('100,100 lines'), null, { timeout: 20000 }).catch(async (e) => { console.error(await page.locator('.log-status').textContent()); throw e; });
       const rows = await page.locator('.log-line').count();
       console.log(`100,100 followed lines rendered with ${rows} DOM rows`);
-      // Let at least one reconnect happen: it must not duplicate lines.
-      await page.waitForTimeout(2500);
+      // The stream dropped: the reconnect must resume after the last record shown and duplicate nothing.
+      await until(() => bigResumes.length > 0, 'the follow of build-4199 to reconnect');
+      await page.locator('.log-status').getByText('Following').waitFor();
+      const last = BIG_LOG[BIG_LOG.length - 1].cursor;
+      if (bigResumes[0] !== last) throw new Error(`the reconnect resumed after ${bigResumes[0]}, not after the last record shown (${last})`);
       const status = await page.locator('.log-status').textContent();
       console.log(`after reconnect: ${status}`);
       if (!status.includes('100,100 lines')) throw new Error(`reconnect changed the line count: ${status}`);
@@ -273,11 +352,12 @@ try {
       page.on('console', (m) => {
         if (m.type() === 'error' && !/status of 40[34]/.test(m.text())) console.error(`[${style}/${theme}] console: ${m.text()}`);
       });
+      const settled = trackRequests(page);
       await mockApi(page);
       for (const [name, path, act] of PAGES) {
         if (only && !only.includes(name)) continue;
         await page.goto(base + path);
-        await page.waitForLoadState('networkidle').catch(() => {});
+        await settled();
         await page.waitForTimeout(250);
         if (act) await act(page);
         await page.waitForTimeout(150);
@@ -291,6 +371,7 @@ try {
   }
 } finally {
   await browser.close();
+  server.closeAllConnections();
   server.close();
 }
 console.log(`screenshots written to ${outDir}`);
