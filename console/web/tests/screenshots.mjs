@@ -205,6 +205,8 @@ async function mockApi(page) {
 }
 
 const NS = fx.NS;
+/** Widest viewport of the stacked stages instead of the graph (NARROW_DAG in src/components/DagView.tsx). */
+const NARROW_DAG_PX = 600;
 
 /** Waits until `done()` holds (checked every 50 ms), at most `timeout` ms. */
 async function until(done, what, timeout = 15000) {
@@ -301,6 +303,17 @@ const PAGES = [
     'workflowrun-dag',
     `/namespaces/${NS}/workflowruns/release-2025-06`,
     async (page) => {
+      if (page.viewportSize().width <= NARROW_DAG_PX) {
+        // A narrow screen shows the stages stacked as lists of job links, no canvas to pan.
+        const stages = page.getByRole('list', { name: 'Jobs by stage' });
+        await stages.waitFor();
+        const jobs = await stages.locator('.dag-stage-job').count();
+        const expected = Object.keys(fx.workflowRunDetail('release-2025-06').spec.jobs).length;
+        if (jobs !== expected) throw new Error(`the stages list ${jobs} jobs, not ${expected}`);
+        if (await page.getByTestId('dag-canvas').count()) throw new Error('the graph canvas is drawn on a narrow screen');
+        console.log(`DAG at ${page.viewportSize().width} px: ${jobs} jobs by stage`);
+        return;
+      }
       // Drag on empty canvas pans the graph; the drag starts outside any job link.
       const canvas = page.getByTestId('dag-canvas');
       const box = await canvas.boundingBox();
