@@ -697,6 +697,14 @@ impl<IO: AsyncRead + AsyncWrite + Unpin, C: Side> AsyncWrite for TlsStream<IO, C
     }
 }
 
+/// The differential against tokio-rustls that the property tests below
+/// and the `tls_stream` fuzz target share.
+#[cfg(test)]
+#[path = "../tests/differential/tls.rs"]
+mod tls_harness;
+#[cfg(test)]
+use crate::tls_stream as tls_api;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1092,182 +1100,22 @@ mod tests {
         relay.abort();
     }
 
-    /// A transport whose reads and writes each take at most the next size of
-    /// a cycle, and which may flip a bit of one byte it reads.
-    struct Chop<IO> {
-        io: IO,
-        sizes: Vec<usize>,
-        at: usize,
-        /// Bytes read so far.
-        read: u64,
-        /// The offset (in bytes read) of the byte to alter.
-        flip: Option<u64>,
-    }
-
-    impl<IO> Chop<IO> {
-        fn new(io: IO, sizes: Vec<usize>) -> Self {
-            Self {
-                io,
-                sizes,
-                at: 0,
-                read: 0,
-                flip: None,
-            }
-        }
-
-        fn next_size(&mut self) -> usize {
-            let n = self.sizes[self.at % self.sizes.len()];
-            self.at += 1;
-            n.max(1)
-        }
-    }
-
-    impl<IO: AsyncRead + Unpin> AsyncRead for Chop<IO> {
-        fn poll_read(
-            mut self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            buf: &mut ReadBuf<'_>,
-        ) -> Poll<io::Result<()>> {
-            let n = self.next_size().min(buf.remaining());
-            let mut tmp = vec![0u8; n];
-            let mut small = ReadBuf::new(&mut tmp);
-            ready!(Pin::new(&mut self.io).poll_read(cx, &mut small))?;
-            let mut got = small.filled().to_vec();
-            let (from, to) = (self.read, self.read + got.len() as u64);
-            if let Some(at) = self.flip.filter(|at| (from..to).contains(at)) {
-                got[(at - from) as usize] ^= 0x20;
-                self.flip = None;
-            }
-            self.read = to;
-            buf.put_slice(&got);
-            Poll::Ready(Ok(()))
-        }
-    }
-
-    impl<IO: AsyncWrite + Unpin> AsyncWrite for Chop<IO> {
-        fn poll_write(
-            mut self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            buf: &[u8],
-        ) -> Poll<io::Result<usize>> {
-            let n = self.next_size().min(buf.len());
-            Pin::new(&mut self.io).poll_write(cx, &buf[..n])
-        }
-
-        fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            Pin::new(&mut self.io).poll_flush(cx)
-        }
-
-        fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            Pin::new(&mut self.io).poll_shutdown(cx)
-        }
-    }
-
-    /// One step of an exchange between this module's stream and tokio-rustls.
-    #[derive(Clone, Debug)]
-    enum Step {
-        /// `n` bytes one way (from this module's stream when `ours`), read
-        /// `chunk` bytes at a time.
-        Send { ours: bool, n: usize, chunk: usize },
-        /// tokio-rustls asks for new traffic keys.
-        KeyUpdate,
-    }
-
-    fn step() -> impl proptest::strategy::Strategy<Value = Step> {
-        use proptest::prelude::*;
-        prop_oneof![
-            4 => (any::<bool>(), 0usize..40_000, 1usize..20_000)
-                .prop_map(|(ours, n, chunk)| Step::Send { ours, n, chunk }),
-            1 => Just(Step::KeyUpdate),
-        ]
-    }
-
-    fn shared_pki() -> &'static Pki {
-        static PKI: std::sync::OnceLock<Pki> = std::sync::OnceLock::new();
-        PKI.get_or_init(|| pki(&[]))
-    }
-
-    type Ours = Chop<tokio::io::DuplexStream>;
-
-    /// This module's stream (a server when `server`, over a transport cut
-    /// into `sizes`) and tokio-rustls at the other end, after the handshake.
-    async fn with_peer(
-        server: bool,
-        sizes: Vec<usize>,
-    ) -> (
-        Either<ServerStream<Ours>, ClientStream<Ours>>,
-        Either<
-            tokio_rustls::client::TlsStream<tokio::io::DuplexStream>,
-            tokio_rustls::server::TlsStream<tokio::io::DuplexStream>,
-        >,
-    ) {
-        let pki = shared_pki();
-        let (ours_io, peer_io) = tokio::io::duplex(1 << 15);
-        let ours_io = Chop::new(ours_io, sizes);
-        if server {
-            let peer =
-                tokio_rustls::TlsConnector::from(pki.client.clone()).connect(localhost(), peer_io);
-            let (ours, peer) = tokio::join!(accept(pki.server.clone(), ours_io), peer);
-            (Either::A(ours.unwrap()), Either::A(peer.unwrap()))
-        } else {
-            let peer = tokio_rustls::TlsAcceptor::from(pki.server.clone()).accept(peer_io);
-            let (ours, peer) =
-                tokio::join!(connect(pki.client.clone(), localhost(), ours_io), peer);
-            (Either::B(ours.unwrap()), Either::B(peer.unwrap()))
-        }
-    }
-
-    /// One of two stream types, as one reader and writer.
-    enum Either<A, B> {
-        A(A),
-        B(B),
-    }
-
-    impl<A: AsyncRead + Unpin, B: AsyncRead + Unpin> AsyncRead for Either<A, B> {
-        fn poll_read(
-            self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            buf: &mut ReadBuf<'_>,
-        ) -> Poll<io::Result<()>> {
-            match self.get_mut() {
-                Either::A(a) => Pin::new(a).poll_read(cx, buf),
-                Either::B(b) => Pin::new(b).poll_read(cx, buf),
-            }
-        }
-    }
-
-    impl<A: AsyncWrite + Unpin, B: AsyncWrite + Unpin> AsyncWrite for Either<A, B> {
-        fn poll_write(
-            self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            buf: &[u8],
-        ) -> Poll<io::Result<usize>> {
-            match self.get_mut() {
-                Either::A(a) => Pin::new(a).poll_write(cx, buf),
-                Either::B(b) => Pin::new(b).poll_write(cx, buf),
-            }
-        }
-
-        fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            match self.get_mut() {
-                Either::A(a) => Pin::new(a).poll_flush(cx),
-                Either::B(b) => Pin::new(b).poll_flush(cx),
-            }
-        }
-
-        fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            match self.get_mut() {
-                Either::A(a) => Pin::new(a).poll_shutdown(cx),
-                Either::B(b) => Pin::new(b).poll_shutdown(cx),
-            }
-        }
-    }
+    use super::tls_harness as harness;
 
     fn runtime() -> tokio::runtime::Runtime {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap()
+    }
+
+    fn step() -> impl proptest::strategy::Strategy<Value = harness::Step> {
+        use proptest::prelude::*;
+        prop_oneof![
+            4 => (any::<bool>(), 0usize..40_000, 1usize..20_000)
+                .prop_map(|(ours, n, chunk)| harness::Step::Send { ours, n, chunk }),
+            1 => Just(harness::Step::KeyUpdate),
+        ]
     }
 
     proptest::proptest! {
@@ -1291,34 +1139,11 @@ mod tests {
             steps in proptest::collection::vec(step(), 1..8),
         ) {
             let exchange = async {
-                let (mut ours, mut peer) = with_peer(server, sizes).await;
-                for s in &steps {
-                    match *s {
-                        Step::Send { ours: true, n, chunk } => {
-                            transfer(&mut ours, &mut peer, n, chunk).await
-                        }
-                        Step::Send { ours: false, n, chunk } => {
-                            transfer(&mut peer, &mut ours, n, chunk).await
-                        }
-                        Step::KeyUpdate => match &mut peer {
-                            Either::A(p) => p.get_mut().1.refresh_traffic_keys().unwrap(),
-                            Either::B(p) => p.get_mut().1.refresh_traffic_keys().unwrap(),
-                        },
-                    }
-                }
-                // The next transfer carries a pending key update either way.
-                transfer(&mut peer, &mut ours, 10, 10).await;
-                transfer(&mut ours, &mut peer, 10, 10).await;
-                ours.shutdown().await.unwrap();
-                let mut rest = Vec::new();
-                peer.read_to_end(&mut rest).await.unwrap();
-                assert!(rest.is_empty());
-                peer.shutdown().await.unwrap();
-                ours.read_to_end(&mut rest).await.unwrap();
-                assert!(rest.is_empty());
+                let (ours, _peer) = harness::exchange(server, sizes, &steps).await;
+                // Beyond what the public API shows: no buffer kept at all.
                 match &ours {
-                    Either::A(s) => assert!(is_idle(s)),
-                    Either::B(s) => assert!(is_idle(s)),
+                    harness::Either::A(s) => assert!(is_idle(s)),
+                    harness::Either::B(s) => assert!(is_idle(s)),
                 }
             };
             runtime().block_on(async {
@@ -1339,38 +1164,12 @@ mod tests {
             at in 0u64..50_000,
         ) {
             runtime().block_on(async {
-                let (mut ours, mut peer) = with_peer(server, sizes).await;
-                let at = at % n as u64;
-                match &mut ours {
-                    Either::A(s) => s.io.flip = Some(s.io.read + at),
-                    Either::B(s) => s.io.flip = Some(s.io.read + at),
-                }
-                let data: Vec<u8> = (0..n).map(|i| (i * 7 % 251) as u8).collect();
-                let send = async {
-                    // The stream may fail first and stop reading.
-                    let _ = peer.write_all(&data).await;
-                    let _ = peer.shutdown().await;
-                };
-                let read = async {
-                    let mut got = Vec::new();
-                    let mut buf = vec![0u8; 4096];
-                    let end = loop {
-                        match ours.read(&mut buf).await {
-                            Ok(0) => break Ok(()),
-                            Ok(k) => got.extend_from_slice(&buf[..k]),
-                            Err(e) => break Err(e),
-                        }
-                    };
-                    (got, end)
-                };
-                let ((), (got, end)) = tokio::time::timeout(
+                tokio::time::timeout(
                     std::time::Duration::from_secs(10),
-                    async { tokio::join!(send, read) },
+                    harness::altered(server, sizes, n, at),
                 )
                 .await
                 .expect("the altered stream neither failed nor ended");
-                assert!(end.is_err(), "an altered stream ended cleanly after {} bytes", got.len());
-                assert!(got.len() < n && got[..] == data[..got.len()], "altered bytes were delivered");
             });
         }
     }

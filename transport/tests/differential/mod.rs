@@ -1,12 +1,18 @@
-//! Differentials of the hand-written HTTP/1.1 framing against hyper, shared
-//! by the stable tests (`tests/chunked.rs`, `tests/h1_request.rs`) and the
-//! fuzz targets (`fuzz/fuzz_targets/{chunked,h1_request}.rs`, which include
-//! this directory by path). Only public APIs of the crate are used.
+//! Differentials of the hand-written protocol code, shared by the stable
+//! tests and the fuzz targets, which include this directory by path: the
+//! HTTP/1.1 framing against hyper (`tests/chunked.rs`, `tests/h1_request.rs`,
+//! `fuzz/fuzz_targets/{chunked,h1_request}.rs`) and the TLS stream against
+//! tokio-rustls (`tls.rs`: the property tests in `src/tls_stream.rs` and
+//! `fuzz/fuzz_targets/tls_stream.rs`). Only public APIs of the crate are used.
 
 #![allow(dead_code)]
 
 pub mod chunked;
 pub mod requests;
+pub mod tls;
+
+/// The TLS stream's API, as `tls` names it.
+use kruntimes_transport::tls_stream as tls_api;
 
 /// `body` cut at the given offsets (sorted or not, out of range or not):
 /// the pieces a peer's writes arrive in.
