@@ -4,8 +4,13 @@
 // fixture cannot drift from what the server answers.
 /** @import { LogRecord, NamespaceList, RunDetail, RunList, RunListItem, RunPhase, RuntimeDetail, RuntimeList, WorkflowRunDetail, WorkflowRunList } from '../src/api/types' */
 
-const NOW = Date.now();
-const ago = (/** @type {number} */ s) => new Date(NOW - s * 1000).toISOString();
+/**
+ * The fixtures' "now": a fixed instant, not the clock, so that two runs of the
+ * screenshot script give the same pictures (it also fixes the page's clock to it).
+ */
+export const NOW = Date.parse('2026-06-01T12:00:00Z');
+/** The time `s` seconds before NOW (RFC 3339). */
+export const ago = (/** @type {number} */ s) => new Date(NOW - s * 1000).toISOString();
 
 export const NS = 'team-a';
 

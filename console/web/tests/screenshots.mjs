@@ -6,6 +6,12 @@
 // Env: CHROMIUM (default /usr/bin/chromium), SHOT_STYLES, SHOT_THEMES, SHOT_PAGES
 // (comma-separated filters), SHOT_WIDTH (viewport width, default 1360).
 // Prints the output folder.
+//
+// Two runs of the same build give the same pictures: the fixtures' times are
+// fixed (fixtures.mjs NOW), the page's clock is fixed to the same instant
+// (Date only; timers run), in UTC and en-US, with reduced motion (no
+// transitions) and animations stopped, and each shot waits for the page to
+// stop moving.
 import { createReadStream, existsSync, mkdirSync, statSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { extname, join, normalize } from 'node:path';
@@ -60,8 +66,8 @@ const ENGINE_LOGS = {
     records: [
       liveLine(1, 'stdout', 'epoch 1/20: loss 0.912 acc 0.611'),
       liveLine(2, 'stdout', 'epoch 2/20: loss 0.704 acc 0.702'),
-      liveLine(1, 'stderr', 'WARNING: gradient norm 41.2 clipped to 10.0', new Date().toISOString()),
-      liveLine(3, 'stdout', 'epoch 3/20: loss 0.655 acc 0.731', new Date().toISOString()),
+      liveLine(1, 'stderr', 'WARNING: gradient norm 41.2 clipped to 10.0', fx.ago(0)),
+      liveLine(3, 'stdout', 'epoch 3/20: loss 0.655 acc 0.731', fx.ago(0)),
     ],
     notes: [],
   },
@@ -74,9 +80,9 @@ const ENGINE_LOGS = {
   },
   'report-done': {
     records: [
-      { stream: 'stdout', message: 'rendered 14 pages', pod: 'python-pool-7d9f4', time: new Date().toISOString(), cursor: '1764601040.100000000-0', writtenAtEnd: true },
-      { stream: 'stdout', message: '[output truncated]', pod: 'python-pool-7d9f4', time: new Date().toISOString(), cursor: '1764601040.100000000-1', writtenAtEnd: true },
-      { stream: 'stderr', message: 'warning: font cache rebuilt', pod: 'python-pool-7d9f4', time: new Date().toISOString(), cursor: '1764601040.100000000-2', writtenAtEnd: true },
+      { stream: 'stdout', message: 'rendered 14 pages', pod: 'python-pool-7d9f4', time: fx.ago(0), cursor: '1764601040.100000000-0', writtenAtEnd: true },
+      { stream: 'stdout', message: '[output truncated]', pod: 'python-pool-7d9f4', time: fx.ago(0), cursor: '1764601040.100000000-1', writtenAtEnd: true },
+      { stream: 'stderr', message: 'warning: font cache rebuilt', pod: 'python-pool-7d9f4', time: fx.ago(0), cursor: '1764601040.100000000-2', writtenAtEnd: true },
     ],
     notes: [
       { reason: 'OutputTruncated', message: 'a stream passed the runtime\'s size bound (1 MiB per stream) and was cut where the line "[output truncated]" is' },
@@ -86,8 +92,8 @@ const ENGINE_LOGS = {
 };
 const ENGINE_RUNS = {
   'train-live': { phase: 'Running', attempt: 2 },
-  'etl-timeout': { phase: 'Timeout', attempt: 2, completionTime: new Date().toISOString(), message: 'Run exceeded its timeout of 10m' },
-  'report-done': { phase: 'Succeeded', attempt: 1, completionTime: new Date().toISOString() },
+  'etl-timeout': { phase: 'Timeout', attempt: 2, completionTime: fx.ago(0), message: 'Run exceeded its timeout of 10m' },
+  'report-done': { phase: 'Succeeded', attempt: 1, completionTime: fx.ago(0) },
 };
 
 // build-4199 has a large log: 100 records so far; its first follow gets them
@@ -211,10 +217,28 @@ const NARROW_DAG_PX = 600;
 /** Waits until `done()` holds (checked every 50 ms), at most `timeout` ms. */
 async function until(done, what, timeout = 15000) {
   const start = performance.now();
-  while (!done()) {
+  while (!(await done())) {
     if (performance.now() - start > timeout) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/**
+ * Waits until the page stops moving: its height and every scroll box's
+ * position and height the same over 5 checks 50 ms apart (a log's rows are
+ * measured after they render, and a view held at a line follows them).
+ */
+async function still(page) {
+  let last = '';
+  let same = 0;
+  await until(async () => {
+    const now = await page.evaluate(() =>
+      [document.documentElement.scrollHeight, ...Array.from(document.querySelectorAll('.log-scroll'), (el) => `${el.scrollTop}/${el.scrollHeight}`)].join(' '),
+    );
+    same = now === last ? same + 1 : 0;
+    last = now;
+    return same >= 4;
+  }, 'the page to stop moving');
 }
 
 /**
@@ -264,8 +288,11 @@ const PAGES = [
     'run-logs-search',
     `/namespaces/${NS}/runs/build-4211`,
     async (page) => {
+      // Typing goes to the first match; Enter then to the second (once the first is chosen).
       await page.getByLabel('Search the log').fill('retrying');
+      await page.locator('.match-count').getByText(/^1 \/ \d+$/).waitFor();
       await page.getByLabel('Search the log').press('Enter');
+      await page.locator('.match-count').getByText(/^2 \/ \d+$/).waitFor();
       await page.getByLabel('Wrap').check();
       await page.getByLabel('Timestamps').check();
       await page.locator('#logs').scrollIntoViewIfNeeded();
@@ -342,14 +369,18 @@ const server = await serve();
 const base = `http://127.0.0.1:${server.address().port}`;
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  // No partial raster: a tile that changed is drawn again whole, not only its changed part
+  // over what it held, whose anti-aliased edges (rounded corners) then vary by one level.
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-partial-raster', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
 });
 let problems = 0;
 try {
   for (const style of styles) {
     for (const theme of themes) {
       const width = Number(process.env.SHOT_WIDTH ?? 1360);
-      const context = await browser.newContext({ viewport: { width, height: 900 }, colorScheme: theme });
+      const context = await browser.newContext({ viewport: { width, height: 900 }, colorScheme: theme, reducedMotion: 'reduce', timezoneId: 'UTC', locale: 'en-US' });
+      // Date in the page is the fixtures' NOW; timers and animation frames run as usual.
+      await context.clock.setFixedTime(fx.NOW);
       await context.addInitScript(
         ([s, t]) => {
           localStorage.setItem('kruntimes.console.style', s);
@@ -376,8 +407,9 @@ try {
         await page.waitForTimeout(150);
         // Full-page shots with a sticky header look wrong when scrolled; shoot from the top.
         await page.evaluate(() => window.scrollTo(0, 0));
+        await still(page);
         const file = join(outDir, `${name}--${style}-${theme}${process.env.SHOT_WIDTH ? `-${process.env.SHOT_WIDTH}` : ''}.png`);
-        await page.screenshot({ path: file, fullPage: true });
+        await page.screenshot({ path: file, fullPage: true, animations: 'disabled', caret: 'hide' });
       }
       await context.close();
     }
