@@ -1118,6 +1118,21 @@ mod tests {
         ]
     }
 
+    /// Inputs the `tls_stream` fuzz target found, kept as cases.
+    #[test]
+    fn the_cases_the_fuzz_target_found() {
+        // A stream that failed early while tokio-rustls still had more to
+        // send than the pipe holds: the harness waited on the writer.
+        runtime().block_on(async {
+            tokio::time::timeout(
+                std::time::Duration::from_secs(10),
+                harness::altered(true, vec![2], 49_333, 511),
+            )
+            .await
+            .expect("the altered stream neither failed nor ended");
+        });
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig {
             cases: 48,

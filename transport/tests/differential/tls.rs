@@ -309,7 +309,14 @@ pub async fn altered(server: bool, sizes: Vec<usize>, n: usize, at: u64) {
         };
         (got, end)
     };
-    let ((), (got, end)) = tokio::join!(send, read);
+    // Once the stream fails it reads no more, and the peer's writes would
+    // wait on the full pipe for ever: the writer is not waited for then.
+    tokio::pin!(send, read);
+    let (got, end) = tokio::select! {
+        biased;
+        r = &mut read => r,
+        () = &mut send => read.await,
+    };
     assert!(
         end.is_err(),
         "an altered stream ended cleanly after {} bytes",
