@@ -1486,36 +1486,12 @@ mod tests {
     /// A listener (no fast path) whose `/endless` answer never ends, with a
     /// 300 ms send timeout; its client config offers `alpn`.
     async fn endless_listener(alpn: &[u8]) -> (SocketAddr, Arc<rustls::ClientConfig>) {
-        let (server, client) = tls_pair();
-        let mut server = (*server).clone();
-        server.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-        let mut client = (*client).clone();
-        client.alpn_protocols = vec![alpn.to_vec()];
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let endless = || async {
-            let chunk = Bytes::from(vec![b'x'; 64 << 10]);
-            axum::body::Body::from_stream(futures::stream::repeat_with(move || {
-                Ok::<_, std::convert::Infallible>(chunk.clone())
-            }))
-        };
-        let router = Router::new().route("/endless", axum::routing::get(endless));
         let limits = ConnLimits {
             send_timeout: Duration::from_millis(300),
             ..ConnLimits::default()
         };
-        tokio::spawn(serve_tls(
-            listener,
-            Arc::new(server),
-            router,
-            limits,
-            "test",
-            Metrics::default(),
-            std::future::pending(),
-            None,
-            None,
-        ));
-        (addr, Arc::new(client))
+        let (addr, client, _) = holding_listener(limits).await;
+        (addr, offering(&client, alpn))
     }
 
     /// Item 1 of issue 28: a client that stops reading an answer (over
@@ -1611,9 +1587,9 @@ mod tests {
     }
 
     /// A listener (HTTP/2 and HTTP/1.1) whose `/hold` answers a head and
-    /// then a body that never ends, so its requests stay open, and whose
-    /// `/ok` answers `ok`; a client config that offers HTTP/2, and the
-    /// listener's metrics.
+    /// then a body that never ends, so its requests stay open, whose
+    /// `/endless` sends without end, and whose `/ok` answers `ok`; a client
+    /// config that offers HTTP/2, and the listener's metrics.
     async fn holding_listener(
         limits: ConnLimits,
     ) -> (SocketAddr, Arc<rustls::ClientConfig>, Metrics) {
@@ -1628,8 +1604,15 @@ mod tests {
                 futures::stream::pending::<Result<Bytes, std::io::Error>>(),
             )
         };
+        let endless = || async {
+            let chunk = Bytes::from(vec![b'x'; 64 << 10]);
+            axum::body::Body::from_stream(futures::stream::repeat_with(move || {
+                Ok::<_, std::convert::Infallible>(chunk.clone())
+            }))
+        };
         let router = Router::new()
             .route("/hold", axum::routing::get(hold))
+            .route("/endless", axum::routing::get(endless))
             .route("/ok", axum::routing::get(|| async { "ok" }));
         let metrics = Metrics::default();
         tokio::spawn(serve_tls(
