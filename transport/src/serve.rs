@@ -1654,20 +1654,28 @@ mod tests {
         .map(|()| got)
     }
 
-    /// Writes `bytes` one at a time, `gap` apart, until the server closes
-    /// (then an error) or all are written (then `Ok`).
-    async fn trickle<S: AsyncWrite + Unpin>(
-        io: &mut S,
-        bytes: &[u8],
-        gap: Duration,
-    ) -> std::io::Result<()> {
+    /// Trickles a request head that never ends, a byte every 20 ms; the
+    /// server must close the connection within 10 s.
+    async fn assert_cut_off_while_trickling<S: AsyncWrite + Unpin>(io: &mut S, what: &str) {
         use tokio::io::AsyncWriteExt;
-        for &b in bytes {
-            io.write_all(&[b]).await?;
-            io.flush().await?;
-            tokio::time::sleep(gap).await;
-        }
-        Ok(())
+        let head = [
+            &b"GET /ok HTTP/1.1\r\nhost: x\r\nx-slow: "[..],
+            &[b'a'; 200],
+        ]
+        .concat();
+        let trickle = async {
+            for &b in &head {
+                io.write_all(&[b]).await?;
+                io.flush().await?;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            std::io::Result::Ok(())
+        };
+        let trickled = tokio::time::timeout(Duration::from_secs(10), trickle).await;
+        assert!(
+            matches!(trickled, Ok(Err(_))),
+            "{what} kept its connection: {trickled:?}"
+        );
     }
 
     /// A TCP connection that never starts TLS is closed at the handshake
@@ -1708,20 +1716,7 @@ mod tests {
             assert!(started.elapsed() >= Duration::from_millis(250));
         }
         let mut tls = connect(addr, offering(&client, b"http/1.1")).await;
-        let head = [
-            &b"GET /ok HTTP/1.1\r\nhost: x\r\nx-slow: "[..],
-            &[b'a'; 200],
-        ]
-        .concat();
-        let trickled = tokio::time::timeout(
-            Duration::from_secs(10),
-            trickle(&mut tls, &head, Duration::from_millis(20)),
-        )
-        .await;
-        assert!(
-            matches!(trickled, Ok(Err(_))),
-            "a trickled first head was never cut off: {trickled:?}"
-        );
+        assert_cut_off_while_trickling(&mut tls, "a trickled first head").await;
     }
 
     /// A keep-alive connection with no request in flight is closed at the
@@ -1753,20 +1748,7 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(answers(&mut tls, 1).await, [(200, "ok".to_owned())]);
-        let head = [
-            &b"GET /ok HTTP/1.1\r\nhost: x\r\nx-slow: "[..],
-            &[b'a'; 200],
-        ]
-        .concat();
-        let trickled = tokio::time::timeout(
-            Duration::from_secs(10),
-            trickle(&mut tls, &head, Duration::from_millis(20)),
-        )
-        .await;
-        assert!(
-            matches!(trickled, Ok(Err(_))),
-            "a trickled head kept a keep-alive connection: {trickled:?}"
-        );
+        assert_cut_off_while_trickling(&mut tls, "a trickled head after an answer").await;
 
         let io = connect(addr, offering(&client, b"h2")).await;
         let (mut send, conn) =
