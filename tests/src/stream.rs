@@ -10,15 +10,17 @@ use std::sync::{Arc, mpsc};
 use rustls::pki_types::pem::PemObject;
 use tokio_tungstenite::tungstenite;
 
-/// The lines `child` prints on its (piped) stdout, read by a thread.
+/// The lines `child` prints on its (piped) stdout, read by a thread until
+/// the child closes it. Lines printed after the receiver is dropped are
+/// read and discarded: a pipe nobody reads would kill the child with
+/// SIGPIPE at its next line (kubectl port-forward prints one per
+/// connection).
 pub fn lines(child: &mut Child) -> mpsc::Receiver<String> {
     let out = child.stdout.take().expect("the child's stdout is piped");
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(out).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
+            let _ = tx.send(line);
         }
     });
     rx

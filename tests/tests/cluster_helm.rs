@@ -940,7 +940,22 @@ fn run_log_follow_delivers_what_the_container_prints(ctx: &Ctx, side: &RuntimeSi
 /// `kubectl port-forward svc/kruntimes-console`, stopped when dropped.
 struct PortForward {
     port: u16,
-    _child: KillOnDrop,
+    /// kubectl's stderr: why it stopped, when it did.
+    log: PathBuf,
+    child: KillOnDrop,
+}
+
+impl PortForward {
+    /// Whether kubectl still runs, and what it printed on stderr.
+    fn state(&mut self) -> String {
+        let status = match self.child.0.try_wait() {
+            Ok(None) => "still running".to_owned(),
+            Ok(Some(status)) => format!("exited: {status}"),
+            Err(e) => format!("unknown: {e}"),
+        };
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        format!("kubectl port-forward {status}; its stderr:\n{log}")
+    }
 }
 
 /// Through `kubectl port-forward`: a login with the viewer's token (the
@@ -953,6 +968,7 @@ fn console_through_port_forward(ctx: &Ctx, side: &RuntimeSide, want_a: &[String]
     let console_ca = ctx.console_ca();
     let (rt, run_a, run_f) = (&ctx.rt, &side.run_a, &side.run_f);
     let port = kruntimes_tests::env::free_port();
+    let log = ctx.d().join("port-forward.log");
     let mut forward = Command::new("kubectl")
         .args([
             "--kubeconfig",
@@ -964,16 +980,18 @@ fn console_through_port_forward(ctx: &Ctx, side: &RuntimeSide, want_a: &[String]
         .arg("svc/kruntimes-console")
         .arg(format!("{port}:443"))
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
     let fwd = stream::lines(&mut forward);
-    let forward = PortForward {
+    let mut forward = PortForward {
         port,
-        _child: KillOnDrop(forward),
+        log,
+        child: KillOnDrop(forward),
     };
-    fwd.recv_timeout(Duration::from_secs(30))
-        .expect("port-forward started");
+    if fwd.recv_timeout(Duration::from_secs(30)).is_err() {
+        panic!("port-forward did not start: {}", forward.state());
+    }
     let origin = format!("Origin: https://{HOST}:{port}");
     let viewer = token(c, "viewer");
     let operator = token(c, "operator");
@@ -1084,12 +1102,12 @@ fn browser_core_flow_through_port_forward(
     ctx: &Ctx,
     side: &RuntimeSide,
     want_a: &[String],
-    forward: PortForward,
+    mut forward: PortForward,
 ) {
     let mut tail_a = want_a.to_vec();
     tail_a.extend((0..5).map(|i| format!("a-live-{i}")));
     let (uid_a, pod_ip) = (&side.uid_a, &side.pod_ip);
-    browser_core_flow(&BrowserFlow {
+    let flow = BrowserFlow {
         ca: &ctx.console_ca(),
         port: forward.port,
         viewer: &token(ctx.c, "viewer"),
@@ -1099,7 +1117,17 @@ fn browser_core_flow_through_port_forward(
         append: &format!(
             r#"curl -sSf --max-time 5 -o /dev/null -H "Content-Type: application/json" -d "{{\"run_uid\":\"{uid_a}\",\"message\":\"$1\"}}" http://{pod_ip}:8080/lines"#
         ),
-    });
+    };
+    let outcome =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| browser_core_flow(&flow)));
+    if let Err(panic) = outcome {
+        let why = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        panic!("{why}\n{}", forward.state());
+    }
     drop(forward);
 }
 
