@@ -2,7 +2,9 @@
 //! reverse proxy an operator would otherwise put in front of a Runtime
 //! gateway — TLS from clients, mutually authenticated TLS to the gateway over
 //! kept-alive upstream connections, a JSON access log, a fixed
-//! `X-Remote-User` and no authentication at all.
+//! `X-Remote-User` and no authentication at all. It offers HTTP/2 and
+//! HTTP/1.1 (ALPN), as the Console does: `wrk` speaks HTTP/1.1, `h2load`
+//! HTTP/2.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -36,7 +38,8 @@ pub struct Nginx {
 }
 
 impl Nginx {
-    /// `nginx` and `wrk` must be installed: `apt-get install nginx-light wrk`.
+    /// `nginx` must be installed, and `wrk` or `h2load` to drive it:
+    /// `apt-get install nginx-light wrk nghttp2-client`.
     pub fn start(c: &NginxConfig<'_>) -> Result<Self> {
         which("nginx")?;
         std::fs::create_dir_all(c.dir).with_context(|| format!("creating {}", c.dir.display()))?;
@@ -59,7 +62,7 @@ http {{
         keepalive 128;
     }}
     server {{
-        listen {listen} ssl;
+        listen {listen} ssl http2;
         ssl_certificate {cert};
         ssl_certificate_key {key};
         keepalive_requests 1000000;
@@ -164,7 +167,7 @@ pub fn which(cmd: &str) -> Result<()> {
         .unwrap_or(false);
     ensure!(
         found,
-        "{cmd} is not installed: apt-get install -y nginx-light wrk"
+        "{cmd} is not installed: apt-get install -y nginx-light wrk nghttp2-client"
     );
     Ok(())
 }
@@ -251,4 +254,132 @@ end
         p99_ms: f[3] as f64 / 1e3,
         errors: f[4],
     })
+}
+
+/// Runs `h2load` (HTTP/2, ALPN `h2`) for `seconds` with `clients`
+/// connections of `streams` concurrent streams each, POSTing `body` to `url`
+/// with `headers`; every connection goes to 127.0.0.1. Latencies are
+/// h2load's mean and maximum (it reports no percentiles), in the
+/// `p50_ms` and `p99_ms` fields.
+pub fn h2load(
+    dir: &Path,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+    clients: usize,
+    streams: usize,
+    seconds: u64,
+) -> Result<WrkPass> {
+    which("h2load")?;
+    ensure!(
+        url.starts_with("https://127.0.0.1:"),
+        "h2load only talks to 127.0.0.1, not {url}"
+    );
+    let data = dir.join("h2load-body");
+    std::fs::write(&data, body)?;
+    let mut cmd = Command::new("h2load");
+    cmd.args(["-t", &clients.clamp(1, 2).to_string()])
+        .args(["-c", &clients.to_string()])
+        .args(["-m", &streams.to_string()])
+        .args(["-D", &seconds.to_string()])
+        .arg("-d")
+        .arg(&data);
+    for (k, v) in headers {
+        cmd.arg("-H")
+            .arg(format!("{}: {v}", k.to_ascii_lowercase()));
+    }
+    let out = cmd.arg(url).output().context("running h2load")?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    ensure!(
+        out.status.success(),
+        "h2load failed: {stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    ensure!(
+        stdout.contains("Application protocol: h2"),
+        "h2load did not negotiate h2: {stdout}"
+    );
+    parse_h2load(&stdout).with_context(|| format!("h2load output: {stdout}"))
+}
+
+/// The figures of h2load's report.
+fn parse_h2load(out: &str) -> Result<WrkPass> {
+    let line = |prefix: &str| {
+        out.lines()
+            .map(str::trim_start)
+            .find_map(|l| l.strip_prefix(prefix))
+            .with_context(|| format!("no {prefix:?} line"))
+    };
+    // "finished in 8.00s, 1234.50 req/s, 1.2MB/s"
+    let seconds = line("finished in ")?
+        .split_once('s')
+        .and_then(|(s, _)| s.parse::<f64>().ok())
+        .context("finished in")?;
+    // "requests: 100 total, 100 started, 100 done, 99 succeeded, 1 failed, 0 errored, 0 timeout"
+    let requests = line("requests: ")?;
+    let field = |name: &str| -> Result<u64> {
+        requests
+            .split(", ")
+            .find_map(|f| f.strip_suffix(name).map(str::trim))
+            .and_then(|n| n.parse().ok())
+            .with_context(|| format!("requests: {name}"))
+    };
+    let done = field(" done")?;
+    let succeeded = field(" succeeded")?;
+    // "status codes: 100 2xx, 0 3xx, 0 4xx, 0 5xx"
+    let ok = line("status codes: ")?
+        .split(", ")
+        .find_map(|f| f.strip_suffix(" 2xx"))
+        .and_then(|n| n.trim().parse::<u64>().ok())
+        .context("status codes")?;
+    // "time for request:   1.00ms   2.00ms   1.50ms   0.10ms    90.00%"
+    let times: Vec<f64> = line("time for request:")?
+        .split_whitespace()
+        .take(3)
+        .map(millis)
+        .collect::<Option<_>>()
+        .context("time for request")?;
+    ensure!(times.len() == 3, "time for request");
+    Ok(WrkPass {
+        requests: done,
+        seconds,
+        p50_ms: times[2],
+        p99_ms: times[1],
+        errors: (done - succeeded) + (succeeded - ok.min(succeeded)),
+    })
+}
+
+/// h2load's durations: `12us`, `1.50ms`, `2.00s`.
+fn millis(s: &str) -> Option<f64> {
+    if let Some(v) = s.strip_suffix("us") {
+        v.parse::<f64>().ok().map(|v| v / 1e3)
+    } else if let Some(v) = s.strip_suffix("ms") {
+        v.parse().ok()
+    } else {
+        s.strip_suffix('s')?.parse::<f64>().ok().map(|v| v * 1e3)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn h2load_report_is_read() {
+        let out = "finished in 8.00s, 1234.50 req/s, 1.20MB/s
+requests: 9876 total, 9880 started, 9876 done, 9870 succeeded, 6 failed, 0 errored, 0 timeout
+status codes: 9869 2xx, 0 3xx, 1 4xx, 0 5xx
+traffic: 1.2MB
+                     min         max         mean         sd        +/- sd
+time for request:      120us     12.50ms       1.50ms       0.10ms    90.00%
+";
+        let p = parse_h2load(out).unwrap();
+        assert_eq!(p.requests, 9876);
+        assert_eq!(p.seconds, 8.0);
+        assert_eq!(p.p50_ms, 1.5);
+        assert_eq!(p.p99_ms, 12.5);
+        assert_eq!(p.errors, 7);
+        assert_eq!(millis("120us"), Some(0.12));
+        assert_eq!(millis("2.00s"), Some(2000.0));
+    }
 }

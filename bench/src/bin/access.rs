@@ -14,7 +14,7 @@ use futures::{SinkExt, StreamExt};
 use kruntimes_bench::envfile::BenchEnv;
 use kruntimes_bench::fixtures::Fixtures;
 use kruntimes_bench::keepalive::{Conn, TlsClient};
-use kruntimes_bench::nginx::{Nginx, NginxConfig, wrk};
+use kruntimes_bench::nginx::{Nginx, NginxConfig, WrkPass, h2load, wrk};
 use kruntimes_bench::procfs::{self, mib};
 use kruntimes_bench::{metrics, stats};
 use kube::Api;
@@ -63,13 +63,14 @@ struct Args {
     #[arg(long, default_value = "shared")]
     cpus: String,
     /// Parts to run: invoke, ws, sockets, nginx (the Console against nginx
-    /// in front of the same gateway, driven by `wrk`).
+    /// in front of the same gateway, HTTP/1.1 driven by `wrk`), nginx-h2
+    /// (the same over HTTP/2, driven by `h2load`).
     #[arg(long, default_value = "invoke,ws,sockets,nginx", value_delimiter = ',')]
     only: Vec<String>,
-    /// Seconds per `wrk` pass of the nginx comparison.
+    /// Seconds per `wrk` or `h2load` pass of the nginx comparison.
     #[arg(long, default_value_t = 8)]
     wrk_seconds: u64,
-    /// Concurrencies (`wrk` connections) of the nginx comparison.
+    /// Concurrencies (calls in flight) of the nginx comparison.
     #[arg(long, default_value = "1,64", value_delimiter = ',')]
     wrk_concurrency: Vec<usize>,
 }
@@ -470,10 +471,64 @@ fn cpu_of(pids: &[u32]) -> Result<f64> {
     pids.iter().map(|&p| procfs::cpu_seconds(p)).sum()
 }
 
+/// How the callers speak to the proxies.
+#[derive(Clone, Copy, PartialEq)]
+enum Protocol {
+    /// `wrk`: one keep-alive HTTP/1.1 connection per concurrent call.
+    Http1,
+    /// `h2load`: concurrency 1 is one connection with one stream; more is
+    /// two connections (one per core of the proxies) sharing the streams,
+    /// as a Go client's pool does once one connection is busy.
+    Http2,
+}
+
+impl Protocol {
+    fn name(self) -> &'static str {
+        match self {
+            Protocol::Http1 => "HTTP/1.1 (wrk)",
+            Protocol::Http2 => "HTTP/2 (h2load)",
+        }
+    }
+
+    /// One pass of `seconds` at `concurrency` calls in flight.
+    fn pass(
+        self,
+        dir: &Path,
+        url: &str,
+        headers: &[(&str, &str)],
+        concurrency: usize,
+        seconds: u64,
+    ) -> Result<WrkPass> {
+        let body = r#"{"x":1}"#;
+        match self {
+            Protocol::Http1 => wrk(dir, url, headers, body, concurrency, seconds),
+            Protocol::Http2 => {
+                let clients = concurrency.clamp(1, 2);
+                h2load(
+                    dir,
+                    url,
+                    headers,
+                    body,
+                    clients,
+                    concurrency.div_ceil(clients),
+                    seconds,
+                )
+            }
+        }
+    }
+}
+
 /// The Console's `/v1` invoke against nginx proxying to the same gateway,
-/// both driven by `wrk` with keep-alive connections, passes alternating; CPU
-/// per request is the proxy's utime + stime over the requests it served.
-async fn against_nginx(args: &Args, env: &BenchEnv, nginx: &Nginx, uid: &str) -> Result<()> {
+/// both driven by `wrk` (HTTP/1.1) or `h2load` (HTTP/2) with keep-alive
+/// connections, passes alternating; CPU per request is the proxy's utime +
+/// stime over the requests it served.
+async fn against_nginx(
+    args: &Args,
+    env: &BenchEnv,
+    nginx: &Nginx,
+    uid: &str,
+    protocol: Protocol,
+) -> Result<()> {
     let path = format!("/v1/namespaces/{NS}/runs/{FUNCTION_RUN}/{uid}/invoke");
     let dir = env.state()?.join("bench-nginx");
     let console_url = format!("{}{path}", env.var("CONSOLE_URL")?);
@@ -490,16 +545,20 @@ async fn against_nginx(args: &Args, env: &BenchEnv, nginx: &Nginx, uid: &str) ->
     let gateway = env.pid("gateway")?;
     for &conns in &args.wrk_concurrency {
         // Warm-up: connections, caches, the upstream keep-alive pools.
-        wrk(&dir, &console_url, &console_headers, r#"{"x":1}"#, conns, 2)?;
-        wrk(&dir, &nginx_url, &nginx_headers, r#"{"x":1}"#, conns, 2)?;
+        protocol.pass(&dir, &console_url, &console_headers, conns, 2)?;
+        protocol.pass(&dir, &nginx_url, &nginx_headers, conns, 2)?;
         let load = procfs::load_average();
         println!(
-            "\nnginx comparison, c={conns}, {} s per pass, {} passes alternating (load {load})",
-            args.wrk_seconds, args.passes
+            "\nnginx comparison, {}, c={conns}, {} s per pass, {} passes alternating (load {load})",
+            protocol.name(),
+            args.wrk_seconds,
+            args.passes
         );
-        println!(
-            "| path | req/s | p50 ms | p99 ms | proxy CPU ms/req | gateway CPU ms/req | errors |"
-        );
+        let latency = match protocol {
+            Protocol::Http1 => "p50 ms | p99 ms",
+            Protocol::Http2 => "mean ms | max ms",
+        };
+        println!("| path | req/s | {latency} | proxy CPU ms/req | gateway CPU ms/req | errors |");
         println!("| --- | --- | --- | --- | --- | --- | --- |");
         let mut rows: [Vec<(f64, f64)>; 2] = [Vec::new(), Vec::new()];
         for _ in 0..args.passes {
@@ -516,9 +575,9 @@ async fn against_nginx(args: &Args, env: &BenchEnv, nginx: &Nginx, uid: &str) ->
             .enumerate()
             {
                 let cpu0 = (cpu_of(pids)?, procfs::cpu_seconds(gateway)?);
-                let p = wrk(&dir, url, headers, r#"{"x":1}"#, conns, args.wrk_seconds)?;
+                let p = protocol.pass(&dir, url, headers, conns, args.wrk_seconds)?;
                 let cpu1 = (cpu_of(pids)?, procfs::cpu_seconds(gateway)?);
-                ensure!(p.errors == 0, "{name}: {} wrk errors", p.errors);
+                ensure!(p.errors == 0, "{name}: {} errors", p.errors);
                 let n = p.requests as f64;
                 let cpu = (cpu1.0 - cpu0.0) * 1e3 / n;
                 println!(
@@ -542,7 +601,8 @@ async fn against_nginx(args: &Args, env: &BenchEnv, nginx: &Nginx, uid: &str) ->
                 .collect()
         };
         println!(
-            "SUMMARY nginx c={conns}: req/s Console {} nginx {} (Console/nginx {}); CPU ms/req Console {} nginx {} (Console/nginx {})",
+            "SUMMARY nginx {} c={conns}: req/s Console {} nginx {} (Console/nginx {}); CPU ms/req Console {} nginx {} (Console/nginx {})",
+            protocol.name(),
             stats::range(&rps(0), 0),
             stats::range(&rps(1), 0),
             stats::range(&ratio(&|r| r.0), 2),
@@ -771,9 +831,17 @@ async fn main() -> Result<()> {
     if args.only.iter().any(|o| o == "sockets") {
         sockets(&args, &env, &sides[0], &ses_uid).await?;
     }
-    if args.only.iter().any(|o| o == "nginx") {
+    let protocols = [("nginx", Protocol::Http1), ("nginx-h2", Protocol::Http2)];
+    let wanted: Vec<Protocol> = protocols
+        .into_iter()
+        .filter(|(part, _)| args.only.iter().any(|o| o == part))
+        .map(|(_, p)| p)
+        .collect();
+    if !wanted.is_empty() {
         let nginx = start_nginx(&env)?;
-        against_nginx(&args, &env, &nginx, &fn_uid).await?;
+        for protocol in wanted {
+            against_nginx(&args, &env, &nginx, &fn_uid, protocol).await?;
+        }
     }
     Ok(())
 }
