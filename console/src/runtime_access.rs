@@ -4,7 +4,6 @@
 
 #[cfg(test)]
 mod diff_tests;
-pub mod early;
 pub mod failure;
 pub mod fast;
 pub mod frames;
@@ -29,8 +28,6 @@ use axum::routing::{get, post};
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, header};
 use http_body_util::BodyExt;
-use hyper_util::client::legacy::Client as HyperClient;
-use hyper_util::client::legacy::connect::HttpConnector;
 use kruntimes_core::auth::access::Decision;
 use kruntimes_core::auth::{AccessReview, Caller as Identity, Recheck, ResourceAttributes};
 use kruntimes_core::lifecycle::Lifecycle;
@@ -38,12 +35,12 @@ use kruntimes_core::limit::{ByteBudget, CapReached, Caps, Held, Slot};
 use kruntimes_core::names::{is_dns1123_label, is_dns1123_subdomain};
 use kruntimes_core::routes::{self, Route};
 use kruntimes_core::trace;
-use kruntimes_transport::workers::PerThread;
+use kruntimes_transport::serve::Watchdog;
 use rustls::ClientConfig;
 
-use self::early::EarlyAnswerConnector;
 use self::gateway::{GatewayResolver, GatewayTarget};
 use self::runs::{Mode, RunCache};
+use self::upstream::{GatewayBody, Upstreams, framing, write_request_head};
 use crate::api::types::AccessRequest;
 use crate::credentials::Credentials;
 use crate::error::{ConsoleError, REFUSAL_DRAIN_BYTES, drain, refuse};
@@ -98,9 +95,9 @@ pub struct AccessState {
     pub access: AccessReview,
     /// TLS to the gateways: their CA, and the Console's client certificate.
     pub tls: Arc<ClientConfig>,
-    /// The gateway client of each connection thread (its pooled connections
-    /// live on that thread), and one for the main runtime.
-    pub http: PerThread<HyperClient<hyper_rustls::HttpsConnector<EarlyAnswerConnector>, Body>>,
+    /// The gateway client of every invoke, on both paths: a pool of
+    /// connections per connection thread, and one for the main runtime.
+    pub upstreams: Arc<Upstreams>,
     /// The bounds of every call.
     pub bounds: AccessBounds,
     /// Concurrent invokes and operations sockets, in total and per caller.
@@ -128,13 +125,13 @@ impl AccessState {
         calls: Arc<Caps>,
         recheck: Recheck,
     ) -> Self {
-        let http = PerThread::new(0, || gateway_client(&tls, &bounds));
+        let upstreams = Arc::new(Upstreams::new(0, tls.clone(), bounds.connect_timeout));
         Self {
             runs,
             gateways,
             access,
             tls,
-            http,
+            upstreams,
             bounds,
             calls,
             buffered: ByteBudget::new(
@@ -155,9 +152,14 @@ impl AccessState {
         self
     }
 
-    /// One gateway client per connection thread (`threads` of them) besides the main one.
+    /// One pool of gateway connections per connection thread (`threads` of
+    /// them) besides the main one.
     pub fn with_threads(mut self, threads: usize) -> Self {
-        self.http = PerThread::new(threads, || gateway_client(&self.tls, &self.bounds));
+        self.upstreams = Arc::new(Upstreams::new(
+            threads,
+            self.tls.clone(),
+            self.bounds.connect_timeout,
+        ));
         self
     }
 
@@ -166,32 +168,6 @@ impl AccessState {
         self.lifecycle = lifecycle;
         self
     }
-}
-
-/// A client for the Runtime gateways: HTTPS only, HTTP/1.1, never retried;
-/// an answer the gateway sends before it read the whole request is relayed.
-fn gateway_client(
-    tls: &ClientConfig,
-    bounds: &AccessBounds,
-) -> HyperClient<hyper_rustls::HttpsConnector<EarlyAnswerConnector>, Body> {
-    let mut http = HttpConnector::new();
-    http.enforce_http(false);
-    http.set_nodelay(true);
-    http.set_connect_timeout(Some(bounds.connect_timeout));
-    let mut http_tls = tls.clone();
-    // The connector sets ALPN itself (HTTP/1.1 only: no retries, upgrades stay possible).
-    http_tls.alpn_protocols.clear();
-    let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(http_tls)
-        .https_only()
-        .enable_http1()
-        // A gateway's early answer (413 and close) is read, not lost to the failed write.
-        .wrap_connector(EarlyAnswerConnector(http));
-    HyperClient::builder(hyper_util::rt::TokioExecutor::new())
-        // Never re-send a request once it may have reached the gateway.
-        .retry_canceled_requests(false)
-        .pool_idle_timeout(Duration::from_secs(60))
-        .build(https)
 }
 
 /// The invoke route's template.
@@ -614,176 +590,74 @@ async fn forward_invoke(
             secs: timeout.as_secs_f32(),
         })
     })??;
-    let mut headers = HeaderMap::new();
-    for (k, v) in &parts.headers {
-        if is_forwarded_request_header(k) && is_passable(k, v.as_bytes()) {
+    let span =
+        trace::enabled().then(|| trace::gateway_span(INVOKE_ROUTE, &target.host, target.port));
+    let mut req = Vec::with_capacity(1024 + body.len());
+    write_request_head(
+        &mut req,
+        &path,
+        &target,
+        &parts.headers,
+        &creds.caller,
+        &inv,
+        span.as_ref(),
+        body.len() as u64,
+    );
+    req.extend_from_slice(&body);
+    drop(body);
+    // The answer, its body included, within the total timeout.
+    let bounds = &state.bounds;
+    let deadline = tokio::time::Instant::now() + bounds.total_timeout;
+    let mut timer = Watchdog::new(bounds.total_timeout.min(bounds.connect_timeout));
+    let exchange = state
+        .upstreams
+        .exchange(&mut timer, &target, &req, deadline);
+    let exchange = match &span {
+        Some(span) => {
+            use tracing::Instrument;
+            let x = exchange.instrument(span.clone()).await;
+            trace::record_call(span, x.as_ref().ok().map(|(_, status)| *status));
+            x
+        }
+        None => exchange.await,
+    };
+    drop(req);
+    // The body went out with the request: its bytes are no longer held.
+    drop(held);
+    let (up, status) = exchange?;
+    // An answer to another call: the connection is dropped with it.
+    answers_call(&up.headers, &inv, &target)?;
+    let max = bounds.max_response_bytes;
+    let framing = framing(status, &up.headers, max, &target)?;
+    // The gateway's fields, less what is never relayed; the body is
+    // relayed as it is, with its length.
+    let listed = connection_listed(&up.headers);
+    let mut headers = HeaderMap::with_capacity(up.headers.len() + 1);
+    for (k, v) in &up.headers {
+        if (k == header::CONTENT_LENGTH && !framing.no_body) || !is_stripped(k, &listed) {
             headers.append(k.clone(), v.clone());
         }
     }
-    identity_headers(&creds.caller, &mut headers);
-    headers.insert(INVOCATION_ID, inv.clone());
-    let span = trace::enabled().then(|| {
-        let span = trace::gateway_span(INVOKE_ROUTE, &target.host, target.port);
-        trace::inject(&span, &mut headers);
-        span
-    });
-    let uri = format!("https://{}:{}{path}", target.host, target.port);
-    let mut upstream = http::Request::post(&uri)
-        .body(Body::from(body))
-        .map_err(|e| ConsoleError::internal(e.to_string()))?;
-    *upstream.headers_mut() = headers;
-    // The answer, its body included, within the total timeout.
-    let deadline = tokio::time::Instant::now() + state.bounds.total_timeout;
-    let call = tracing::Span::none().in_scope(|| state.http.get().request(upstream));
-    let resp = match &span {
-        Some(span) => {
-            use tracing::Instrument;
-            // Polled outside any span: hyper's pool spawns a new connection's
-            // task `in_current_span`, which would keep the span open with it.
-            let res =
-                tokio::time::timeout_at(deadline, call.instrument(tracing::Span::none())).await;
-            let code = match &res {
-                Ok(Ok(r)) => Some(r.status().as_u16()),
-                _ => None,
-            };
-            trace::record_call(span, code);
-            res
-        }
-        None => tokio::time::timeout_at(deadline, call).await,
-    };
-    let resp = resp
-        .map_err(|_| ConsoleError::from(AccessFailure::GatewayTimeout))?
-        .map_err(|e| unreachable(&target, &e))?;
-    // The body went out with the request: its bytes are no longer held.
-    drop(held);
-    if !is_final_answer(resp.status().as_u16()) {
-        tracing::warn!(gateway = %target.authority(), status = resp.status().as_u16(), "a Runtime gateway answered an invoke with a status that ends no call");
-        return Err(broke_off());
-    }
-    // On a mismatch the answer's body is dropped unread, which closes its
-    // connection; an answer without a body already went back to the pool,
-    // where the next answer on it is checked the same way.
-    answers_call(resp.headers(), &inv, &target)?;
-    relay_response(resp, inv, state.bounds.max_response_bytes, slot, deadline)
-}
-
-pub(crate) fn unreachable(
-    target: &GatewayTarget,
-    e: &hyper_util::client::legacy::Error,
-) -> ConsoleError {
-    tracing::warn!(gateway = %target.authority(), error = %e, connect = e.is_connect(), "Runtime gateway call failed");
-    if e.is_connect() {
-        ConsoleError::unavailable(format!(
-            "the Runtime gateway {} is unreachable",
-            target.authority()
-        ))
-    } else {
-        broke_off()
-    }
-}
-
-/// A call dispatched and broken off: not retried (the call may have run).
-pub(crate) fn broke_off() -> ConsoleError {
-    AccessFailure::BrokeOff.into()
-}
-
-/// Passes the gateway's answer through (429 and 5xx included), bounded.
-fn relay_response(
-    resp: http::Response<hyper::body::Incoming>,
-    inv: HeaderValue,
-    max: usize,
-    slot: Slot,
-    deadline: tokio::time::Instant,
-) -> Result<Response, ConsoleError> {
-    if let Some(len) = resp
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
-        && len > max
-    {
-        return Err(AccessFailure::ResponseTooLarge { max }.into());
-    }
-    let (parts, body) = resp.into_parts();
-    let listed = connection_listed(&parts.headers);
-    // The call holds its place until the answer is relayed to its end.
-    let body = Timed {
-        inner: http_body_util::Limited::new(body, max),
-        deadline: Box::pin(tokio::time::sleep_until(deadline)),
-    }
-    .map_frame(move |f| {
-        let _ = &slot;
-        f
-    });
-    // The gateway's header map is kept and what is never relayed removed
-    // from it (its own length stays: the body is relayed as it is).
-    let http::response::Parts {
-        status,
-        mut headers,
-        ..
-    } = parts;
-    let stripped: Vec<HeaderName> = headers
-        .keys()
-        .filter(|k| *k != header::CONTENT_LENGTH && is_stripped(k, &listed))
-        .cloned()
-        .collect();
-    for k in &stripped {
-        headers.remove(k);
-    }
     headers.insert(INVOCATION_ID, inv);
+    let status = http::StatusCode::from_u16(status).map_err(|_| broke_off())?;
+    let body = GatewayBody::new(
+        up,
+        framing,
+        max,
+        deadline,
+        state.upstreams.clone(),
+        target,
+        slot,
+    );
     let mut out = Response::new(Body::new(body));
     *out.status_mut() = status;
     *out.headers_mut() = headers;
     Ok(out)
 }
 
-/// A relayed answer's body that breaks off at the call's deadline, and
-/// ends before the gateway's trailers.
-struct Timed<B> {
-    inner: B,
-    deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
-}
-
-impl<B> http_body::Body for Timed<B>
-where
-    B: http_body::Body + Unpin,
-    B::Error: Into<axum::BoxError>,
-{
-    type Data = B::Data;
-    type Error = axum::BoxError;
-
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<http_body::Frame<B::Data>, Self::Error>>> {
-        if let std::task::Poll::Ready(res) = std::pin::Pin::new(&mut self.inner).poll_frame(cx) {
-            // A gateway's trailer fields are read (within hyper's bounds) and
-            // never relayed, as on the fast path (`h1::Chunked` checks and
-            // drops them): the body ends with its data. Relayed, they would
-            // pass none of `is_stripped`'s rules (hyper's HTTP/2 server sends
-            // them, `set-cookie` and `x-remote-*` included).
-            if let Some(Ok(frame)) = &res
-                && frame.is_trailers()
-            {
-                return std::task::Poll::Ready(None);
-            }
-            return std::task::Poll::Ready(res.map(|r| r.map_err(Into::into)));
-        }
-        if self.deadline.as_mut().poll(cx).is_ready() {
-            tracing::warn!("a Runtime gateway's answer did not end within --access-total-timeout");
-            return std::task::Poll::Ready(Some(Err(
-                "the Runtime gateway's answer did not end in time".into(),
-            )));
-        }
-        std::task::Poll::Pending
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.inner.size_hint()
-    }
+/// A call dispatched and broken off: not retried (the call may have run).
+pub(crate) fn broke_off() -> ConsoleError {
+    AccessFailure::BrokeOff.into()
 }
 
 async fn operations(

@@ -318,7 +318,6 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
             v1_state.clone(),
             observer.clone(),
             args.max_header_bytes,
-            console_threads.as_ref().map_or(0, Workers::len),
         )) as Arc<dyn FastPath>
     });
     let console_router = router::router_with(

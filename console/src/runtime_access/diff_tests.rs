@@ -7,6 +7,7 @@
 //! connections and HTTP versions is normalised ([`Answer::of`]).
 
 use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -466,6 +467,8 @@ struct Consoles {
     plan: Arc<Mutex<Gw>>,
     /// The requests it received.
     seen: Arc<Mutex<Vec<Received>>>,
+    /// The connections the gateway accepted.
+    connections: Arc<AtomicUsize>,
 }
 
 async fn consoles() -> Consoles {
@@ -476,14 +479,19 @@ async fn consoles() -> Consoles {
     let plain = console_listener(state, access, false).await;
     let plan = Arc::new(Mutex::new(Gw::Unreached));
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let (p, s) = (plan.clone(), seen.clone());
-    gw.serve_each(move |script| serve_gateway(script, p.clone(), s.clone()));
+    let connections = Arc::new(AtomicUsize::new(0));
+    let (p, s, n) = (plan.clone(), seen.clone(), connections.clone());
+    gw.serve_each(move |script| {
+        n.fetch_add(1, Ordering::SeqCst);
+        serve_gateway(script, p.clone(), s.clone())
+    });
     Consoles {
         fast,
         plain,
         metrics,
         plan,
         seen,
+        connections,
     }
 }
 
@@ -971,4 +979,61 @@ async fn invokes_are_answered_alike_on_the_fast_path_and_the_router_over_both_ve
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Every path keeps its gateway connection for the next call after an
+/// answer whose end is certain: a length (a body, or none), chunks with
+/// trailers, a 204. Calls follow one another, so one connection carries
+/// them all; a path that dropped it would make the gateway accept another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_path_reuses_its_gateway_connection_after_a_framed_answer() {
+    let c = consoles().await;
+    type Answering = fn(&str) -> Vec<u8>;
+    let answers: [(&str, Answering); 4] = [
+        ("a length", |inv| {
+            with_length("HTTP/1.1 200 OK", inv, &[], b"{\"ok\":true}")
+        }),
+        ("an empty length", |inv| {
+            with_length("HTTP/1.1 200 OK", inv, &[], b"")
+        }),
+        ("chunks and trailers", |inv| {
+            let mut a = answer(
+                "HTTP/1.1 200 OK",
+                Some(inv),
+                &[("transfer-encoding", "chunked")],
+                b"",
+            );
+            a.extend_from_slice(b"5\r\nhello\r\n0\r\nx-trailer: 1\r\n\r\n");
+            a
+        }),
+        ("a 204", |inv| {
+            answer("HTTP/1.1 204 No Content", Some(inv), &[], b"")
+        }),
+    ];
+    let case = |gw| Case {
+        what: "reuse",
+        run: (FUNCTION, UID),
+        fields: vec![("authorization", format!("Bearer {TOKEN}"))],
+        body: Body::Announced(b"{}".to_vec()),
+        gw,
+        status: 0,
+    };
+    for path in PATHS {
+        for (what, answer) in answers {
+            *c.plan.lock().unwrap() = Gw::Answer(answer, false);
+            let before = c.connections.load(Ordering::SeqCst);
+            for round in 0..3 {
+                let (status, _, body, _) = c.call(path, &case(Gw::Answer(answer, false))).await;
+                assert!(
+                    (200..300).contains(&status) && body.is_ok(),
+                    "{path:?}, {what}, call {round}: {status} {body:?}"
+                );
+            }
+            let opened = c.connections.load(Ordering::SeqCst) - before;
+            assert!(
+                opened <= 1,
+                "{path:?}, {what}: {opened} gateway connections for 3 calls in a row"
+            );
+        }
+    }
 }

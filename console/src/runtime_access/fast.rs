@@ -20,26 +20,21 @@ use bytes::Buf;
 use http::{HeaderValue, Method, header};
 use kruntimes_core::observe::{Observer, access_logged, request_id};
 use kruntimes_core::trace;
-use kruntimes_transport::h1::{self, BodyKind, Parsed, RequestHead, field};
+use kruntimes_transport::h1::{self, BodyKind, RequestHead, field};
 use kruntimes_transport::serve::{FastConn, FastPath, read_into};
 use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
 
-use super::gateway::GatewayTarget;
-use super::upstream::{Upstream, Upstreams};
+use super::upstream::{Framing, Upstream, Upstreams, field_num, framing, write_request_head};
 use super::{
     AccessFailure, AccessState, AdmittedInvoke, INVOCATION_ID, INVOKE_ROUTE, admit_invoke,
-    answers_call, connection_listed, identity_fields, is_final_answer, is_forwarded_request_header,
-    is_passable, is_stripped,
+    answers_call, connection_listed, is_stripped,
 };
 use crate::credentials::resolve;
 use crate::error::{ConsoleError, REFUSAL_DRAIN_BYTES};
 use crate::headers::{SECURITY_HEADERS, header_bytes, is_security_header};
 use crate::origin::cross_origin;
 use crate::state::{ConsoleState, RequestCredentials};
-
-/// Largest response head read from a gateway (hyper's default read buffer bound).
-const MAX_RESPONSE_HEAD: usize = 8192 + 4096 * 100;
 
 /// The largest write buffer a connection keeps between calls.
 const KEPT_OUT_BYTES: usize = 64 << 10;
@@ -51,7 +46,7 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct InvokeFastPath {
     console: Arc<ConsoleState>,
     access: Arc<AccessState>,
-    upstreams: Upstreams,
+    upstreams: Arc<Upstreams>,
     observer: Arc<Observer>,
     max_header_bytes: usize,
     /// The security headers, written as they are on every answer.
@@ -59,19 +54,18 @@ pub struct InvokeFastPath {
 }
 
 impl InvokeFastPath {
-    /// `threads`: the Console listener's connection threads (one pool each).
+    /// Calls go to the gateways through `access`'s client.
     pub fn new(
         console: Arc<ConsoleState>,
         access: Arc<AccessState>,
         observer: Arc<Observer>,
         max_header_bytes: usize,
-        threads: usize,
     ) -> Self {
         let mut security = Vec::new();
         for (name, value) in SECURITY_HEADERS {
             field(&mut security, name, value.as_bytes());
         }
-        let upstreams = Upstreams::new(threads, access.tls.clone(), access.bounds.connect_timeout);
+        let upstreams = access.upstreams.clone();
         Self {
             console,
             access,
@@ -116,13 +110,6 @@ fn request_length(headers: &http::HeaderMap) -> Option<u64> {
         BodyKind::Close => Some(0),
         BodyKind::Chunked => None,
     }
-}
-
-/// A field whose value is a number (written without an allocation).
-fn field_num(out: &mut Vec<u8>, name: &str, n: u64) {
-    use std::io::Write as _;
-    out.extend_from_slice(name.as_bytes());
-    let _ = write!(out, ": {n}\r\n");
 }
 
 fn status_line(out: &mut Vec<u8>, code: u16) {
@@ -312,37 +299,18 @@ impl InvokeFastPath {
         // The upstream request: head, then the body as it arrives.
         let mut req = std::mem::take(&mut conn.out);
         req.clear();
-        req.extend_from_slice(b"POST ");
-        req.extend_from_slice(path.as_bytes());
-        req.extend_from_slice(b" HTTP/1.1\r\n");
-        if target.port == 443 {
-            field(&mut req, "host", target.host.as_bytes());
-        } else {
-            field(&mut req, "host", target.authority().as_bytes());
-        }
-        for (k, v) in &conn.headers {
-            if k.as_str() != INVOCATION_ID
-                && is_forwarded_request_header(k)
-                && is_passable(k, v.as_bytes())
-            {
-                field(&mut req, k.as_str(), v.as_bytes());
-            }
-        }
-        identity_fields(&creds.caller, |k, v| field(&mut req, k, v.as_bytes()));
-        field(&mut req, INVOCATION_ID, inv.as_bytes());
         let span =
             trace::enabled().then(|| trace::gateway_span(INVOKE_ROUTE, &target.host, target.port));
-        if let Some((parent, state)) = span.as_ref().and_then(trace::headers_of) {
-            field(&mut req, "traceparent", parent.as_bytes());
-            if let Some(state) = state {
-                field(&mut req, "tracestate", state.as_bytes());
-            }
-        }
-        // As hyper's client: an empty body is sent without a length.
-        if len > 0 {
-            field_num(&mut req, "content-length", len);
-        }
-        req.extend_from_slice(b"\r\n");
+        write_request_head(
+            &mut req,
+            &path,
+            &target,
+            &conn.headers,
+            &creds.caller,
+            &inv,
+            span.as_ref(),
+            len,
+        );
         let body_deadline = Instant::now() + bounds.body_timeout;
         let mut left = len as usize;
         loop {
@@ -381,13 +349,18 @@ impl InvokeFastPath {
             Some(span) => {
                 use tracing::Instrument;
                 let x = self
-                    .exchange(conn, &target, &req, deadline)
+                    .upstreams
+                    .exchange(&mut conn.timer, &target, &req, deadline)
                     .instrument(span.clone())
                     .await;
                 trace::record_call(span, x.as_ref().ok().map(|(_, status)| *status));
                 x
             }
-            None => self.exchange(conn, &target, &req, deadline).await,
+            None => {
+                self.upstreams
+                    .exchange(&mut conn.timer, &target, &req, deadline)
+                    .await
+            }
         };
         // A large body's buffer is not kept for the connection's next call:
         // only bytes under the budget stay in memory.
@@ -406,31 +379,12 @@ impl InvokeFastPath {
             return Err(Failed::Answer(e.into()));
         }
         // The answer's framing and size, decided before any of it is relayed.
-        let no_body = status == 204 || status == 304;
-        let announced = h1::body_kind(&up.headers);
-        let kind = if no_body {
-            Some(BodyKind::Length(0))
-        } else {
-            announced
-        };
         let max = bounds.max_response_bytes;
-        let kind = match kind {
-            Some(BodyKind::Length(n)) if n > max as u64 => {
-                return Err(Failed::Answer(
-                    AccessFailure::ResponseTooLarge { max }.into(),
-                ));
-            }
-            Some(k) => k,
-            None => return Err(Failed::Answer(broken_off(&target, "malformed framing"))),
-        };
-        // Reused only when the answer's end is certain: a length or chunks
-        // (a 204 or 304 announcing a body is not trusted), HTTP/1.1, no close.
-        let framed = if no_body {
-            matches!(announced, Some(BodyKind::Close) | Some(BodyKind::Length(0)))
-        } else {
-            kind != BodyKind::Close
-        };
-        let reusable = framed && !h1::wants_close(&up.headers);
+        let Framing {
+            kind,
+            no_body,
+            reusable,
+        } = framing(status, &up.headers, max, &target).map_err(Failed::Answer)?;
         // A listener that is stopping closes this connection after the answer.
         let close = close || conn.stopping();
         let took = started.elapsed();
@@ -490,88 +444,6 @@ impl InvokeFastPath {
         }
         Ok(!close)
     }
-
-    /// Sends the request on a pooled or new connection and reads the answer's head.
-    async fn exchange(
-        &self,
-        conn: &mut FastConn,
-        target: &Arc<GatewayTarget>,
-        req: &[u8],
-        deadline: Instant,
-    ) -> Result<(Box<Upstream>, u16), ConsoleError> {
-        let timed_out = || ConsoleError::from(AccessFailure::GatewayTimeout);
-        let mut up = match self.upstreams.idle(target) {
-            Some(up) => up,
-            None => match conn
-                .timer
-                .run(deadline, self.upstreams.connect(target))
-                .await
-            {
-                Some(Ok(up)) => up,
-                Some(Err(e)) => return Err(e.into()),
-                None => return Err(timed_out()),
-            },
-        };
-        let sent = conn
-            .timer
-            .run(deadline, async {
-                up.io.write_all(req).await?;
-                up.io.flush().await
-            })
-            .await;
-        // A gateway may answer (a refusal) and close before it read the
-        // whole request: its answer is relayed, on a connection not reused.
-        let write_failed = match sent {
-            Some(Ok(())) => None,
-            Some(Err(e)) => Some(e.to_string()),
-            None => return Err(timed_out()),
-        };
-        loop {
-            match h1::parse_response(&up.buf, &mut up.headers) {
-                // Interim answers are read past, as hyper's client does.
-                Parsed::Complete(h) if (100..200).contains(&h.status) && h.status != 101 => {
-                    up.buf.advance(h.len);
-                    continue;
-                }
-                Parsed::Complete(h) if is_final_answer(h.status) => {
-                    up.buf.advance(h.len);
-                    if !h.http11 || write_failed.is_some() {
-                        // An HTTP/1.0 answer, or one to a request not
-                        // wholly sent, leaves the connection unusable.
-                        up.headers
-                            .append(header::CONNECTION, HeaderValue::from_static("close"));
-                    }
-                    return Ok((up, h.status));
-                }
-                Parsed::Partial if up.buf.len() < MAX_RESPONSE_HEAD => {}
-                _ => return Err(broken_off(target, "malformed response head")),
-            }
-            match conn
-                .timer
-                .run(deadline, read_into(&mut up.io, &mut up.buf))
-                .await
-            {
-                Some(Ok(n)) if n > 0 => {}
-                Some(Ok(_)) => {
-                    return Err(broken_off(
-                        target,
-                        write_failed.as_deref().unwrap_or("closed"),
-                    ));
-                }
-                Some(Err(e)) => {
-                    let why = write_failed.unwrap_or_else(|| e.to_string());
-                    return Err(broken_off(target, &why));
-                }
-                None => return Err(timed_out()),
-            }
-        }
-    }
-}
-
-/// A call dispatched and broken off: not retried (it may have run).
-fn broken_off(target: &GatewayTarget, why: &str) -> ConsoleError {
-    tracing::warn!(gateway = %target.authority(), error = why, connect = false, "Runtime gateway call failed");
-    super::broke_off()
 }
 
 /// Reads and drops `len` bytes of body; false when they did not come in time.

@@ -575,7 +575,6 @@ pub async fn console_listener(
             access.clone(),
             observer.clone(),
             16 << 10,
-            0,
         ))
     });
     let router = crate::router::router_with(state, super::router(access), 16 << 10, observer);

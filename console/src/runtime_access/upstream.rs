@@ -1,21 +1,40 @@
-//! Keep-alive HTTP/1.1 connections to Runtime gateways for the invoke fast
-//! path ([`super::fast`]): one pool per connection thread, so a call and the
-//! gateway connection it uses stay on one thread. Like the general path's
-//! hyper client: HTTPS only, HTTP/1.1, a connection idle 60 s is closed, a
-//! request is never re-sent once it may have reached the gateway.
+//! The gateway client of every invoke: keep-alive HTTP/1.1 connections to
+//! Runtime gateways, one pool per connection thread, so a call and the
+//! gateway connection it uses stay on one thread. HTTPS only, HTTP/1.1, a
+//! connection idle 60 s is closed, a request is never re-sent once it may
+//! have reached the gateway, an answer is matched to its call and a
+//! connection is reused only when its answer's end was certain and nothing
+//! follows it. The HTTP/1.1 fast path ([`super::fast`]) relays an answer
+//! onto its caller's connection itself; the router (HTTP/2 callers and the
+//! HTTP/1.1 requests the fast path leaves) streams it as a [`GatewayBody`].
 
 use std::collections::HashMap;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll, Waker, ready};
 use std::time::Duration;
 
-use bytes::BytesMut;
-use http::HeaderMap;
+use bytes::{Buf, Bytes, BytesMut};
+use http::{HeaderMap, HeaderValue, header};
+use kruntimes_core::auth::Caller as Identity;
+use kruntimes_core::limit::Slot;
+use kruntimes_core::trace;
+use kruntimes_transport::h1::{self, BodyKind, Parsed, field};
+use kruntimes_transport::serve::{Watchdog, read_into};
 use kruntimes_transport::workers::PerThread;
 use rustls::ClientConfig;
+use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
 
 use super::gateway::{self, GatewayError, GatewayTarget};
+use super::{
+    AccessFailure, INVOCATION_ID, identity_fields, is_final_answer, is_forwarded_request_header,
+    is_passable,
+};
+use crate::error::ConsoleError;
+
+/// Largest response head read from a gateway (hyper's default read buffer bound).
+const MAX_RESPONSE_HEAD: usize = 8192 + 4096 * 100;
 
 /// How long an unused connection is kept.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -157,10 +176,384 @@ impl Upstreams {
         }
     }
 
+    /// Sends `req` (head and body) on a pooled or new connection to
+    /// `target` and reads the answer's head, every wait within `deadline`.
+    /// Interim answers are read past; a gateway that answers (a refusal)
+    /// and closes before it read the whole request has its answer relayed,
+    /// on a connection not reused.
+    pub async fn exchange(
+        &self,
+        timer: &mut Watchdog,
+        target: &Arc<GatewayTarget>,
+        req: &[u8],
+        deadline: Instant,
+    ) -> Result<(Box<Upstream>, u16), ConsoleError> {
+        let timed_out = || ConsoleError::from(AccessFailure::GatewayTimeout);
+        let mut up = match self.idle(target) {
+            Some(up) => up,
+            None => match timer.run(deadline, self.connect(target)).await {
+                Some(Ok(up)) => up,
+                Some(Err(e)) => return Err(e.into()),
+                None => return Err(timed_out()),
+            },
+        };
+        let sent = timer
+            .run(deadline, async {
+                up.io.write_all(req).await?;
+                up.io.flush().await
+            })
+            .await;
+        let write_failed = match sent {
+            Some(Ok(())) => None,
+            Some(Err(e)) => Some(e.to_string()),
+            None => return Err(timed_out()),
+        };
+        loop {
+            match h1::parse_response(&up.buf, &mut up.headers) {
+                // Interim answers are read past, as hyper's client does.
+                Parsed::Complete(h) if (100..200).contains(&h.status) && h.status != 101 => {
+                    up.buf.advance(h.len);
+                    continue;
+                }
+                Parsed::Complete(h) if is_final_answer(h.status) => {
+                    up.buf.advance(h.len);
+                    if !h.http11 || write_failed.is_some() {
+                        // An HTTP/1.0 answer, or one to a request not
+                        // wholly sent, leaves the connection unusable.
+                        up.headers
+                            .append(header::CONNECTION, HeaderValue::from_static("close"));
+                    }
+                    return Ok((up, h.status));
+                }
+                Parsed::Partial if up.buf.len() < MAX_RESPONSE_HEAD => {}
+                _ => return Err(broken_off(target, "malformed response head")),
+            }
+            match timer
+                .run(deadline, read_into(&mut up.io, &mut up.buf))
+                .await
+            {
+                Some(Ok(n)) if n > 0 => {}
+                Some(Ok(_)) => {
+                    return Err(broken_off(
+                        target,
+                        write_failed.as_deref().unwrap_or("closed"),
+                    ));
+                }
+                Some(Err(e)) => {
+                    let why = write_failed.unwrap_or_else(|| e.to_string());
+                    return Err(broken_off(target, &why));
+                }
+                None => return Err(timed_out()),
+            }
+        }
+    }
+
     /// Idle connections in this thread's pool (tests).
     pub fn idle_count(&self) -> usize {
         let p = self.pools.get().lock().unwrap_or_else(|e| e.into_inner());
         p.idle.values().map(Vec::len).sum()
+    }
+}
+
+/// A call dispatched and broken off: not retried (it may have run).
+pub(crate) fn broken_off(target: &GatewayTarget, why: &str) -> ConsoleError {
+    tracing::warn!(gateway = %target.authority(), error = why, connect = false, "Runtime gateway call failed");
+    super::broke_off()
+}
+
+/// Writes an invoke's request head for `target` into `req`: the gateway's
+/// `path`, the caller's headers that are forwarded, the caller's identity,
+/// the invocation ID, the trace context of `span` and the body's length
+/// (none for an empty body, as hyper's client sends it).
+#[allow(clippy::too_many_arguments)]
+pub fn write_request_head(
+    req: &mut Vec<u8>,
+    path: &str,
+    target: &GatewayTarget,
+    headers: &HeaderMap,
+    caller: &Identity,
+    inv: &HeaderValue,
+    span: Option<&tracing::Span>,
+    len: u64,
+) {
+    req.extend_from_slice(b"POST ");
+    req.extend_from_slice(path.as_bytes());
+    req.extend_from_slice(b" HTTP/1.1\r\n");
+    if target.port == 443 {
+        field(req, "host", target.host.as_bytes());
+    } else {
+        field(req, "host", target.authority().as_bytes());
+    }
+    for (k, v) in headers {
+        if k.as_str() != INVOCATION_ID
+            && is_forwarded_request_header(k)
+            && is_passable(k, v.as_bytes())
+        {
+            field(req, k.as_str(), v.as_bytes());
+        }
+    }
+    identity_fields(caller, |k, v| field(req, k, v.as_bytes()));
+    field(req, INVOCATION_ID, inv.as_bytes());
+    if let Some((parent, state)) = span.and_then(trace::headers_of) {
+        field(req, "traceparent", parent.as_bytes());
+        if let Some(state) = state {
+            field(req, "tracestate", state.as_bytes());
+        }
+    }
+    if len > 0 {
+        field_num(req, "content-length", len);
+    }
+    req.extend_from_slice(b"\r\n");
+}
+
+/// A field whose value is a number (written without an allocation).
+pub fn field_num(out: &mut Vec<u8>, name: &str, n: u64) {
+    use std::io::Write as _;
+    out.extend_from_slice(name.as_bytes());
+    let _ = write!(out, ": {n}\r\n");
+}
+
+/// How an answer's body ends, decided from its head before any of it is
+/// relayed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Framing {
+    /// Length, chunks, or the connection's close.
+    pub kind: BodyKind,
+    /// A 204 or 304: no body, whatever the head announces.
+    pub no_body: bool,
+    /// Its end is certain (a length or chunks; a 204 or 304 announcing no
+    /// body), HTTP/1.1 and no close: the connection may carry another call.
+    pub reusable: bool,
+}
+
+/// The framing of an answer with `status` and `headers`; an announced
+/// length over `max` or a framing that cannot be read refuses it.
+pub fn framing(
+    status: u16,
+    headers: &HeaderMap,
+    max: usize,
+    target: &GatewayTarget,
+) -> Result<Framing, ConsoleError> {
+    let no_body = status == 204 || status == 304;
+    let announced = h1::body_kind(headers);
+    let kind = if no_body {
+        Some(BodyKind::Length(0))
+    } else {
+        announced
+    };
+    let kind = match kind {
+        Some(BodyKind::Length(n)) if n > max as u64 => {
+            return Err(AccessFailure::ResponseTooLarge { max }.into());
+        }
+        Some(k) => k,
+        None => return Err(broken_off(target, "malformed framing")),
+    };
+    let framed = if no_body {
+        matches!(announced, Some(BodyKind::Close) | Some(BodyKind::Length(0)))
+    } else {
+        kind != BodyKind::Close
+    };
+    Ok(Framing {
+        kind,
+        no_body,
+        reusable: framed && !h1::wants_close(headers),
+    })
+}
+
+/// A gateway's answer body streamed to the router's caller: read from its
+/// connection as the caller takes it, at most `max` bytes, ending at the
+/// call's deadline at the latest; trailers are read within the chunk
+/// decoder's bounds and never relayed. At its end the connection goes back
+/// to the pool when it may carry another call. The call's place is held
+/// until then.
+pub struct GatewayBody {
+    up: Option<Box<Upstream>>,
+    kind: BodyKind,
+    /// Bytes of a length-framed body still to come.
+    left: u64,
+    decoder: h1::Chunked,
+    relayed: usize,
+    max: usize,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    pool: Arc<Upstreams>,
+    target: Arc<GatewayTarget>,
+    reusable: bool,
+    _slot: Slot,
+}
+
+impl GatewayBody {
+    /// The body after the head `up` just read, framed by `framing`.
+    pub fn new(
+        up: Box<Upstream>,
+        framing: Framing,
+        max: usize,
+        deadline: Instant,
+        pool: Arc<Upstreams>,
+        target: Arc<GatewayTarget>,
+        slot: Slot,
+    ) -> Self {
+        let left = match framing.kind {
+            BodyKind::Length(n) => n,
+            _ => 0,
+        };
+        let mut body = Self {
+            up: Some(up),
+            kind: framing.kind,
+            left,
+            decoder: h1::Chunked::default(),
+            relayed: 0,
+            max,
+            deadline: Box::pin(tokio::time::sleep_until(deadline)),
+            pool,
+            target,
+            reusable: framing.reusable,
+            _slot: slot,
+        };
+        if framing.kind == BodyKind::Length(0) {
+            // No body: the connection is free at once, and the caller sees
+            // the end with the head.
+            body.finish();
+        }
+        body
+    }
+
+    /// The answer ended: its connection goes back when it may be reused.
+    fn finish(&mut self) {
+        if let Some(up) = self.up.take()
+            && self.reusable
+        {
+            self.pool.put(&self.target, up);
+        }
+    }
+
+    /// The answer broke off: its connection is dropped.
+    fn fail(&mut self, why: &str) -> axum::BoxError {
+        self.up = None;
+        tracing::warn!(gateway = %self.target.authority(), error = why, "a Runtime gateway's answer broke off");
+        format!("the Runtime gateway's answer broke off: {why}").into()
+    }
+
+    /// Data of the answer in the connection's buffer, or `None` when more
+    /// must be read; `Some(None)` at its end.
+    fn take(&mut self) -> Result<Option<Option<Bytes>>, axum::BoxError> {
+        let Some(up) = self.up.as_mut() else {
+            return Ok(Some(None));
+        };
+        let data = match self.kind {
+            BodyKind::Length(_) => {
+                if self.left == 0 {
+                    self.finish();
+                    return Ok(Some(None));
+                }
+                if up.buf.is_empty() {
+                    return Ok(None);
+                }
+                let take = (self.left as usize).min(up.buf.len());
+                self.left -= take as u64;
+                let data = up.buf.split_to(take).freeze();
+                if self.left == 0 {
+                    // Back to the pool now: a caller told the body's end by
+                    // its length does not poll it again.
+                    self.finish();
+                }
+                data
+            }
+            BodyKind::Chunked => loop {
+                let Some(up) = self.up.as_mut() else {
+                    return Ok(Some(None));
+                };
+                if up.buf.is_empty() {
+                    return Ok(None);
+                }
+                let mut data = Vec::new();
+                let used = match self.decoder.decode(&up.buf, &mut data) {
+                    Ok(used) => used,
+                    Err(_) => return Err(self.fail("malformed chunked body")),
+                };
+                up.buf.advance(used);
+                if self.decoder.is_done() {
+                    self.finish();
+                }
+                if !data.is_empty() {
+                    break Bytes::from(data);
+                }
+                if used == 0 {
+                    return Ok(None);
+                }
+            },
+            BodyKind::Close => {
+                if up.buf.is_empty() {
+                    return Ok(None);
+                }
+                up.buf.split().freeze()
+            }
+        };
+        self.relayed += data.len();
+        if self.relayed > self.max {
+            return Err(self.fail("more than --access-max-response-bytes"));
+        }
+        Ok(Some(Some(data)))
+    }
+}
+
+impl http_body::Body for GatewayBody {
+    type Data = Bytes;
+    type Error = axum::BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        let this = &mut *self;
+        loop {
+            match this.take() {
+                Ok(Some(Some(data))) => return Poll::Ready(Some(Ok(http_body::Frame::data(data)))),
+                Ok(Some(None)) => return Poll::Ready(None),
+                Ok(None) => {}
+                Err(e) => return Poll::Ready(Some(Err(e))),
+            }
+            // More must be read: not past the deadline, even from a gateway
+            // that always has bytes ready.
+            if this.deadline.as_mut().poll(cx).is_ready() {
+                tracing::warn!(
+                    "a Runtime gateway's answer did not end within --access-total-timeout"
+                );
+                this.up = None;
+                return Poll::Ready(Some(Err(
+                    "the Runtime gateway's answer did not end in time".into(),
+                )));
+            }
+            let Some(up) = this.up.as_mut() else {
+                return Poll::Ready(None);
+            };
+            if up.buf.capacity() - up.buf.len() < 1024 {
+                up.buf.reserve(4096);
+            }
+            match ready!(tokio_util::io::poll_read_buf(
+                Pin::new(&mut up.io),
+                cx,
+                &mut up.buf
+            )) {
+                Ok(0) if this.kind == BodyKind::Close => {
+                    this.up = None;
+                    return Poll::Ready(None);
+                }
+                Ok(0) => return Poll::Ready(Some(Err(this.fail("closed")))),
+                Ok(_) => {}
+                Err(e) => return Poll::Ready(Some(Err(this.fail(&e.to_string())))),
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.up.is_none()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        match self.kind {
+            BodyKind::Length(_) => http_body::SizeHint::with_exact(self.left),
+            _ => http_body::SizeHint::default(),
+        }
     }
 }
 
