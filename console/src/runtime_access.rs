@@ -644,7 +644,7 @@ async fn forward_invoke(
         up,
         framing,
         max,
-        deadline,
+        timer.into_sleep(deadline),
         state.upstreams.clone(),
         target,
         slot,

@@ -130,6 +130,13 @@ impl Watchdog {
         }
     }
 
+    /// The watchdog's timer, set for `deadline`: for a wait that goes on
+    /// after the watchdog's (a relayed body), without a second timer.
+    pub fn into_sleep(mut self, deadline: Instant) -> Pin<Box<tokio::time::Sleep>> {
+        self.sleep.as_mut().reset(deadline);
+        self.sleep
+    }
+
     /// Runs `f` until `deadline`; `None` when the deadline came first. A
     /// deadline already past is `None` without polling `f`: a peer that
     /// always has bytes ready (endless trailers, say) would otherwise win

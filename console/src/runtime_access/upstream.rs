@@ -382,12 +382,13 @@ pub struct GatewayBody {
 }
 
 impl GatewayBody {
-    /// The body after the head `up` just read, framed by `framing`.
+    /// The body after the head `up` just read, framed by `framing`; it
+    /// breaks off when `deadline` (the call's, in its timer) passes.
     pub fn new(
         up: Box<Upstream>,
         framing: Framing,
         max: usize,
-        deadline: Instant,
+        deadline: Pin<Box<tokio::time::Sleep>>,
         pool: Arc<Upstreams>,
         target: Arc<GatewayTarget>,
         slot: Slot,
@@ -403,7 +404,7 @@ impl GatewayBody {
             decoder: h1::Chunked::default(),
             relayed: 0,
             max,
-            deadline: Box::pin(tokio::time::sleep_until(deadline)),
+            deadline,
             pool,
             target,
             reusable: framing.reusable,
