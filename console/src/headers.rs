@@ -6,7 +6,7 @@ pub mod limit;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
-use http::{HeaderValue, header};
+use http::{HeaderName, HeaderValue, header};
 
 /// The size of a header block as the bound counts it.
 pub fn header_bytes(h: &http::HeaderMap) -> usize {
@@ -36,11 +36,31 @@ pub const SECURITY_HEADERS: [(&str, &str); 8] = [
     ),
 ];
 
+/// [`SECURITY_HEADERS`] as typed fields, built at compile time: a name
+/// given as a string would be parsed again on every answer.
+const SECURITY_FIELDS: [(HeaderName, HeaderValue); 8] = [
+    field(0),
+    field(1),
+    field(2),
+    field(3),
+    field(4),
+    field(5),
+    field(6),
+    field(7),
+];
+
+const fn field(i: usize) -> (HeaderName, HeaderValue) {
+    (
+        HeaderName::from_static(SECURITY_HEADERS[i].0),
+        HeaderValue::from_static(SECURITY_HEADERS[i].1),
+    )
+}
+
 /// Sets the security headers, and `Cache-Control: no-store` on an API
 /// answer that set no cache policy.
 pub fn secure(h: &mut http::HeaderMap, api: bool) {
-    for (name, value) in SECURITY_HEADERS {
-        h.insert(name, HeaderValue::from_static(value));
+    for (name, value) in SECURITY_FIELDS {
+        h.insert(name, value);
     }
     if api && !h.contains_key(header::CACHE_CONTROL) {
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
