@@ -211,6 +211,13 @@ pub struct Args {
     #[arg(long, default_value = "60s")]
     pub send_timeout: DurationArg,
 
+    /// After an HTTP/1.1 invoke connection is closed while its caller may
+    /// still be sending (a refused body), how long what still arrives is
+    /// read and dropped, so the caller reads the refusal instead of failing
+    /// its next write on a reset. 0s closes at once.
+    #[arg(long, default_value = "2s")]
+    pub linger_timeout: DurationArg,
+
     /// Interval of HTTP/2 keep-alive pings.
     #[arg(long, default_value = "30s")]
     pub http2_keepalive_interval: DurationArg,
@@ -411,6 +418,7 @@ impl Args {
             max_header_bytes: self.max_header_bytes * 2,
             drain_timeout,
             send_timeout: self.send_timeout.into(),
+            linger_timeout: self.linger_timeout.into(),
         }
     }
 
@@ -608,6 +616,7 @@ mod tests {
             "--first-request-timeout=2s",
             "--connection-idle-timeout=3s",
             "--send-timeout=4s",
+            "--linger-timeout=15s",
             "--http2-keepalive-interval=5s",
             "--http2-keepalive-timeout=6s",
             "--http2-max-concurrent-streams=7",
@@ -636,6 +645,7 @@ mod tests {
             assert_eq!(l.first_request_timeout, s(2));
             assert_eq!(l.idle_timeout, s(3));
             assert_eq!(l.send_timeout, s(4));
+            assert_eq!(l.linger_timeout, s(15));
             assert_eq!(l.h2_keepalive_interval, s(5));
             assert_eq!(l.h2_keepalive_timeout, s(6));
             assert_eq!(l.h2_max_concurrent_streams, 7);

@@ -202,6 +202,12 @@ pub struct ConnLimits {
     /// connection: a response in flight keeps the idle timer off, and
     /// HTTP/2 pings are answered while it is stuck.
     pub send_timeout: Duration,
+    /// After an HTTP/1.1 connection served by the fast path closes while
+    /// its caller may still be sending (a refused body), how long what
+    /// still arrives is read and dropped: closed with unread bytes, the
+    /// socket would reset, and the caller's next write would fail before
+    /// it read the answer. Zero closes at once.
+    pub linger_timeout: Duration,
 }
 
 impl Default for ConnLimits {
@@ -220,6 +226,7 @@ impl Default for ConnLimits {
             max_header_bytes: 16 << 10,
             drain_timeout: Duration::from_secs(25),
             send_timeout: Duration::from_secs(60),
+            linger_timeout: Duration::from_secs(2),
         }
     }
 }
@@ -915,6 +922,7 @@ async fn serve_fast(
         if !keep || conn.stopping() {
             use tokio::io::AsyncWriteExt;
             let _ = tokio::time::timeout(Duration::from_secs(1), conn.io.shutdown()).await;
+            linger(conn.io.get_ref(), limits.linger_timeout).await;
             return;
         }
         deadline = Instant::now() + limits.idle_timeout;
@@ -926,6 +934,30 @@ async fn serve_fast(
             conn.out = Vec::new();
         }
     }
+}
+
+/// Reads and drops what the caller still sends on `tcp` (its write side
+/// already shut) until it closes or `linger` passes; the bytes are not
+/// decrypted.
+async fn linger(tcp: &TcpStream, linger: Duration) {
+    if linger.is_zero() {
+        return;
+    }
+    let mut scratch = [0u8; 8 << 10];
+    let _ = tokio::time::timeout(linger, async {
+        loop {
+            if tcp.readable().await.is_err() {
+                return;
+            }
+            match tcp.try_read(&mut scratch) {
+                Ok(0) => return,
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => return,
+            }
+        }
+    })
+    .await;
 }
 
 /// A connection whose first bytes were already read: they are read again first.
@@ -1309,16 +1341,24 @@ mod tests {
 
     impl FastPath for Echo {
         fn claims(&self, head: &RequestHead, _: &HeaderMap) -> bool {
-            head.method == http::Method::POST && head.target == "/fast"
+            head.method == http::Method::POST
+                && (head.target == "/fast" || head.target == "/refuse")
         }
 
         fn serve<'a>(
             &'a self,
-            _head: RequestHead,
+            head: RequestHead,
             conn: &'a mut FastConn,
         ) -> Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>> {
             Box::pin(async move {
                 use tokio::io::AsyncWriteExt;
+                if head.target == "/refuse" {
+                    // Refused from the head: the body is never read.
+                    let answer = "HTTP/1.1 413 Payload Too Large\r\ncontent-length: 7\r\nconnection: close\r\n\r\nrefused";
+                    let _ = conn.io.write_all(answer.as_bytes()).await;
+                    let _ = conn.io.flush().await;
+                    return false;
+                }
                 let len = match h1::body_kind(&conn.headers) {
                     Some(h1::BodyKind::Length(n)) => n as usize,
                     _ => 0,
@@ -1409,6 +1449,50 @@ mod tests {
             assert!(read > 0, "closed after {out:?}");
         }
         out
+    }
+
+    /// A refusal that closes the connection while the caller is still
+    /// sending its body reaches a caller that, as curl does, gives up when
+    /// a write fails: the connection lingers, reading and dropping what
+    /// arrives, rather than closing with unread bytes (a reset, which fails
+    /// the caller's next write before it has read the answer).
+    #[tokio::test]
+    async fn a_refusal_reaches_a_caller_still_sending_its_body() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (addr, client) = fast_listener(ConnLimits::default()).await;
+        let mut lost = Vec::new();
+        for round in 0..20 {
+            let io = connect(addr, client.clone()).await;
+            let (mut rd, mut wr) = tokio::io::split(io);
+            let len = 64usize << 20;
+            let head = format!("POST /refuse HTTP/1.1\r\nhost: x\r\ncontent-length: {len}\r\n\r\n");
+            wr.write_all(head.as_bytes()).await.unwrap();
+            let chunk = vec![b'x'; 16 << 10];
+            let mut got = Vec::new();
+            let mut sent = 0;
+            let outcome = tokio::time::timeout(Duration::from_secs(10), async {
+                loop {
+                    tokio::select! {
+                        r = wr.write_all(&chunk), if sent < len => match r {
+                            Ok(()) => sent += chunk.len(),
+                            Err(e) => return Err(format!("a write failed: {e}")),
+                        },
+                        r = rd.read_buf(&mut got) => match r {
+                            Ok(0) => return Ok(()),
+                            Ok(_) if got.ends_with(b"refused") => return Ok(()),
+                            Ok(_) => {}
+                            Err(e) => return Err(format!("a read failed: {e}")),
+                        },
+                    }
+                }
+            })
+            .await;
+            match outcome {
+                Ok(Ok(())) if got.starts_with(b"HTTP/1.1 413") => {}
+                other => lost.push(format!("round {round}: {other:?} after {sent} bytes")),
+            }
+        }
+        assert!(lost.is_empty(), "the refusal was lost: {lost:#?}");
     }
 
     /// Pipelined requests: the fast path serves what it claims, and from the
