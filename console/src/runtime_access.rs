@@ -8,6 +8,7 @@ pub mod failure;
 pub mod fast;
 pub mod frames;
 pub mod gateway;
+pub mod policy;
 pub mod runs;
 #[cfg(test)]
 mod testkit;
@@ -15,7 +16,6 @@ pub mod upstream;
 pub mod ws;
 
 use kruntimes_core::failure::{Reason, Refusal as _};
-use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,7 +26,7 @@ use axum::extract::{Path, Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use bytes::Bytes;
-use http::{HeaderMap, HeaderName, HeaderValue, header};
+use http::{HeaderMap, HeaderValue, header};
 use http_body_util::BodyExt;
 use kruntimes_core::auth::access::Decision;
 use kruntimes_core::auth::{AccessReview, Caller as Identity, Recheck, ResourceAttributes};
@@ -46,6 +46,11 @@ use crate::credentials::Credentials;
 use crate::error::{ConsoleError, REFUSAL_DRAIN_BYTES, drain, refuse};
 use crate::state::RequestCredentials;
 pub use failure::AccessFailure;
+pub use policy::{
+    FORWARDED_REQUEST_HEADERS, INVOCATION_ID, MAX_INVOCATION_ID, answers_call, broke_off,
+    connection_listed, identity_fields, identity_headers, is_field_value, is_final_answer,
+    is_forwarded_request_header, is_passable, is_stripped,
+};
 
 /// What the buffer budget bounds, and its flag (see [`AccessState::buffered`]).
 pub const BUFFERED_WHAT: &str = "bytes of /v1 request bodies and WebSocket frames held";
@@ -53,11 +58,6 @@ pub const BUFFERED_WHAT: &str = "bytes of /v1 request bodies and WebSocket frame
 pub const BUFFERED_FLAG: &str = "--access-max-buffered-bytes";
 /// The flag of one caller's share of the buffer budget.
 pub const BUFFERED_PER_CALLER_FLAG: &str = "--access-max-buffered-bytes-per-caller";
-
-/// Header carrying an invocation's ID, echoed back.
-pub const INVOCATION_ID: &str = "x-kruntime-invocation-id";
-/// Longest invocation ID.
-pub const MAX_INVOCATION_ID: usize = 128;
 
 /// Bounds of `/v1` calls (`console.access`).
 #[derive(Clone, Copy, Debug)]
@@ -262,39 +262,6 @@ async fn admit<'a>(
     }
 }
 
-/// Request headers forwarded to the gateway on an invoke; every other
-/// request header is dropped. The body's length is set by the Console, and
-/// the caller's identity travels in the Console's own `X-Remote-*`.
-pub const FORWARDED_REQUEST_HEADERS: [&str; 10] = [
-    "accept",
-    "accept-encoding",
-    "accept-language",
-    "content-type",
-    "content-encoding",
-    "user-agent",
-    "traceparent",
-    "tracestate",
-    "x-request-id",
-    INVOCATION_ID,
-];
-
-/// Is this request header forwarded to the gateway? Only allow-listed
-/// names; none of them carries identity or trust (a unit test holds the
-/// list to that).
-pub(crate) fn is_forwarded_request_header(name: &HeaderName) -> bool {
-    FORWARDED_REQUEST_HEADERS.contains(&name.as_str())
-}
-
-/// Is this forwarded header's value passed on? A `traceparent` that is not
-/// valid W3C or a `tracestate` over its bound is dropped (never an error);
-/// with traces on, both are replaced by the gateway call's own.
-pub(crate) fn is_passable(name: &HeaderName, value: &[u8]) -> bool {
-    if trace::enabled() && matches!(name.as_str(), "traceparent" | "tracestate") {
-        return false;
-    }
-    trace::is_passable(name.as_str(), value)
-}
-
 /// A 429 for a reached cap, naming it and its flag.
 pub fn cap_reached(e: &CapReached) -> ConsoleError {
     e.into()
@@ -305,92 +272,6 @@ fn take_slot(state: &AccessState, identity: &Identity) -> Result<Slot, ConsoleEr
         .calls
         .acquire(&identity.user)
         .map_err(|e| cap_reached(&e))
-}
-
-/// Hop-by-hop headers and credentials never relayed back from the gateway.
-pub(crate) fn is_stripped(name: &HeaderName, connection_listed: &[String]) -> bool {
-    let n = name.as_str();
-    matches!(
-        n,
-        "connection"
-            | "keep-alive"
-            | "proxy-connection"
-            | "proxy-authenticate"
-            | "proxy-authorization"
-            | "te"
-            | "trailer"
-            | "transfer-encoding"
-            | "upgrade"
-            | "authorization"
-            | "cookie"
-            | "set-cookie"
-            | "host"
-            | "content-length"
-    ) || n.starts_with("x-remote-")
-        || n.starts_with("sec-websocket-")
-        || connection_listed.iter().any(|c| c == n)
-}
-
-pub(crate) fn connection_listed(headers: &HeaderMap) -> Vec<String> {
-    headers
-        .get_all(header::CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(|s| s.trim().to_ascii_lowercase())
-        .collect()
-}
-
-/// The caller's identity as `X-Remote-*` fields, the way kube-apiserver's
-/// front proxy sends it: `emit(name, value)` for each, names in lower case.
-/// A value no header can carry (a control character) is left out.
-pub fn identity_fields(id: &Identity, mut emit: impl FnMut(&str, &str)) {
-    let mut field = |name: &str, v: &str| {
-        if is_field_value(v) {
-            emit(name, v);
-        }
-    };
-    field("x-remote-user", &id.user);
-    if let Some(uid) = &id.uid {
-        field("x-remote-uid", uid);
-    }
-    for g in &id.groups {
-        field("x-remote-group", g);
-    }
-    let mut key = String::new();
-    for (k, vs) in &id.extra {
-        // The key is percent-encoded, as kube-apiserver's front proxy does.
-        key.clear();
-        key.push_str("x-remote-extra-");
-        for b in k.bytes() {
-            match b {
-                b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => key.push(b as char),
-                _ => {
-                    let _ = write!(key, "%{b:02x}");
-                }
-            }
-        }
-        for v in vs {
-            field(&key, v);
-        }
-    }
-}
-
-/// Can a header field carry this value (as `HeaderValue::from_str` decides)?
-pub fn is_field_value(v: &str) -> bool {
-    v.bytes().all(|b| b == b'\t' || (b >= 32 && b != 127))
-}
-
-/// Sets the caller's identity the way kube-apiserver's front proxy does.
-pub fn identity_headers(id: &Identity, out: &mut HeaderMap) {
-    identity_fields(id, |name, v| {
-        if let (Ok(name), Ok(v)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(v),
-        ) {
-            out.append(name, v);
-        }
-    });
 }
 
 /// The invocation ID of the request, or a new one.
@@ -415,39 +296,6 @@ fn invocation_id(headers: &HeaderMap) -> Result<HeaderValue, ConsoleError> {
             HeaderValue::from_str(&id).map_err(|e| ConsoleError::internal(e.to_string()))
         }
     }
-}
-
-/// Is this answer the one to the call sent with invocation ID `sent`? A
-/// gateway that echoes `X-Kruntime-Invocation-ID` (as the simulated one
-/// does; the engine has no gateway yet) names its call; an answer naming another is an extra or late answer
-/// left on a reused connection, and relaying it would hand one caller
-/// another's result. An answer without the field cannot be matched.
-pub(crate) fn answers_call(
-    answer: &HeaderMap,
-    sent: &HeaderValue,
-    target: &GatewayTarget,
-) -> Result<(), AccessFailure> {
-    match answer.get_all(INVOCATION_ID).iter().find(|v| *v != sent) {
-        None => Ok(()),
-        Some(got) => {
-            let got = String::from_utf8_lossy(got.as_bytes())
-                .chars()
-                .take(MAX_INVOCATION_ID)
-                .collect::<String>();
-            tracing::warn!(gateway = %target.authority(), sent = ?sent, got = %got, "a Runtime gateway answered another call; its connection is closed");
-            Err(AccessFailure::AnotherCallsAnswer { got })
-        }
-    }
-}
-
-/// Is a gateway's answer with this status the call's answer, relayed as it
-/// is? Only a final status (200 to 999): interim answers (1xx) are read
-/// past, and a `101 Switching Protocols`, which no invoke asks for, ends
-/// no call: the call broke off (502). Both paths decide with this; hyper
-/// hands the router a 101 as if it were final (which then became a 101 to
-/// an HTTP/1.1 caller and a reset stream over HTTP/2).
-pub(crate) fn is_final_answer(status: u16) -> bool {
-    (200..=999).contains(&status)
 }
 
 /// Reads the request body up to the bound; nothing is forwarded past it.
@@ -655,11 +503,6 @@ async fn forward_invoke(
     Ok(out)
 }
 
-/// A call dispatched and broken off: not retried (the call may have run).
-pub(crate) fn broke_off() -> ConsoleError {
-    AccessFailure::BrokeOff.into()
-}
-
 async fn operations(
     State(state): State<Arc<AccessState>>,
     Extension(caller): Extension<RequestCredentials>,
@@ -707,6 +550,7 @@ async fn operations(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http::HeaderName;
 
     #[test]
     fn strips_credentials_and_hop_by_hop() {

@@ -26,9 +26,10 @@ use rustls::ClientConfig;
 use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
 
+use super::failure::AccessFailure;
 use super::gateway::{self, GatewayError, GatewayTarget};
-use super::{
-    AccessFailure, INVOCATION_ID, identity_fields, is_final_answer, is_forwarded_request_header,
+use super::policy::{
+    INVOCATION_ID, broke_off, identity_fields, is_final_answer, is_forwarded_request_header,
     is_passable,
 };
 use crate::error::ConsoleError;
@@ -258,7 +259,7 @@ impl Upstreams {
 /// A call dispatched and broken off: not retried (it may have run).
 pub(crate) fn broken_off(target: &GatewayTarget, why: &str) -> ConsoleError {
     tracing::warn!(gateway = %target.authority(), error = why, connect = false, "Runtime gateway call failed");
-    super::broke_off()
+    broke_off()
 }
 
 /// Writes an invoke's request head for `target` into `req`: the gateway's
