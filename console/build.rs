@@ -37,7 +37,14 @@ fn main() {
     let staged = out.join("web");
     let dist = Path::new("web/dist");
     let version = std::env::var("CARGO_PKG_VERSION").expect("CARGO_PKG_VERSION");
-    println!("cargo:rerun-if-changed=web/dist");
+    if dist.exists() {
+        println!("cargo:rerun-if-changed=web/dist");
+    } else {
+        // A path that does not exist reruns this script, and rebuilds the
+        // crate, on every build: without a build, the folder it will
+        // appear in is watched instead.
+        println!("cargo:rerun-if-changed=web");
+    }
     println!("cargo:rerun-if-env-changed={PLACEHOLDER}");
     let _ = std::fs::remove_dir_all(&staged);
     if dist.join("index.html").exists() {
