@@ -39,6 +39,9 @@ use kruntimes_transport::serve::Watchdog;
 use rustls::ClientConfig;
 
 use self::gateway::{GatewayResolver, GatewayTarget};
+use self::policy::{
+    INVOCATION_ID, MAX_INVOCATION_ID, answers_call, broke_off, connection_listed, is_stripped,
+};
 use self::runs::{Mode, RunCache};
 use self::upstream::{GatewayBody, Upstreams, framing, write_request_head};
 use crate::api::types::AccessRequest;
@@ -46,11 +49,6 @@ use crate::credentials::Credentials;
 use crate::error::{ConsoleError, REFUSAL_DRAIN_BYTES, drain, refuse};
 use crate::state::RequestCredentials;
 pub use failure::AccessFailure;
-pub use policy::{
-    FORWARDED_REQUEST_HEADERS, INVOCATION_ID, MAX_INVOCATION_ID, answers_call, broke_off,
-    connection_listed, identity_fields, identity_headers, is_field_value, is_final_answer,
-    is_forwarded_request_header, is_passable, is_stripped,
-};
 
 /// What the buffer budget bounds, and its flag (see [`AccessState::buffered`]).
 pub const BUFFERED_WHAT: &str = "bytes of /v1 request bodies and WebSocket frames held";
@@ -549,6 +547,7 @@ async fn operations(
 
 #[cfg(test)]
 mod tests {
+    use super::policy::*;
     use super::*;
     use http::HeaderName;
 

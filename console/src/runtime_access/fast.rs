@@ -25,11 +25,9 @@ use kruntimes_transport::serve::{FastConn, FastPath, read_into};
 use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
 
+use super::policy::{INVOCATION_ID, answers_call, connection_listed, is_stripped};
 use super::upstream::{Framing, Upstream, Upstreams, field_num, framing, write_request_head};
-use super::{
-    AccessFailure, AccessState, AdmittedInvoke, INVOCATION_ID, INVOKE_ROUTE, admit_invoke,
-    answers_call, connection_listed, is_stripped,
-};
+use super::{AccessFailure, AccessState, AdmittedInvoke, INVOKE_ROUTE, admit_invoke};
 use crate::credentials::resolve;
 use crate::error::{ConsoleError, REFUSAL_DRAIN_BYTES};
 use crate::headers::{SECURITY_HEADERS, header_bytes, is_security_header};

@@ -20,8 +20,9 @@ use tokio_tungstenite::tungstenite;
 
 use super::frames::{Direction, Pipe, Refusal, Stop};
 use super::gateway::{GatewayStream, GatewayTarget};
+use super::policy::identity_fields;
 use super::runs::Mode;
-use super::{AccessFailure, AccessState, identity_fields};
+use super::{AccessFailure, AccessState};
 use crate::error::ConsoleError;
 use kruntimes_core::auth::Caller as Identity;
 use kruntimes_core::auth::{ResourceAttributes, Revoked};
