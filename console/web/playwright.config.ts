@@ -5,9 +5,15 @@
 //   parallel  tests that read the demo data or change only objects of their
 //             own: every test on its own, on up to 2 workers
 //   serial    tests that change what others read (the shared Session Run, the
-//             gateway, the capacity of the demo Pods, screenshots of the
-//             demo lists): one at a time, after `parallel` (its teardown, so
-//             it runs even when a parallel test failed)
+//             gateway, the capacity of the demo Pods): one at a time, after
+//             `parallel` (its teardown, so it runs even when a parallel test
+//             failed)
+//   sweeps    every page in every Style x Theme and at 390 px (axe and
+//             screenshots of the demo data, which the tests above change):
+//             one test per Style x Theme and width, on up to 2 workers. Its
+//             own run, after the others: `npm run e2e:sweeps` (hack/e2e). A
+//             teardown of `serial` it cannot be: Playwright then waits for
+//             each before the other, and neither runs.
 //   cluster   the core flow (e2e/cluster.spec.ts), any Console: `npm run e2e:cluster`
 //   dashboard the dashboard proxy flow (e2e/dashboard.spec.ts): `npm run e2e:dashboard`
 //
@@ -19,7 +25,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defineConfig } from '@playwright/test';
 
-const SERIAL = ['flows', 'defects', 'audit', 'logviewer', 'capacity', 'pages'];
+const SERIAL = ['flows', 'defects', 'audit', 'logviewer', 'capacity'];
+const SWEEPS = ['pages'];
 const PARALLEL = ['logs', 'dag', 'yaml', 'timeline', 'engine', 'watch', 'lists', 'namespaces', 'kinds'];
 const files = (names: string[]) => names.map((n) => `${n}.spec.ts`);
 
@@ -55,6 +62,7 @@ export default defineConfig({
   projects: [
     { name: 'parallel', testMatch: files(PARALLEL), fullyParallel: true, teardown: 'serial' },
     { name: 'serial', testMatch: files(SERIAL), fullyParallel: false, workers: 1 },
+    { name: 'sweeps', testMatch: files(SWEEPS), fullyParallel: true },
     { name: 'cluster', testMatch: 'cluster.spec.ts', workers: 1 },
     { name: 'dashboard', testMatch: 'dashboard.spec.ts', workers: 1 },
   ],

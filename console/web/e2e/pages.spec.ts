@@ -1,6 +1,8 @@
 // Every page in every Style x Theme against the real Console: axe finds no
 // serious or critical violation, and a full-page screenshot is written to
-// env.shots as <page>--<style>-<theme>.png.
+// env.shots as <page>--<style>-<theme>.png (…--390.png at a phone's width).
+// One test per Style x Theme and width: the `sweeps` project runs them on
+// two workers, after every test that changes the demo data.
 import { join } from 'node:path';
 import {
   STYLES,
@@ -215,10 +217,10 @@ const NARROW = [
   'job-action-steps',
 ];
 
-test('pages at 390 px in every Style x Theme: axe finds no serious or critical violation; screenshots', async ({ browser }) => {
-  const problems: string[] = [];
-  for (const style of STYLES) {
-    for (const theme of THEMES) {
+for (const style of chosen(STYLES, 'SHOT_STYLES')) {
+  for (const theme of chosen(THEMES, 'SHOT_THEMES')) {
+    test(`pages at 390 px in ${style} / ${theme}: axe finds no serious or critical violation; screenshots`, async ({ browser }) => {
+      const problems: string[] = [];
       const page = await newPage(browser, { style, theme, viewport: { width: 390, height: 844 } });
       try {
         await login(page, env.operator, 'operator');
@@ -230,17 +232,17 @@ test('pages at 390 px in every Style x Theme: axe finds no serious or critical v
             if (act) await act(page);
             await page.waitForTimeout(150);
             const vs = await axeViolations(page);
-            if (vs.length) problems.push(`${name} (${style}/${theme}, 390 px):\n${describeViolations(vs)}`);
+            if (vs.length) problems.push(`${name} (390 px):\n${describeViolations(vs)}`);
             await page.evaluate(() => window.scrollTo(0, 0));
             await page.screenshot({ path: join(env.shots, `${name}--${style}-${theme}--390.png`), fullPage: true });
           } catch (e) {
-            problems.push(`${name} (${style}/${theme}, 390 px): ${firstLine(e)}`);
+            problems.push(`${name} (390 px): ${firstLine(e)}`);
           }
         }
       } finally {
         await close(page).catch((e: unknown) => problems.push(messageOf(e)));
       }
-    }
+      assert(problems.length === 0, problems.join('\n'));
+    });
   }
-  assert(problems.length === 0, problems.join('\n'));
-});
+}
