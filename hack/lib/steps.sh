@@ -15,6 +15,7 @@
 #   steps_open                    # the step begun and not ended ("" if none)
 #   steps_bg NAME CMD...          # runs CMD in the background (output in a log file)
 #   steps_wait [NAME...]          # waits for background steps (all by default); fails if one did
+#   steps_stop                    # ends the background steps still running (an exit trap's)
 #   steps_summary                 # the table: step, seconds, total
 #
 # Background steps write their output to $STEPS_LOGDIR/NAME.log (a temporary
@@ -148,6 +149,25 @@ steps_wait() { # [NAME...]
 		fi
 	done
 	return "$failed"
+}
+
+# steps_tree PID: PID and all its descendants, parents first.
+steps_tree() {
+	local child
+	echo "$1"
+	for child in $(pgrep -P "$1" 2>/dev/null); do steps_tree "$child"; done
+}
+
+steps_stop() {
+	local name pids
+	for name in "${!STEPS_PIDS[@]}"; do
+		pids=$(steps_tree "${STEPS_PIDS[$name]}")
+		# shellcheck disable=SC2086 # a list of PIDs
+		kill -TERM $pids 2>/dev/null || true
+		wait "${STEPS_PIDS[$name]}" 2>/dev/null || true
+		steps_end "$name" "stopped (the run ended first)" "" "0"
+		unset "STEPS_PIDS[$name]"
+	done
 }
 
 steps_summary() {
