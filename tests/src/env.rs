@@ -22,11 +22,22 @@ pub fn repo_root() -> PathBuf {
         .unwrap_or_default()
 }
 
-/// Cargo's folder of debug binaries (`target/debug`, or under
-/// `CARGO_TARGET_DIR` when that is set): where this test binary's own
-/// folder (`deps`) is, and where `hack/testenv` builds the Console and the
-/// fake kubelet and gateway with the same `CARGO_TARGET_DIR`.
-pub fn debug_dir() -> PathBuf {
+/// Cargo's folder of debug binaries: `target/debug`, or `debug` under
+/// `CARGO_TARGET_DIR` when that is set. `hack/testenv` builds the Console
+/// and the fake kubelet and gateway there, with the same `CARGO_TARGET_DIR`.
+pub fn bin_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .filter(|d| !d.is_empty())
+        .map(|d| repo_root().join(d))
+        .unwrap_or_else(|| repo_root().join("target"))
+        .join("debug")
+}
+
+/// Cargo's folder of intermediate debug artifacts (its build directory,
+/// `.cargo/config.toml`'s `build-dir`, outside the clone): the folder of
+/// this test binary's own folder (`deps`), with the build scripts' output
+/// under `build`.
+pub fn build_dir() -> PathBuf {
     std::env::current_exe()
         .ok()
         .and_then(|exe| exe.parent()?.parent().map(Path::to_path_buf))
@@ -499,7 +510,7 @@ impl ConsoleProcess {
         let e = env();
         let log = dir.join("console.log");
         let out = std::fs::File::create(&log).expect("console log");
-        let mut cmd = Command::new(debug_dir().join("kruntimes-console"));
+        let mut cmd = Command::new(bin_dir().join("kruntimes-console"));
         cmd.arg("--kubeconfig")
             .arg(e.state().join("console.kubeconfig"))
             .args(["--apiserver-listen", "127.0.0.1:0"])

@@ -989,7 +989,7 @@ fn live_output_network_policies_admit_only_the_console_to_the_status_port() {
 fn rendered_flags_are_flags_of_the_binary() {
     // The environment builds the Console in cargo's debug folder.
     let _ = env();
-    let help = Command::new(kruntimes_tests::env::debug_dir().join("kruntimes-console"))
+    let help = Command::new(kruntimes_tests::env::bin_dir().join("kruntimes-console"))
         .arg("--help")
         .output()
         .expect("running kruntimes-console --help");

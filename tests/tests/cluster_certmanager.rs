@@ -331,7 +331,7 @@ fn cert_manager_issues_injects_and_renews_the_consoles_certificate() {
     assert!(discovery.contains("runs/log"), "{discovery}");
 
     // ---- the dashboard proxy verifies the Console with the injected caBundle
-    let bin = kruntimes_tests::env::debug_dir().join("kruntimes-console");
+    let bin = kruntimes_tests::env::bin_dir().join("kruntimes-console");
     let mut proxy = Command::new(&bin)
         .args([
             "dashboard",

@@ -35,7 +35,7 @@ fn text(b: &[u8]) -> String {
 }
 
 fn binary() -> PathBuf {
-    let bin = kruntimes_tests::env::debug_dir().join("kruntimes-console");
+    let bin = kruntimes_tests::env::bin_dir().join("kruntimes-console");
     assert!(
         bin.exists(),
         "{} is missing: cargo build -p kruntimes-console",

@@ -1312,7 +1312,7 @@ fn tls_rotation_without_a_restart(ctx: &Ctx, side: &RuntimeSide, pods: &[Value])
 
 /// `kruntimes-console check` from the host against the cluster.
 fn console_check(c: &Cluster, timeout: &str) -> Output {
-    Command::new(kruntimes_tests::env::debug_dir().join("kruntimes-console"))
+    Command::new(kruntimes_tests::env::bin_dir().join("kruntimes-console"))
         .args([
             "check",
             "--kubeconfig",

@@ -98,7 +98,7 @@ async fn static_paths_never_leave_the_embedded_assets() {
 /// not served: the build embeds, it does not read the folder at run time.
 #[tokio::test]
 async fn a_symlink_among_the_assets_is_not_served() {
-    let build = kruntimes_tests::env::debug_dir().join("build");
+    let build = kruntimes_tests::env::build_dir().join("build");
     let name = format!("{}.txt", unique("planted"));
     let secret = std::env::temp_dir().join(&name);
     std::fs::write(&secret, "planted-secret-contents").unwrap();

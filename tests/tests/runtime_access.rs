@@ -605,7 +605,7 @@ async fn own_gateway_with(
 ) -> OwnGateway {
     let e = env();
     let (port, ctl) = (free_port(), free_port());
-    let child = Command::new(kruntimes_tests::env::debug_dir().join("fake-gateway"))
+    let child = Command::new(env!("CARGO_BIN_EXE_fake-gateway"))
         .arg("--listen")
         .arg(format!("127.0.0.1:{port}"))
         .arg("--control-listen")
