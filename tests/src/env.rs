@@ -182,7 +182,8 @@ impl TestEnv {
     }
 }
 
-fn run_resource() -> ApiResource {
+/// The Run kind (`kruntimes.io/v1alpha1`, `runs`).
+pub fn run_resource() -> ApiResource {
     ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("kruntimes.io", "v1alpha1", "Run"),
         "runs",

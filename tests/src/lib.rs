@@ -6,6 +6,7 @@
 pub mod cluster;
 pub mod curl;
 pub mod env;
+pub mod objects;
 pub mod runtime_pod;
 pub mod sim;
 pub mod stream;

@@ -5,45 +5,39 @@
 
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::ConfigMap;
 use kruntimes_tests::env::{ConsoleProcess, env};
+use kruntimes_tests::objects;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
 
-fn set_allowed_names(value: &str) {
-    let patch = serde_json::json!({"data": {"requestheader-allowed-names": value}}).to_string();
-    let out = env().kubectl(
-        Some(env().token("admin")),
-        &[
-            "-n",
-            "kube-system",
-            "patch",
-            "configmap",
-            "extension-apiserver-authentication",
-            "--type",
-            "merge",
-            "-p",
-            &patch,
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+/// kube-system's extension-apiserver-authentication, as the admin.
+async fn auth_configmap() -> Api<ConfigMap> {
+    Api::namespaced(env().admin().await, "kube-system")
 }
 
-fn allowed_names() -> String {
-    let out = env().kubectl(
-        Some(env().token("admin")),
-        &[
-            "-n",
-            "kube-system",
-            "get",
-            "configmap",
+async fn set_allowed_names(value: &str) {
+    let patch = serde_json::json!({"data": {"requestheader-allowed-names": value}});
+    auth_configmap()
+        .await
+        .patch(
             "extension-apiserver-authentication",
-            "-o",
-            "jsonpath={.data.requestheader-allowed-names}",
-        ],
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("patching the ConfigMap: {}", objects::describe(&e)));
+}
+
+async fn allowed_names() -> String {
+    let cm = auth_configmap()
+        .await
+        .get("extension-apiserver-authentication")
+        .await
+        .unwrap_or_else(|e| panic!("reading the ConfigMap: {}", objects::describe(&e)));
+    cm.data
+        .and_then(|d| d.get("requestheader-allowed-names").cloned())
+        .unwrap_or_default()
 }
 
 #[tokio::test]
@@ -71,10 +65,10 @@ async fn front_proxy_settings_follow_the_configmap() {
         .0
     };
     assert_eq!(as_front_proxy(), 200);
-    let original = allowed_names();
+    let original = allowed_names().await;
     assert!(original.contains("front-proxy-client"), "{original}");
 
-    set_allowed_names(r#"["someone-else"]"#);
+    set_allowed_names(r#"["someone-else"]"#).await;
     let mut refused = false;
     for _ in 0..100 {
         if as_front_proxy() == 401 {
@@ -83,7 +77,7 @@ async fn front_proxy_settings_follow_the_configmap() {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    set_allowed_names(&original);
+    set_allowed_names(&original).await;
     assert!(refused, "the new allowed names were not applied");
     let mut back = false;
     for _ in 0..100 {

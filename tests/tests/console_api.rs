@@ -470,12 +470,7 @@ async fn run_detail_sections_fail_alone() {
             .await
             .expect("rbac fixture");
     }
-    let out = env().kubectl(
-        Some(env().token("admin")),
-        &["-n", ns, "create", "token", user],
-    );
-    let token = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    assert!(!token.is_empty());
+    let token = kruntimes_tests::objects::service_account_token(&admin, ns, user, 3600).await;
 
     let fx = Fixtures::new(ns).await;
     let pod = unique("pool");
@@ -804,36 +799,34 @@ fn check_filters(ns: &str, specs: &[RunSpec]) {
     );
 }
 
-fn apply_crd(file: &str) {
+/// Applies a CRD manifest of the repository (server-side, as the admin).
+async fn apply_crd(file: &str) {
     let path = kruntimes_tests::env::repo_root().join(file);
-    let out = env().kubectl(
-        Some(env().token("admin")),
-        &["apply", "-f", path.to_str().unwrap()],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    kruntimes_tests::objects::apply(&env().admin().await, &text)
+        .await
+        .unwrap_or_else(|e| panic!("{file}: {e}"));
 }
 
-fn field_selectors_work(ns: &str) -> bool {
-    env()
-        .kubectl(
-            Some(env().token("admin")),
-            &[
-                "-n",
-                ns,
-                "get",
-                "runs",
-                "--field-selector",
-                "status.phase=Failed",
-                "-o",
-                "name",
-            ],
-        )
-        .status
-        .success()
+/// Whether kube-apiserver takes a field selector on the Runs of `ns`:
+/// only when the Run CRD declares `status.phase` selectable.
+async fn field_selectors_work(ns: &str) -> bool {
+    let runs: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        env().admin().await,
+        ns,
+        &kruntimes_tests::env::run_resource(),
+    );
+    match runs
+        .list_metadata(&kube::api::ListParams::default().fields("status.phase=Failed"))
+        .await
+    {
+        Ok(_) => true,
+        Err(kube::Error::Api(s)) if s.code == 400 => false,
+        Err(e) => panic!(
+            "listing Runs by field: {}",
+            kruntimes_tests::objects::describe(&e)
+        ),
+    }
 }
 
 #[tokio::test]
@@ -841,36 +834,37 @@ async fn paging_and_filters_with_and_without_selectable_fields() {
     let (ns, specs) = many_runs(2000).await;
     // The engine's CRD declares no selectableFields: the Console filters itself.
     assert!(
-        !field_selectors_work(&ns),
+        !field_selectors_work(&ns).await,
         "manifests/crds/runs.yaml selects fields, the engine's CRD does not"
     );
     check_filters(&ns, &specs);
 
     // A platform that adds selectableFields: the API server filters.
-    apply_crd("manifests/crds-variants/run-with-selectable-fields.yaml");
+    apply_crd("manifests/crds-variants/run-with-selectable-fields.yaml").await;
     for _ in 0..100 {
-        if field_selectors_work(&ns) {
+        if field_selectors_work(&ns).await {
             break;
         }
-        std::thread::sleep(std::time::Duration::from_millis(200));
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
-    let selects = field_selectors_work(&ns);
+    let selects = field_selectors_work(&ns).await;
     let result = std::panic::catch_unwind(|| check_filters(&ns, &specs));
-    apply_crd("manifests/crds/runs.yaml");
+    apply_crd("manifests/crds/runs.yaml").await;
     for _ in 0..100 {
-        if !field_selectors_work(&ns) {
+        if !field_selectors_work(&ns).await {
             break;
         }
-        std::thread::sleep(std::time::Duration::from_millis(200));
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
     assert!(selects, "the variant CRD does not select fields");
     if let Err(e) = result {
         std::panic::resume_unwind(e);
     }
-    let _ = env().kubectl(
-        Some(env().token("admin")),
-        &["delete", "namespace", &ns, "--wait=false"],
-    );
+    kruntimes_tests::objects::delete(
+        &kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(env().admin().await),
+        &ns,
+    )
+    .await;
 }
 
 #[tokio::test]

@@ -87,11 +87,12 @@ fn named<'a>(items: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("{name} not in {items}"))
 }
 
-fn delete_namespace(ns: &str) {
-    let _ = env().kubectl(
-        Some(env().token("admin")),
-        &["delete", "namespace", ns, "--wait=false"],
-    );
+async fn delete_namespace(ns: &str) {
+    kruntimes_tests::objects::delete(
+        &kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(env().admin().await),
+        ns,
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -161,7 +162,7 @@ async fn runtimes_count_ready_pods_read_the_template_image_and_sum_requests() {
         d["queue"]["items"][0]["message"],
         "waiting for available runtime pods for runtime bash"
     );
-    delete_namespace(&ns);
+    delete_namespace(&ns).await;
 }
 
 #[tokio::test]
@@ -294,7 +295,7 @@ async fn workflowruns_take_their_times_from_their_runs_and_link_action_steps() {
         item["message"],
         "resolve Action \"deploy\": Action not found"
     );
-    delete_namespace(&ns);
+    delete_namespace(&ns).await;
 }
 
 /// A core/v1 Event as the engine's recorder writes it.
@@ -437,7 +438,7 @@ async fn a_run_reads_its_conditions_attempts_and_windowed_pod_events() {
         d["state"],
         json!({"stage": "waiting", "message": "waiting for available runtime pods for runtime bash"})
     );
-    delete_namespace(&ns);
+    delete_namespace(&ns).await;
 }
 
 #[tokio::test]

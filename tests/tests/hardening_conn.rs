@@ -5,10 +5,14 @@ use std::process::Stdio;
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kruntimes_tests::env::{
     ConsoleProcess, Fixtures, LoggedRun, env, invoke_path, ops_path, runtimed_line, unique,
 };
+use kruntimes_tests::objects;
 use kruntimes_tests::stream::{self, next_message};
+use kube::Api;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -791,8 +795,8 @@ async fn watches_are_capped_per_caller_and_in_total_and_a_closed_one_frees_its_p
 
 /// A ServiceAccount allowed operations and logs on team-a's Runs, its
 /// RoleBinding's name, and a token for it.
-fn robot() -> (String, String, String) {
-    let e = env();
+async fn robot() -> (String, String, String) {
+    let client = env().admin().await;
     let sa = unique("robot");
     let manifest = format!(
         "apiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: {sa}, namespace: team-a}}\n---\n\
@@ -803,40 +807,23 @@ fn robot() -> (String, String, String) {
          roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: {sa}}}\n\
          subjects: [{{kind: ServiceAccount, name: {sa}, namespace: team-a}}]\n"
     );
-    let mut child = e
-        .kubectl_command(Some(e.token("admin")), &["apply", "-f", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(manifest.as_bytes())
-        .unwrap();
-    assert!(child.wait().unwrap().success(), "creating {sa}");
-    let out = e.kubectl(
-        Some(e.token("admin")),
-        &["-n", "team-a", "create", "token", &sa, "--duration=3600s"],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let token = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    objects::apply(&client, &manifest)
+        .await
+        .unwrap_or_else(|e| panic!("creating {sa}: {e}"));
+    let token = objects::service_account_token(&client, "team-a", &sa, 3600).await;
     (sa.clone(), sa, token)
 }
 
-fn kubectl_admin(args: &[&str]) {
-    let out = env().kubectl(Some(env().token("admin")), args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+/// Deletes team-a's object of kind `K` named `name`, if there is one.
+async fn delete_in_team_a<K>(name: &str)
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    objects::delete(&Api::<K>::namespaced(env().admin().await, "team-a"), name).await;
 }
 
 async fn ws_open_token(port: u16, path: &str, token: &str) -> Option<Ws> {
@@ -889,7 +876,7 @@ async fn open_streams_end_when_access_is_revoked() {
     let within = Duration::from_secs(6) + MARGIN;
 
     // Authorization revoked: the RoleBinding goes.
-    let (sa, binding, token) = robot();
+    let (sa, binding, token) = robot().await;
     let mut ws = None;
     for _ in 0..60 {
         ws = ws_open_token(c.console_port, &ops, &token).await;
@@ -901,7 +888,7 @@ async fn open_streams_end_when_access_is_revoked() {
     let mut ws = ws.expect("the ServiceAccount's socket");
     let (mut follow, rx) = follow_direct(c.api_port, &token, &log);
     assert_eq!(next_message(&rx).as_deref(), Some("first"));
-    kubectl_admin(&["-n", "team-a", "delete", "rolebinding", &binding]);
+    delete_in_team_a::<RoleBinding>(&binding).await;
     let (event, code) = revoked_socket(&mut ws, within).await;
     let event = event.expect("a terminal event before the close");
     assert_eq!(event["type"], "terminal", "{event}");
@@ -931,7 +918,7 @@ async fn open_streams_end_when_access_is_revoked() {
     let _ = follow.wait();
 
     // Authentication revoked: the ServiceAccount goes.
-    let (sa2, _binding2, token2) = robot();
+    let (sa2, _binding2, token2) = robot().await;
     let mut ws = ws_open_token(c.console_port, &ops, &token2)
         .await
         .expect("the second ServiceAccount's socket");
@@ -941,7 +928,7 @@ async fn open_streams_end_when_access_is_revoked() {
         &format!("/api/namespaces/team-a/runs/{run}/logs?follow=true"),
     );
     assert_eq!(next_message(&rx).as_deref(), Some("first"));
-    kubectl_admin(&["-n", "team-a", "delete", "serviceaccount", &sa2]);
+    delete_in_team_a::<ServiceAccount>(&sa2).await;
     let (event, code) = revoked_socket(&mut ws, within).await;
     let event = event.expect("a terminal event before the close");
     assert!(
@@ -961,17 +948,9 @@ async fn open_streams_end_when_access_is_revoked() {
     let _ = follow.wait();
 
     for name in [&sa, &sa2] {
-        let _ = env().kubectl(
-            Some(env().token("admin")),
-            &[
-                "-n",
-                "team-a",
-                "delete",
-                "role,rolebinding,serviceaccount",
-                name,
-                "--ignore-not-found",
-            ],
-        );
+        delete_in_team_a::<Role>(name).await;
+        delete_in_team_a::<RoleBinding>(name).await;
+        delete_in_team_a::<ServiceAccount>(name).await;
     }
     fx.delete_pod(&pod).await;
 }

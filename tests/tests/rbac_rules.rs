@@ -5,7 +5,13 @@
 
 use std::time::Duration;
 
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+};
+use k8s_openapi::api::rbac::v1::{ClusterRole, RoleBinding};
 use kruntimes_tests::env::{ConsoleProcess, Fixtures, env, free_port, unique};
+use kruntimes_tests::objects;
+use kube::Api;
 use serde_json::{Value, json};
 
 struct Probe {
@@ -105,29 +111,11 @@ impl Probe {
     }
 }
 
-fn kubectl_json(args: &[&str]) -> Value {
-    let out = env().kubectl(Some(env().token("admin")), args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-fn apply(obj: &Value) {
-    let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("o.json");
-    std::fs::write(&f, obj.to_string()).unwrap();
-    let out = env().kubectl(
-        Some(env().token("admin")),
-        &["replace", "-f", f.to_str().unwrap()],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+/// Replaces a ClusterRole whole, as the admin.
+async fn replace(obj: &Value) {
+    objects::replace(&env().admin().await, obj)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
 }
 
 fn clean(mut obj: Value) -> Value {
@@ -154,20 +142,22 @@ struct Restore {
 
 impl Drop for Restore {
     fn drop(&mut self) {
-        let dir = tempfile::tempdir().unwrap();
-        for (name, obj, verb) in [
-            ("r.json", &self.role, "replace"),
-            ("b.json", &self.binding, "create"),
-        ] {
-            let f = dir.path().join(name);
-            if std::fs::write(&f, obj.to_string()).is_ok() {
-                // Already in place is fine: `create` of an existing binding fails harmlessly.
-                let _ = env().kubectl(
-                    Some(env().token("admin")),
-                    &[verb, "-f", f.to_str().unwrap()],
-                );
-            }
-        }
+        let (role, binding) = (self.role.clone(), self.binding.clone());
+        // Drop may run on the test's runtime, which cannot block: a thread
+        // with a runtime of its own puts the RBAC back.
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime");
+            rt.block_on(async {
+                let client = env().admin().await;
+                // Already in place is fine: creating an existing binding is refused harmlessly.
+                let _ = objects::replace(&client, &role).await;
+                let _ = objects::create(&client, &binding).await;
+            });
+        })
+        .join();
     }
 }
 
@@ -209,22 +199,17 @@ async fn every_rule_serves_a_feature_that_breaks_without_it() {
     let fn_uid = fx.create_run(&fn_run, "bash", "function", json!({})).await;
     fx.set_run_status(&fn_run, json!({"phase": "Ready"})).await;
 
-    let role = clean(kubectl_json(&[
-        "get",
-        "clusterrole",
-        "kruntimes-console",
-        "-o",
-        "json",
-    ]));
-    let binding = clean(kubectl_json(&[
-        "-n",
-        "kube-system",
-        "get",
-        "rolebinding",
-        "kruntimes-console-authentication-reader",
-        "-o",
-        "json",
-    ]));
+    let admin = env().admin().await;
+    let role = clean(
+        objects::get_json(&Api::<ClusterRole>::all(admin.clone()), "kruntimes-console").await,
+    );
+    let binding = clean(
+        objects::get_json(
+            &Api::<RoleBinding>::namespaced(admin.clone(), "kube-system"),
+            "kruntimes-console-authentication-reader",
+        )
+        .await,
+    );
     let rules = role["rules"].as_array().unwrap().clone();
     assert!(!rules.is_empty());
     // Whatever happens below, the shared control plane gets the full RBAC back.
@@ -275,7 +260,7 @@ async fn every_rule_serves_a_feature_that_breaks_without_it() {
                 .map(|(_, r)| r.clone())
                 .collect(),
         );
-        apply(&reduced);
+        replace(&reduced).await;
         // A Console started now holds no state from before the change. It
         // may never become ready (the /v1 Run cache needs runs list/watch).
         p.console = fresh_console(dir.path(), false);
@@ -299,7 +284,7 @@ async fn every_rule_serves_a_feature_that_breaks_without_it() {
                 ));
             }
         }
-        apply(&role);
+        replace(&role).await;
         p.console = fresh_console(dir.path(), true);
         for res in &resources {
             assert_eq!(
@@ -311,41 +296,48 @@ async fn every_rule_serves_a_feature_that_breaks_without_it() {
     }
 
     // The ConfigMap reader binding: without it the Console never becomes ready.
-    let out = env().kubectl(
-        Some(env().token("admin")),
-        &[
-            "-n",
-            "kube-system",
-            "delete",
-            "rolebinding",
+    Api::<RoleBinding>::namespaced(admin.clone(), "kube-system")
+        .delete(
             "kruntimes-console-authentication-reader",
-        ],
-    );
-    assert!(out.status.success());
+            &kube::api::DeleteParams::default(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("deleting the reader binding: {}", objects::describe(&e)));
     // The removal has reached the authorizer when the Console's
     // ServiceAccount may no longer read the ConfigMap.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let reviews: Api<SubjectAccessReview> = Api::all(admin.clone());
+    let review = SubjectAccessReview {
+        spec: SubjectAccessReviewSpec {
+            user: Some("system:serviceaccount:kruntimes-system:kruntimes-console".to_owned()),
+            groups: Some(vec![
+                "system:serviceaccounts".to_owned(),
+                "system:serviceaccounts:kruntimes-system".to_owned(),
+                "system:authenticated".to_owned(),
+            ]),
+            resource_attributes: Some(ResourceAttributes {
+                namespace: Some("kube-system".to_owned()),
+                verb: Some("get".to_owned()),
+                resource: Some("configmaps".to_owned()),
+                name: Some("extension-apiserver-authentication".to_owned()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
     loop {
-        let out = env().kubectl(
-            Some(env().token("admin")),
-            &[
-                "auth",
-                "can-i",
-                "get",
-                "configmaps/extension-apiserver-authentication",
-                "-n",
-                "kube-system",
-                "--as",
-                "system:serviceaccount:kruntimes-system:kruntimes-console",
-            ],
-        );
-        if String::from_utf8_lossy(&out.stdout).trim() == "no" {
+        let answer = reviews
+            .create(&kube::api::PostParams::default(), &review)
+            .await
+            .unwrap_or_else(|e| panic!("a SubjectAccessReview: {}", objects::describe(&e)));
+        let status = answer.status.unwrap_or_default();
+        if !status.allowed {
             break;
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "the Console may still read extension-apiserver-authentication: {}",
-            String::from_utf8_lossy(&out.stdout)
+            "the Console may still read extension-apiserver-authentication: {status:?}"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -355,18 +347,9 @@ async fn every_rule_serves_a_feature_that_breaks_without_it() {
     // by waiting, as above for the Run cache: 3 s after it is live.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let ready = p.ready();
-    let dir2 = tempfile::tempdir().unwrap();
-    let f = dir2.path().join("b.json");
-    std::fs::write(&f, binding.to_string()).unwrap();
-    let out = env().kubectl(
-        Some(env().token("admin")),
-        &["create", "-f", f.to_str().unwrap()],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    objects::create(&admin, &binding)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         ready, 503,
         "the Console became ready without reading extension-apiserver-authentication"

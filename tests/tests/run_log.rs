@@ -4,6 +4,7 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
+use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use kruntimes_tests::env::{Fixtures, env, log_path, now_rfc3339, runtimed_line, unique};
 use kruntimes_tests::stream::{self, next_message};
 use serde_json::Value;
@@ -86,17 +87,19 @@ async fn scenario(ns: &str) -> Scenario {
 #[tokio::test]
 async fn apiservice_is_available_and_discoverable() {
     let e = env();
-    let out = e.kubectl(
-        Some(e.token("admin")),
-        &[
-            "get",
-            "apiservice",
-            "v1alpha1.logs.kruntimes.io",
-            "-o",
-            "jsonpath={.status.conditions[?(@.type==\"Available\")].status}",
-        ],
-    );
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "True");
+    let apiservices: kube::Api<APIService> = kube::Api::all(e.admin().await);
+    let apiservice = apiservices
+        .get("v1alpha1.logs.kruntimes.io")
+        .await
+        .expect("the APIService");
+    let available = apiservice
+        .status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.type_ == "Available")
+        .map(|c| c.status);
+    assert_eq!(available.as_deref(), Some("True"));
 
     let (ok, body, err) = get_raw(Some(e.token("viewer")), "/apis/logs.kruntimes.io/v1alpha1");
     assert!(ok, "{err}");

@@ -328,31 +328,22 @@ async fn authorization_is_cached_and_revocation_ends_access_within_the_ttl() {
     let e = env();
     let ns = "team-a";
     let user = unique("op-temp");
-    let admin = e.token("admin");
-    let apply = |yaml: String| {
-        let mut child = e
-            .kubectl_command(Some(admin), &["apply", "-f", "-"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(yaml.as_bytes())
-            .unwrap();
-        assert!(child.wait().unwrap().success());
-    };
-    apply(format!(
-        "apiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: {user}, namespace: {ns}}}\n---\n\
-         apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: {user}, namespace: {ns}}}\n\
-         roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: kruntimes-operator}}\n\
-         subjects: [{{kind: ServiceAccount, name: {user}, namespace: {ns}}}]\n"
-    ));
-    let out = e.kubectl(Some(admin), &["-n", ns, "create", "token", &user]);
-    let token = format!("Bearer {}", String::from_utf8_lossy(&out.stdout).trim());
+    let client = e.admin().await;
+    kruntimes_tests::objects::apply(
+        &client,
+        &format!(
+            "apiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: {user}, namespace: {ns}}}\n---\n\
+             apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: {user}, namespace: {ns}}}\n\
+             roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: kruntimes-operator}}\n\
+             subjects: [{{kind: ServiceAccount, name: {user}, namespace: {ns}}}]\n"
+        ),
+    )
+    .await
+    .unwrap();
+    let token = format!(
+        "Bearer {}",
+        kruntimes_tests::objects::service_account_token(&client, ns, &user, 3600).await
+    );
     let fx = Fixtures::new(ns).await;
     let (name, uid) = run(&fx, "bash", "function", "Ready").await;
     // A Console of its own, so no other test's calls move its metrics.
@@ -394,7 +385,11 @@ async fn authorization_is_cached_and_revocation_ends_access_within_the_ttl() {
     );
     assert!(metric("kruntimes_console_access_review_cache_hits_total") > hits);
 
-    let _ = e.kubectl(Some(admin), &["-n", ns, "delete", "rolebinding", &user]);
+    kruntimes_tests::objects::delete(
+        &kube::Api::<k8s_openapi::api::rbac::v1::RoleBinding>::namespaced(client.clone(), ns),
+        &user,
+    )
+    .await;
     let revoked = Instant::now();
     let ttl = Duration::from_secs(10);
     loop {
@@ -645,20 +640,9 @@ async fn own_gateway_with(
         "apiVersion: v1\nkind: Service\nmetadata: {{name: {runtime}-gateway, namespace: team-a}}\n\
          spec: {{type: ExternalName, externalName: localhost, ports: [{{name: https, port: {port}}}]}}\n"
     );
-    let mut child_k = e
-        .kubectl_command(Some(e.token("admin")), &["apply", "-f", "-"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
+    kruntimes_tests::objects::apply(&e.admin().await, &svc)
+        .await
         .unwrap();
-    use std::io::Write;
-    child_k
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(svc.as_bytes())
-        .unwrap();
-    assert!(child_k.wait().unwrap().success());
     OwnGateway {
         child,
         control,

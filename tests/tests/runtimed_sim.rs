@@ -15,17 +15,30 @@ use serde_json::Value;
 
 const NS: &str = "team-a";
 
-/// `kubectl logs` of the Pod's runtimed container as admin: (success, stdout, stderr).
-fn kubectl_logs(pod: &str, extra: &[&str]) -> (bool, String, String) {
-    let e = env();
-    let mut args = vec!["-n", NS, "logs", pod, "-c", "runtimed"];
-    args.extend_from_slice(extra);
-    let out = e.kubectl(Some(e.token("admin")), &args);
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+/// Which lines of a container log [`pod_log`] reads.
+#[derive(Default)]
+struct Which {
+    /// The previous (terminated) container's log, `kubectl logs --previous`.
+    previous: bool,
+    /// Only the last lines, `--tail`.
+    tail: Option<i64>,
+}
+
+/// The Pod's runtimed container log as admin, through kube-apiserver's
+/// `pods/log` (what `kubectl logs` reads): the text, or the API's refusal
+/// as its reason and message.
+async fn pod_log(pod: &str, which: Which) -> Result<String, String> {
+    let pods: kube::Api<Pod> = kube::Api::namespaced(env().admin().await, NS);
+    let params = kube::api::LogParams {
+        container: Some("runtimed".to_owned()),
+        previous: which.previous,
+        tail_lines: which.tail,
+        ..Default::default()
+    };
+    pods.logs(pod, &params).await.map_err(|e| match e {
+        kube::Error::Api(s) => format!("{} ({}): {}", s.reason, s.code, s.message),
+        other => other.to_string(),
+    })
 }
 
 /// The messages of the JSON records of `uid` in a log's text.
@@ -113,14 +126,12 @@ async fn a_runtime_pod_has_a_loopback_ip_where_its_runtimed_serves_status() {
     assert_eq!(sim.runtimed.status_requests(&uid), 1);
 
     // Engine mode: nothing in the container log while the Run runs, only runtimed's text.
-    let (ok, log, err) = kubectl_logs(&sim.pod.name, &[]);
-    assert!(ok, "{err}");
+    let log = pod_log(&sim.pod.name, Which::default()).await.unwrap();
     assert!(record_messages(&log, &uid).is_empty(), "{log}");
     assert!(log.contains(&format!("Claimed run {run}")), "{log}");
 
     sim.runtimed.finish(&uid, Phase::Failed).unwrap();
-    let (ok, log, err) = kubectl_logs(&sim.pod.name, &[]);
-    assert!(ok, "{err}");
+    let log = pod_log(&sim.pod.name, Which::default()).await.unwrap();
     assert_eq!(
         record_messages(&log, &uid),
         pairs(&[
@@ -142,8 +153,11 @@ async fn a_runtimed_restart_leaves_the_records_in_the_previous_log() {
     let pod = &sim.pod.name;
 
     // No previous container yet: kube-apiserver passes on the kubelet's 400.
-    let (ok, _, err) = kubectl_logs(pod, &["--previous"]);
-    assert!(!ok);
+    let previous = Which {
+        previous: true,
+        ..Default::default()
+    };
+    let err = pod_log(pod, previous).await.unwrap_err();
     assert!(
         err.contains(&format!(
             r#"previous terminated container "runtimed" in pod "{pod}" not found"#
@@ -157,7 +171,7 @@ async fn a_runtimed_restart_leaves_the_records_in_the_previous_log() {
     sim.runtimed.start(&uid, &run).unwrap();
     sim.runtimed.print(&uid, Stream::Stdout, "done\n").unwrap();
     sim.runtimed.finish(&uid, Phase::Succeeded).unwrap();
-    let (_, before, _) = kubectl_logs(pod, &[]);
+    let before = pod_log(pod, Which::default()).await.unwrap();
     assert_eq!(record_messages(&before, &uid), pairs(&[("stdout", "done")]));
 
     fx.restart_simulated_runtimed(&sim).await;
@@ -183,19 +197,32 @@ async fn a_runtimed_restart_leaves_the_records_in_the_previous_log() {
         "{status}"
     );
 
-    let (ok, previous, err) = kubectl_logs(pod, &["--previous"]);
-    assert!(ok, "{err}");
+    let previous = pod_log(
+        pod,
+        Which {
+            previous: true,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
     assert_eq!(
         previous, before,
         "the previous container's log is the old one"
     );
-    let (ok, current, err) = kubectl_logs(pod, &[]);
-    assert!(ok, "{err}");
+    let current = pod_log(pod, Which::default()).await.unwrap();
     assert!(record_messages(&current, &uid).is_empty(), "{current}");
     assert!(current.contains("runtimed controller started"), "{current}");
     // The same options apply to the previous log.
-    let (ok, tail, err) = kubectl_logs(pod, &["--previous", "--tail=1"]);
-    assert!(ok, "{err}");
+    let tail = pod_log(
+        pod,
+        Which {
+            previous: true,
+            tail: Some(1),
+        },
+    )
+    .await
+    .unwrap();
     assert_eq!(tail.lines().count(), 1, "{tail}");
     assert_eq!(tail.lines().next(), before.lines().last());
     fx.delete_pod(pod).await;
