@@ -14,6 +14,8 @@ pub struct Reply {
     pub code: u16,
     pub headers: Vec<(String, String)>,
     pub body: String,
+    /// What curl said when it got no answer (its exit status and error), else empty.
+    pub error: String,
 }
 
 impl Reply {
@@ -69,7 +71,7 @@ pub fn request_as(
     let hfile = dir.path().join("h");
     let mut cmd = Command::new("curl");
     cmd.args([
-        "-s",
+        "-sS",
         "-X",
         method,
         "--max-time",
@@ -111,10 +113,21 @@ pub fn request_as(
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
         .collect();
+    let code = code.trim().parse().unwrap_or(0);
+    let error = if code == 0 || !out.status.success() {
+        format!(
+            "curl {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )
+    } else {
+        String::new()
+    };
     Reply {
-        code: code.trim().parse().unwrap_or(0),
+        code,
         headers,
         body: body.to_owned(),
+        error,
     }
 }
 

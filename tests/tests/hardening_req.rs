@@ -249,6 +249,7 @@ fn cert_invoke(url: &str, cert: &Path, key: &Path, origin: Option<&str>) -> Repl
         code: code.trim().parse().unwrap_or(0),
         headers: Vec::new(),
         body: body.to_owned(),
+        error: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
 
