@@ -25,7 +25,8 @@ RUN npm run build
 FROM rust:1-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
-# Build settings: mimalloc's lazily committed arenas (see the file).
+# Build settings: mimalloc's lazily committed arenas, and the build
+# directory under CARGO_HOME (cached below with the target directory).
 COPY .cargo/ .cargo/
 COPY core/ core/
 COPY transport/ transport/
@@ -38,6 +39,7 @@ COPY bench/ bench/
 COPY --from=web /src/console/web/dist/ console/web/dist/
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/usr/local/cargo/git \
+    --mount=type=cache,target=/usr/local/cargo/build \
     --mount=type=cache,target=/src/target \
     cargo build --release --locked -p kruntimes-console \
     && install -D -m 0755 target/release/kruntimes-console /out/kruntimes-console
