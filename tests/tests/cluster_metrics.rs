@@ -501,11 +501,21 @@ fn prometheus_scrapes_both_pods_loads_the_rules_and_every_dashboard_panel_has_da
     // calls on each Pod's Console listener.
     let admin = c.var("CLUSTER_TOKEN_ADMIN").to_owned();
     for i in 0..5 {
-        let _ = c.kubectl(&[
-            "get",
-            "--raw",
-            &format!("/apis/logs.kruntimes.io/v1alpha1/namespaces/team-a/runs/absent-{i}/log"),
-        ]);
+        // Each read reaches a Console (its NotFound), not only kube-apiserver
+        // (a 503 while it still finds the APIService unavailable).
+        let path =
+            format!("/apis/logs.kruntimes.io/v1alpha1/namespaces/team-a/runs/absent-{i}/log");
+        let mut last = String::new();
+        let reached = (0..60).any(|_| {
+            let out = c.kubectl(&["get", "--raw", &path]);
+            last = String::from_utf8_lossy(&out.stderr).into_owned();
+            let found = last.contains("NotFound") || last.contains("not found");
+            if !found {
+                std::thread::sleep(std::time::Duration::from_millis(500));
+            }
+            found
+        });
+        assert!(reached, "{path} never reached a Console: {last}");
         c.kubectl_ok(&["get", "--raw", "/apis/logs.kruntimes.io/v1alpha1"]);
         for p in &pods {
             let ip = p["status"]["podIP"].as_str().unwrap();
@@ -550,26 +560,36 @@ fn prometheus_scrapes_both_pods_loads_the_rules_and_every_dashboard_panel_has_da
             eprintln!("{title}: {} series", result.len());
         }
     }
-    // The load shows: requests on both listeners, by route template.
-    let routes: Vec<String> = prom
-        .query("sum by (listener, route) (kruntimes_console_http_requests_total)")
-        .iter()
-        .map(|s| {
-            format!(
-                "{}/{}",
-                s["metric"]["listener"].as_str().unwrap_or(""),
-                s["metric"]["route"].as_str().unwrap_or("")
-            )
-        })
-        .collect();
-    for want in [
+    // The load shows: requests on both listeners, by route template (once
+    // the Pods that served them have been scraped since).
+    let wanted = [
         "apiserver/runs/log",
         "apiserver/discovery",
         "console/session",
         "console/namespaces",
-    ] {
+    ];
+    let mut routes: Vec<String> = Vec::new();
+    let all = (0..60).any(|_| {
+        routes = prom
+            .query("sum by (listener, route) (kruntimes_console_http_requests_total)")
+            .iter()
+            .map(|s| {
+                format!(
+                    "{}/{}",
+                    s["metric"]["listener"].as_str().unwrap_or(""),
+                    s["metric"]["route"].as_str().unwrap_or("")
+                )
+            })
+            .collect();
+        let all = wanted.iter().all(|w| routes.contains(&(*w).to_owned()));
+        if !all {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
+        all
+    });
+    for want in wanted {
         assert!(
-            routes.contains(&want.to_owned()),
+            all && routes.contains(&want.to_owned()),
             "{want} not in {routes:?}"
         );
     }
