@@ -26,13 +26,13 @@ pub fn describe(e: &kube::Error) -> String {
 }
 
 /// The API of one object's kind, found through discovery (a namespaced
-/// object without a namespace: `default`), its name, and the object.
+/// object without a namespace: `default`), a name for messages, and the object.
 async fn api_of(
     client: &Client,
-    doc: &Value,
+    doc: Value,
 ) -> Result<(Api<DynamicObject>, String, DynamicObject), String> {
     let obj: DynamicObject =
-        serde_json::from_value(doc.clone()).map_err(|e| format!("not an object: {e}"))?;
+        serde_json::from_value(doc).map_err(|e| format!("not an object: {e}"))?;
     let types = obj
         .types
         .as_ref()
@@ -58,7 +58,15 @@ async fn api_of(
 pub async fn apply(client: &Client, text: &str) -> Result<(), String> {
     let docs: Vec<Value> =
         serde_saphyr::from_multiple(text).map_err(|e| format!("parsing the manifest: {e}"))?;
-    for doc in docs.iter().filter(|d| !d.is_null()) {
+    apply_objects(client, docs).await
+}
+
+/// Server-side applies objects, in order (see [`apply`]).
+pub async fn apply_objects(
+    client: &Client,
+    docs: impl IntoIterator<Item = Value>,
+) -> Result<(), String> {
+    for doc in docs.into_iter().filter(|d| !d.is_null()) {
         let (api, what, obj) = api_of(client, doc).await?;
         api.patch(
             &obj.name_any(),
@@ -74,7 +82,7 @@ pub async fn apply(client: &Client, text: &str) -> Result<(), String> {
 /// Replaces an object whole (`kubectl replace`): without a resourceVersion
 /// the update is unconditional.
 pub async fn replace(client: &Client, doc: &Value) -> Result<(), String> {
-    let (api, what, obj) = api_of(client, doc).await?;
+    let (api, what, obj) = api_of(client, doc.clone()).await?;
     api.replace(&obj.name_any(), &PostParams::default(), &obj)
         .await
         .map(|_| ())
@@ -84,7 +92,7 @@ pub async fn replace(client: &Client, doc: &Value) -> Result<(), String> {
 /// Creates an object (`kubectl create`); the API's refusal as the error,
 /// e.g. `AlreadyExists (409)`.
 pub async fn create(client: &Client, doc: &Value) -> Result<(), String> {
-    let (api, what, obj) = api_of(client, doc).await?;
+    let (api, what, obj) = api_of(client, doc.clone()).await?;
     api.create(&PostParams::default(), &obj)
         .await
         .map(|_| ())

@@ -444,32 +444,9 @@ async fn run_detail_sections_fail_alone() {
         "subjects": [{"kind": "ServiceAccount", "name": user, "namespace": ns}]
     });
     let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": user, "namespace": ns}});
-    let pp = kube::api::PatchParams::apply("tests").force();
-    let gvk = |g: &str, v: &str, k: &str, p: &str| {
-        kube::api::ApiResource::from_gvk_with_plural(&kube::api::GroupVersionKind::gvk(g, v, k), p)
-    };
-    for (obj, ar) in [
-        (sa, gvk("", "v1", "ServiceAccount", "serviceaccounts")),
-        (
-            rbac,
-            gvk("rbac.authorization.k8s.io", "v1", "Role", "roles"),
-        ),
-        (
-            binding,
-            gvk(
-                "rbac.authorization.k8s.io",
-                "v1",
-                "RoleBinding",
-                "rolebindings",
-            ),
-        ),
-    ] {
-        let api: kube::Api<kube::api::DynamicObject> =
-            kube::Api::namespaced_with(admin.clone(), ns, &ar);
-        api.patch(user, &pp, &kube::api::Patch::Apply(obj))
-            .await
-            .expect("rbac fixture");
-    }
+    kruntimes_tests::objects::apply_objects(&admin, [sa, rbac, binding])
+        .await
+        .expect("rbac fixture");
     let token = kruntimes_tests::objects::service_account_token(&admin, ns, user, 3600).await;
 
     let fx = Fixtures::new(ns).await;
@@ -800,22 +777,17 @@ fn check_filters(ns: &str, specs: &[RunSpec]) {
 }
 
 /// Applies a CRD manifest of the repository (server-side, as the admin).
-async fn apply_crd(file: &str) {
+async fn apply_crd(admin: &kube::Client, file: &str) {
     let path = kruntimes_tests::env::repo_root().join(file);
     let text = std::fs::read_to_string(&path).unwrap();
-    kruntimes_tests::objects::apply(&env().admin().await, &text)
+    kruntimes_tests::objects::apply(admin, &text)
         .await
         .unwrap_or_else(|e| panic!("{file}: {e}"));
 }
 
-/// Whether kube-apiserver takes a field selector on the Runs of `ns`:
+/// Whether kube-apiserver takes a field selector on `runs` (one namespace's Runs):
 /// only when the Run CRD declares `status.phase` selectable.
-async fn field_selectors_work(ns: &str) -> bool {
-    let runs: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
-        env().admin().await,
-        ns,
-        &kruntimes_tests::env::run_resource(),
-    );
+async fn field_selectors_work(runs: &kube::Api<kube::api::DynamicObject>) -> bool {
     match runs
         .list_metadata(&kube::api::ListParams::default().fields("status.phase=Failed"))
         .await
@@ -832,26 +804,33 @@ async fn field_selectors_work(ns: &str) -> bool {
 #[tokio::test]
 async fn paging_and_filters_with_and_without_selectable_fields() {
     let (ns, specs) = many_runs(2000).await;
+    let admin = env().admin().await;
+    let runs: kube::Api<kube::api::DynamicObject> =
+        kube::Api::namespaced_with(admin.clone(), &ns, &kruntimes_tests::env::run_resource());
     // The engine's CRD declares no selectableFields: the Console filters itself.
     assert!(
-        !field_selectors_work(&ns).await,
+        !field_selectors_work(&runs).await,
         "manifests/crds/runs.yaml selects fields, the engine's CRD does not"
     );
     check_filters(&ns, &specs);
 
     // A platform that adds selectableFields: the API server filters.
-    apply_crd("manifests/crds-variants/run-with-selectable-fields.yaml").await;
+    apply_crd(
+        &admin,
+        "manifests/crds-variants/run-with-selectable-fields.yaml",
+    )
+    .await;
     for _ in 0..100 {
-        if field_selectors_work(&ns).await {
+        if field_selectors_work(&runs).await {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
-    let selects = field_selectors_work(&ns).await;
+    let selects = field_selectors_work(&runs).await;
     let result = std::panic::catch_unwind(|| check_filters(&ns, &specs));
-    apply_crd("manifests/crds/runs.yaml").await;
+    apply_crd(&admin, "manifests/crds/runs.yaml").await;
     for _ in 0..100 {
-        if !field_selectors_work(&ns).await {
+        if !field_selectors_work(&runs).await {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
@@ -861,7 +840,7 @@ async fn paging_and_filters_with_and_without_selectable_fields() {
         std::panic::resume_unwind(e);
     }
     kruntimes_tests::objects::delete(
-        &kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(env().admin().await),
+        &kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(admin),
         &ns,
     )
     .await;

@@ -851,8 +851,7 @@ async fn watches_are_capped_per_caller_and_in_total_and_a_closed_one_frees_its_p
 
 /// A ServiceAccount allowed operations and logs on team-a's Runs, its
 /// RoleBinding's name, and a token for it.
-async fn robot() -> (String, String, String) {
-    let client = env().admin().await;
+async fn robot(client: &kube::Client) -> (String, String, String) {
     let sa = unique("robot");
     let manifest = format!(
         "apiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: {sa}, namespace: team-a}}\n---\n\
@@ -863,15 +862,15 @@ async fn robot() -> (String, String, String) {
          roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: {sa}}}\n\
          subjects: [{{kind: ServiceAccount, name: {sa}, namespace: team-a}}]\n"
     );
-    objects::apply(&client, &manifest)
+    objects::apply(client, &manifest)
         .await
         .unwrap_or_else(|e| panic!("creating {sa}: {e}"));
-    let token = objects::service_account_token(&client, "team-a", &sa, 3600).await;
+    let token = objects::service_account_token(client, "team-a", &sa, 3600).await;
     (sa.clone(), sa, token)
 }
 
 /// Deletes team-a's object of kind `K` named `name`, if there is one.
-async fn delete_in_team_a<K>(name: &str)
+async fn delete_in_team_a<K>(admin: &kube::Client, name: &str)
 where
     K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
         + Clone
@@ -879,7 +878,7 @@ where
         + std::fmt::Debug,
     K::DynamicType: Default,
 {
-    objects::delete(&Api::<K>::namespaced(env().admin().await, "team-a"), name).await;
+    objects::delete(&Api::<K>::namespaced(admin.clone(), "team-a"), name).await;
 }
 
 async fn ws_open_token(port: u16, path: &str, token: &str) -> Option<Ws> {
@@ -923,6 +922,7 @@ async fn open_streams_end_when_access_is_revoked() {
         "--authentication-cache-ttl=2s",
     ]);
     let fx = Fixtures::new("team-a").await;
+    let admin = fx.client.clone();
     let (sname, suid) = fx.ready_run("session").await;
     let ops = ops_path("team-a", &sname, &suid);
     let LoggedRun { run, pod, .. } = fx.logged_run("capped", "first").await;
@@ -932,7 +932,7 @@ async fn open_streams_end_when_access_is_revoked() {
     let within = Duration::from_secs(6) + MARGIN;
 
     // Authorization revoked: the RoleBinding goes.
-    let (sa, binding, token) = robot().await;
+    let (sa, binding, token) = robot(&admin).await;
     let mut ws = None;
     for _ in 0..60 {
         ws = ws_open_token(c.console_port, &ops, &token).await;
@@ -944,7 +944,7 @@ async fn open_streams_end_when_access_is_revoked() {
     let mut ws = ws.expect("the ServiceAccount's socket");
     let (mut follow, rx) = follow_direct(c.api_port, &token, &log);
     assert_eq!(next_message(&rx).as_deref(), Some("first"));
-    delete_in_team_a::<RoleBinding>(&binding).await;
+    delete_in_team_a::<RoleBinding>(&admin, &binding).await;
     let (event, code) = revoked_socket(&mut ws, within).await;
     let event = event.expect("a terminal event before the close");
     assert_eq!(event["type"], "terminal", "{event}");
@@ -974,7 +974,7 @@ async fn open_streams_end_when_access_is_revoked() {
     let _ = follow.wait();
 
     // Authentication revoked: the ServiceAccount goes.
-    let (sa2, _binding2, token2) = robot().await;
+    let (sa2, _binding2, token2) = robot(&admin).await;
     let mut ws = ws_open_token(c.console_port, &ops, &token2)
         .await
         .expect("the second ServiceAccount's socket");
@@ -984,7 +984,7 @@ async fn open_streams_end_when_access_is_revoked() {
         &format!("/api/namespaces/team-a/runs/{run}/logs?follow=true"),
     );
     assert_eq!(next_message(&rx).as_deref(), Some("first"));
-    delete_in_team_a::<ServiceAccount>(&sa2).await;
+    delete_in_team_a::<ServiceAccount>(&admin, &sa2).await;
     let (event, code) = revoked_socket(&mut ws, within).await;
     let event = event.expect("a terminal event before the close");
     assert!(
@@ -1004,9 +1004,9 @@ async fn open_streams_end_when_access_is_revoked() {
     let _ = follow.wait();
 
     for name in [&sa, &sa2] {
-        delete_in_team_a::<Role>(name).await;
-        delete_in_team_a::<RoleBinding>(name).await;
-        delete_in_team_a::<ServiceAccount>(name).await;
+        delete_in_team_a::<Role>(&admin, name).await;
+        delete_in_team_a::<RoleBinding>(&admin, name).await;
+        delete_in_team_a::<ServiceAccount>(&admin, name).await;
     }
     fx.delete_pod(&pod).await;
 }

@@ -112,8 +112,8 @@ impl Probe {
 }
 
 /// Replaces a ClusterRole whole, as the admin.
-async fn replace(obj: &Value) {
-    objects::replace(&env().admin().await, obj)
+async fn replace(admin: &kube::Client, obj: &Value) {
+    objects::replace(admin, obj)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
 }
@@ -260,7 +260,7 @@ async fn every_rule_serves_a_feature_that_breaks_without_it() {
                 .map(|(_, r)| r.clone())
                 .collect(),
         );
-        replace(&reduced).await;
+        replace(&admin, &reduced).await;
         // A Console started now holds no state from before the change. It
         // may never become ready (the /v1 Run cache needs runs list/watch).
         p.console = fresh_console(dir.path(), false);
@@ -284,7 +284,7 @@ async fn every_rule_serves_a_feature_that_breaks_without_it() {
                 ));
             }
         }
-        replace(&role).await;
+        replace(&admin, &role).await;
         p.console = fresh_console(dir.path(), true);
         for res in &resources {
             assert_eq!(

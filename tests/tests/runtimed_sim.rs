@@ -35,10 +35,9 @@ async fn pod_log(pod: &str, which: Which) -> Result<String, String> {
         tail_lines: which.tail,
         ..Default::default()
     };
-    pods.logs(pod, &params).await.map_err(|e| match e {
-        kube::Error::Api(s) => format!("{} ({}): {}", s.reason, s.code, s.message),
-        other => other.to_string(),
-    })
+    pods.logs(pod, &params)
+        .await
+        .map_err(|e| kruntimes_tests::objects::describe(&e))
 }
 
 /// The messages of the JSON records of `uid` in a log's text.
