@@ -137,37 +137,44 @@ const PAGES: [string, string, Role, ((p: Page) => Promise<unknown>)?][] = [
   ['not-found', '/no/such/page', 'operator'],
 ];
 
+/** Opens `path`, waits for its heading and for it to settle, runs `act`. */
+async function visit(page: Page, path: string, act?: (p: Page) => Promise<unknown>): Promise<void> {
+  await page.goto(`${env.url}${path}`);
+  await page.locator('h1').first().waitFor();
+  await settle(page);
+  if (act) await act(page);
+  await page.waitForTimeout(150);
+}
+
+/** axe on the page as it is (violations go to `problems` under `label`), then a full-page screenshot to env.shots/`file`. */
+async function checkAndShoot(page: Page, label: string, file: string, problems: string[]): Promise<void> {
+  const vs = await axeViolations(page);
+  if (vs.length) problems.push(`${label}:\n${describeViolations(vs)}`);
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.screenshot({ path: join(env.shots, file), fullPage: true });
+}
+
 for (const style of chosen(STYLES, 'SHOT_STYLES')) {
   for (const theme of chosen(THEMES, 'SHOT_THEMES')) {
     test(`pages in ${style} / ${theme}: axe finds no serious or critical violation; screenshots`, async ({ browser }) => {
       const problems: string[] = [];
       const pages: Partial<Record<Role, Page>> = {};
-      const shoot = async (page: Page, name: string) => {
-        await page.evaluate(() => window.scrollTo(0, 0));
-        await page.screenshot({ path: join(env.shots, `${name}--${style}-${theme}.png`), fullPage: true });
-      };
-      const check = async (page: Page, name: string) => {
-        const vs = await axeViolations(page);
-        if (vs.length) problems.push(`${name}:\n${describeViolations(vs)}`);
-      };
+      const checked = (page: Page, name: string) => checkAndShoot(page, name, `${name}--${style}-${theme}.png`, problems);
       try {
         // The login page, before and after a failed attempt.
         const anon = await newPage(browser, { style, theme });
         await anon.goto(`${env.url}/login`);
         await anon.getByLabel('Kubernetes bearer token').waitFor();
-        await check(anon, 'login');
-        await shoot(anon, 'login');
+        await checked(anon, 'login');
         await anon.getByLabel('Kubernetes bearer token').fill('not-a-valid-token');
         await anon.getByRole('button', { name: 'Connect' }).click();
         await anon.getByRole('alert').waitFor();
-        await check(anon, 'login-error');
-        await shoot(anon, 'login-error');
+        await checked(anon, 'login-error');
         // Public summaries without a login (filtered only by what a summary shows).
         await anon.goto(`${env.url}/namespaces/${NS}/runs?phase=Running`);
         await anon.locator('table.table tbody tr').first().waitFor();
         await settle(anon);
-        await check(anon, 'runs-public');
-        await shoot(anon, 'runs-public');
+        await checked(anon, 'runs-public');
         await close(anon);
 
         pages.operator = await newPage(browser, { style, theme });
@@ -179,13 +186,8 @@ for (const style of chosen(STYLES, 'SHOT_STYLES')) {
           const page = pages[role];
           assert(page, `no page of the ${role}`);
           try {
-            await page.goto(`${env.url}${path}`);
-            await page.locator('h1').first().waitFor();
-            await settle(page);
-            if (act) await act(page);
-            await page.waitForTimeout(150);
-            await check(page, name);
-            await shoot(page, name);
+            await visit(page, path, act);
+            await checked(page, name);
           } catch (e) {
             problems.push(`${name}: ${firstLine(e)}`);
           }
@@ -226,15 +228,8 @@ for (const style of chosen(STYLES, 'SHOT_STYLES')) {
         await login(page, env.operator, 'operator');
         for (const [name, path, , act] of PAGES.filter(([n]) => NARROW.includes(n))) {
           try {
-            await page.goto(`${env.url}${path}`);
-            await page.locator('h1').first().waitFor();
-            await settle(page);
-            if (act) await act(page);
-            await page.waitForTimeout(150);
-            const vs = await axeViolations(page);
-            if (vs.length) problems.push(`${name} (390 px):\n${describeViolations(vs)}`);
-            await page.evaluate(() => window.scrollTo(0, 0));
-            await page.screenshot({ path: join(env.shots, `${name}--${style}-${theme}--390.png`), fullPage: true });
+            await visit(page, path, act);
+            await checkAndShoot(page, `${name} (390 px)`, `${name}--${style}-${theme}--390.png`, problems);
           } catch (e) {
             problems.push(`${name} (390 px): ${firstLine(e)}`);
           }
