@@ -245,11 +245,17 @@ fn cert_invoke(url: &str, cert: &Path, key: &Path, origin: Option<&str>) -> Repl
     let out = cmd.arg(url).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+    let code = code.trim().parse().unwrap_or(0);
     Reply {
-        code: code.trim().parse().unwrap_or(0),
+        code,
         headers: Vec::new(),
         body: body.to_owned(),
-        error: String::from_utf8_lossy(&out.stderr).into_owned(),
+        // As curl::request_as: what curl said only when it got no answer.
+        error: if code == 0 {
+            String::from_utf8_lossy(&out.stderr).into_owned()
+        } else {
+            String::new()
+        },
     }
 }
 
