@@ -34,19 +34,26 @@ certmanager_bin_dir() {
 }
 
 certmanager_build() {
-	local dir name
+	local dir
 	dir=$(certmanager_bin_dir)
-	for name in controller cainjector; do
-		[[ -x "$dir/cert-manager-$name" ]] && continue
-		mkdir -p "$dir"
-		log "building cert-manager's $name from hack/cert-manager (once per pin; minutes)..."
-		(
-			cd "$KRT_ROOT/hack/cert-manager" || exit 1
-			export CGO_ENABLED=0 GOFLAGS=-mod=mod
-			go build -trimpath -ldflags "-s -w" -o "$dir/cert-manager-$name.tmp.$$" "./$name" >&2
-		)
-		mv "$dir/cert-manager-$name.tmp.$$" "$dir/cert-manager-$name"
-	done
+	mkdir -p "$dir"
+	# Concurrent callers (hack/test builds it in the background while a step
+	# may start cert-manager) wait for one build.
+	(
+		exec 9>"$dir.lock"
+		flock 9
+		local name
+		for name in controller cainjector; do
+			[[ -x "$dir/cert-manager-$name" ]] && continue
+			log "building cert-manager's $name from hack/cert-manager (once per pin; minutes)..."
+			(
+				cd "$KRT_ROOT/hack/cert-manager" || exit 1
+				export CGO_ENABLED=0 GOFLAGS=-mod=mod
+				go build -trimpath -ldflags "-s -w" -o "$dir/cert-manager-$name.tmp.$$" "./$name" >&2
+			) || exit 1
+			mv "$dir/cert-manager-$name.tmp.$$" "$dir/cert-manager-$name"
+		done
+	)
 }
 
 # certmanager_up: idempotent; returns once the CRDs are Established and both

@@ -3,16 +3,28 @@
 # packages (only when missing) and the web UI's npm packages.
 
 deps_apt() { # packages...
-	local missing=()
+	local missing=() p
 	for p in "$@"; do
 		dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 	done
 	[[ ${#missing[@]} -eq 0 ]] && return 0
-	echo "installing Debian packages: ${missing[*]}" >&2
 	local sudo=""
 	[[ $(id -u) -ne 0 ]] && sudo="sudo"
-	$sudo apt-get update -qq >&2
-	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >&2
+	# One install at a time (hack/test's lanes may ask at once; apt and dpkg
+	# refuse a second one): the later caller waits, then installs what is
+	# still missing.
+	(
+		exec 9>"${TMPDIR:-/tmp}/kruntimes-console-apt.lock"
+		flock 9
+		missing=()
+		for p in "$@"; do
+			dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+		done
+		[[ ${#missing[@]} -eq 0 ]] && exit 0
+		echo "installing Debian packages: ${missing[*]}" >&2
+		$sudo apt-get update -qq >&2
+		DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >&2
+	)
 }
 
 deps_base() {

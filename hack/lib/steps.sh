@@ -15,8 +15,13 @@
 #   steps_open                    # the step begun and not ended ("" if none)
 #   steps_bg NAME CMD...          # runs CMD in the background (output in a log file)
 #   steps_wait [NAME...]          # waits for background steps (all by default); fails if one did
+#                                 # (and prints the last STEPS_TAIL lines, 30 by default, of its log)
+#   steps_failed NAME             # true when background step NAME has ended and failed
 #   steps_stop                    # ends the background steps still running (an exit trap's)
 #   steps_summary                 # the table: step, seconds, total
+#   STEPS_RECORD=FILE             # each ended step also appended to FILE (a
+#                                 # background step's own steps, for...)
+#   steps_import FILE [PREFIX]    # ...its caller's table, names prefixed
 #
 # Background steps write their output to $STEPS_LOGDIR/NAME.log (a temporary
 # folder by default); a failed one's last lines are printed.
@@ -67,7 +72,18 @@ steps_end() { # NAME [STATUS [END [CPU]]]
 	STEPS_NAMES+=("$1")
 	STEPS_SECS+=("$secs")
 	STEPS_CPUS+=("$cpu")
+	[[ -z ${STEPS_RECORD:-} ]] || printf '%s\t%s\t%s\n' "$1" "$secs" "$cpu" >>"$STEPS_RECORD"
 	echo "$STEPS_PREFIX: [$(steps_elapsed "$STEPS_T0") s] $1: ${2:-done} in $secs s (CPU $cpu s)" >&2
+}
+
+steps_import() { # FILE [PREFIX]
+	local name secs cpu
+	[[ -f $1 ]] || return 0
+	while IFS=$'\t' read -r name secs cpu; do
+		STEPS_NAMES+=("${2:-}$name")
+		STEPS_SECS+=("$secs")
+		STEPS_CPUS+=("$cpu")
+	done <"$1"
 }
 
 steps_run() { # NAME CMD...
@@ -123,6 +139,7 @@ steps_bg() { # NAME CMD...
 		steps_now >"$log.end"
 		steps_cpu
 		echo "$STEPS_CPU_NOW" >"$log.cpu"
+		echo "$rc" >"$log.rc"
 		exit "$rc"
 	) >"$log" 2>&1 </dev/null &
 	STEPS_PIDS[$name]=$!
@@ -142,13 +159,20 @@ steps_wait() { # [NAME...]
 		if ((rc != 0)); then
 			steps_end "$name" "FAILED (exit $rc)" "$end" "$cpu"
 			echo "--- the last lines of $log:" >&2
-			tail -n 30 "$log" >&2
+			tail -n "${STEPS_TAIL:-30}" "$log" >&2
 			failed=1
 		else
 			steps_end "$name" "done" "$end" "$cpu"
 		fi
 	done
 	return "$failed"
+}
+
+steps_failed() { # NAME
+	local rc
+	[[ -n ${STEPS_PIDS[$1]:-} ]] || return 1
+	rc=$(cat "$STEPS_LOGDIR/${1//[^A-Za-z0-9._-]/_}.log.rc" 2>/dev/null) || return 1
+	[[ $rc != 0 ]]
 }
 
 # steps_tree PID: PID and all its descendants, parents first.
