@@ -185,6 +185,11 @@ steps_tree() {
 steps_stop() {
 	local name pids
 	for name in "${!STEPS_PIDS[@]}"; do
+		# Ended already: its own time and status.
+		if [[ -f $STEPS_LOGDIR/${name//[^A-Za-z0-9._-]/_}.log.rc ]]; then
+			steps_wait "$name" || true
+			continue
+		fi
 		pids=$(steps_tree "${STEPS_PIDS[$name]}")
 		# shellcheck disable=SC2086 # a list of PIDs
 		kill -TERM $pids 2>/dev/null || true
