@@ -399,9 +399,25 @@ pub struct Args {
 }
 
 impl Args {
+    /// The Console listener's connection limits (its per-peer caps).
+    pub fn console_limits(&self) -> ConnLimits {
+        self.conn_limits(
+            self.max_connections_per_peer,
+            self.max_open_requests_per_peer,
+        )
+    }
+
+    /// The aggregated API listener's connection limits (its per-peer caps).
+    pub fn apiserver_limits(&self) -> ConnLimits {
+        self.conn_limits(
+            self.apiserver_max_connections_per_peer,
+            self.apiserver_max_open_requests_per_peer,
+        )
+    }
+
     /// The connection limits of a listener whose per-peer caps are
     /// `per_peer` connections and `per_peer_requests` open requests.
-    pub fn conn_limits(&self, per_peer: usize, per_peer_requests: usize) -> ConnLimits {
+    fn conn_limits(&self, per_peer: usize, per_peer_requests: usize) -> ConnLimits {
         let drain_timeout = self.shutdown_timeout.into();
         ConnLimits {
             handshake_timeout: self.tls_handshake_timeout.into(),
@@ -632,14 +648,7 @@ mod tests {
         .unwrap();
         args.validate().unwrap();
         let s = std::time::Duration::from_secs;
-        let console = args.conn_limits(
-            args.max_connections_per_peer,
-            args.max_open_requests_per_peer,
-        );
-        let api = args.conn_limits(
-            args.apiserver_max_connections_per_peer,
-            args.apiserver_max_open_requests_per_peer,
-        );
+        let (console, api) = (args.console_limits(), args.apiserver_limits());
         for l in [&console, &api] {
             assert_eq!(l.handshake_timeout, s(1));
             assert_eq!(l.first_request_timeout, s(2));

@@ -387,14 +387,8 @@ pub async fn serve(args: &Args, built: Built, bound: Bound) {
         let lifecycle = lifecycle.clone();
         async move { lifecycle.stopping().await }
     };
-    let console_limits = args.conn_limits(
-        args.max_connections_per_peer,
-        args.max_open_requests_per_peer,
-    );
-    let api_limits = args.conn_limits(
-        args.apiserver_max_connections_per_peer,
-        args.apiserver_max_open_requests_per_peer,
-    );
+    let console_limits = args.console_limits();
+    let api_limits = args.apiserver_limits();
     let console_task = tokio::spawn(serve_tls(
         bound.console,
         console_tls,

@@ -1677,6 +1677,65 @@ mod tests {
         assert!(matches!(end, Ok(Ok(0)) | Ok(Err(_))), "{end:?}");
     }
 
+    /// A head that never ends, sent at once or a byte at a time, does not
+    /// hold a connection of the fast loop past its first-request deadline:
+    /// a partly read head is no request, and bytes arriving do not move
+    /// the deadline.
+    #[tokio::test]
+    async fn the_fast_loop_closes_a_partial_or_trickled_head_at_its_deadline() {
+        use tokio::io::AsyncWriteExt;
+        let limits = ConnLimits {
+            first_request_timeout: Duration::from_millis(300),
+            idle_timeout: Duration::from_millis(300),
+            ..ConnLimits::default()
+        };
+        let (addr, client) = fast_listener(limits).await;
+        let mut buf = BytesMut::new();
+
+        let mut partial = connect(addr, client.clone()).await;
+        partial
+            .write_all(b"POST /fast HTTP/1.1\r\nhost: x\r\n")
+            .await
+            .unwrap();
+        partial.flush().await.unwrap();
+        let end =
+            tokio::time::timeout(Duration::from_secs(10), read_into(&mut partial, &mut buf)).await;
+        assert!(
+            matches!(end, Ok(Ok(0)) | Ok(Err(_))),
+            "a partial head still open after 10 s: {end:?}"
+        );
+
+        // A byte every 100 ms: the whole head would take 5 s.
+        let head = b"POST /fast HTTP/1.1\r\nhost: x\r\ncontent-length: 1\r\n\r\na";
+        let mut trickle = connect(addr, client).await;
+        let started = Instant::now();
+        let mut closed = None;
+        for b in head {
+            if trickle.write_all(&[*b]).await.is_err() || trickle.flush().await.is_err() {
+                closed = Some(started.elapsed());
+                break;
+            }
+            match tokio::time::timeout(
+                Duration::from_millis(100),
+                read_into(&mut trickle, &mut buf),
+            )
+            .await
+            {
+                Err(_) => {}
+                Ok(Ok(n)) if n > 0 => panic!("an answer to a trickled head: {buf:?}"),
+                Ok(_) => {
+                    closed = Some(started.elapsed());
+                    break;
+                }
+            }
+        }
+        let closed = closed.expect("a head trickled a byte at a time was read whole");
+        assert!(
+            closed < Duration::from_secs(3),
+            "a trickled head held the connection for {closed:?}"
+        );
+    }
+
     /// A listener (HTTP/2 and HTTP/1.1) whose `/hold` answers a head and
     /// then a body that never ends, so its requests stay open, whose
     /// `/endless` sends without end, and whose `/ok` answers `ok`; a client
