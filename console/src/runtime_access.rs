@@ -332,10 +332,23 @@ async fn invoke(
     Path((ns, name, uid)): Path<(String, String, String)>,
     req: Request,
 ) -> Response {
+    invoke_call(&state, &caller, &ns, &name, &uid, req).await
+}
+
+/// The invoke handler's work, for the router and for HTTP/2 invokes served
+/// without it ([`fast::InvokeFastPath`]'s `direct`).
+pub(crate) async fn invoke_call(
+    state: &AccessState,
+    caller: &RequestCredentials,
+    ns: &str,
+    name: &str,
+    uid: &str,
+    req: Request,
+) -> Response {
     let (parts, body) = req.into_parts();
     // Everything that can refuse the call is decided from the headers, before
     // any of the body is read; a refusal drains only a little of it.
-    let admitted = match admit_invoke(&state, &caller, &ns, &name, &uid, &parts.headers).await {
+    let admitted = match admit_invoke(state, caller, ns, name, uid, &parts.headers).await {
         Ok(a) => a,
         Err(e) => {
             let announced = content_length(&parts.headers);
@@ -349,7 +362,7 @@ async fn invoke(
             return refuse(body, e).await;
         }
     };
-    match forward_invoke(&state, admitted, parts, body).await {
+    match forward_invoke(state, admitted, parts, body).await {
         Ok(r) => r,
         Err(e) => e.into_response(),
     }

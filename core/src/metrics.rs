@@ -125,6 +125,8 @@ pub struct Metrics {
     pub requests_refused: Family<RequestRefusalLabels, Counter>,
     /// Requests served by a listener's HTTP/1.1 fast path (`/v1` invoke).
     pub fast_path_requests: Counter,
+    /// HTTP/2 requests a listener served without its router (`/v1` invoke).
+    pub direct_requests: Counter,
     /// Places taken now under a cap on long-lived work (follows, watches, `/v1` calls).
     pub cap_in_use: Family<CapLabels, Gauge>,
     /// The total bound of each cap.
@@ -168,6 +170,7 @@ impl Default for Metrics {
             requests_open: Family::default(),
             requests_refused: Family::default(),
             fast_path_requests: Counter::default(),
+            direct_requests: Counter::default(),
             cap_in_use: Family::default(),
             cap_limit: Family::default(),
             cap_refusals: Family::default(),
@@ -295,6 +298,11 @@ impl Metrics {
             "fast_path_requests",
             "Requests served by the Console listener's HTTP/1.1 fast path (/v1 invoke), also counted in http_requests",
             self.fast_path_requests.clone(),
+        );
+        r.register(
+            "direct_requests",
+            "HTTP/2 requests served by the Console listener without its router (/v1 invoke), also counted in http_requests",
+            self.direct_requests.clone(),
         );
         r.register(
             "cap_in_use",

@@ -70,6 +70,34 @@ pub trait FastPath: Send + Sync + 'static {
     /// The shortest bound any of its waits has (the connection's timer
     /// fires at least this often).
     fn shortest_timeout(&self) -> Duration;
+
+    /// Serves a request of an HTTP/2 connection itself, without the router,
+    /// when it claims it; `Err` hands the request back to the router. The
+    /// request carries the connection's [`PeerCertificates`] and
+    /// [`RemoteAddr`], as the router's do. It must answer as the router
+    /// would. By default nothing is claimed.
+    // The request is handed back by value: boxing it would cost every
+    // request an allocation to save a move.
+    #[allow(clippy::result_large_err)]
+    fn direct(
+        &self,
+        req: http::Request<axum::body::Body>,
+    ) -> Result<DirectAnswer, http::Request<axum::body::Body>> {
+        Err(req)
+    }
+}
+
+/// The answer of a request served by [`FastPath::direct`].
+pub struct DirectAnswer(
+    pub Pin<Box<dyn std::future::Future<Output = http::Response<axum::body::Body>> + Send>>,
+);
+
+impl std::future::Future for DirectAnswer {
+    type Output = Result<http::Response<axum::body::Body>, std::convert::Infallible>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.0.as_mut().poll(cx).map(Ok)
+    }
 }
 
 /// A connection as a [`FastPath`] sees it.
@@ -787,7 +815,7 @@ async fn serve(
                         }
                         _ => {
                             serve_connection(
-                                tls, peer, remote, router, limits, slots, stop, versions,
+                                tls, peer, remote, router, limits, slots, stop, versions, fast,
                             )
                             .await
                         }
@@ -803,6 +831,7 @@ async fn serve(
                         slots,
                         stop,
                         Versions::Any,
+                        None,
                     )
                     .await
                 }
@@ -834,6 +863,39 @@ async fn serve(
     // Idle connections close now (HTTP/2 with GOAWAY); open requests get a
     // bounded time to finish.
     let _ = tokio::time::timeout(limits.drain_timeout, alive_rx.recv()).await;
+}
+
+/// A connection's service: the requests of HTTP/2 connections that
+/// [`FastPath::direct`] claims are served there, the others by the router.
+#[derive(Clone)]
+struct Dispatch {
+    direct: Option<Arc<dyn FastPath>>,
+    router: Router,
+}
+
+type Routed = tower::util::Oneshot<Router, http::Request<axum::body::Body>>;
+type DispatchFuture = futures::future::Either<DirectAnswer, Routed>;
+
+impl tower::Service<http::Request<axum::body::Body>> for Dispatch {
+    type Response = http::Response<axum::body::Body>;
+    type Error = std::convert::Infallible;
+    type Future = DispatchFuture;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        // The router is always ready; `oneshot` asks it again.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: http::Request<axum::body::Body>) -> Self::Future {
+        let routed = match &self.direct {
+            Some(d) if req.version() == http::Version::HTTP_2 => d.direct(req),
+            _ => Err(req),
+        };
+        match routed {
+            Ok(answer) => futures::future::Either::Left(answer),
+            Err(req) => futures::future::Either::Right(self.router.clone().oneshot(req)),
+        }
+    }
 }
 
 /// Serves an HTTP/1.1 connection: requests the fast path claims here, and
@@ -909,7 +971,10 @@ async fn serve_fast(
                 ..
             } = conn;
             let io = Rewind { pre: buf, io };
-            serve_connection(io, peer, remote, router, limits, slots, stop, versions).await;
+            serve_connection(
+                io, peer, remote, router, limits, slots, stop, versions, None,
+            )
+            .await;
             return;
         };
         // After an HTTP/1.1 request, the connection is HTTP/1.1 to its end:
@@ -1035,6 +1100,7 @@ async fn serve_connection<S>(
     slots: RequestSlots,
     mut stop: watch::Receiver<bool>,
     versions: Versions,
+    direct: Option<Arc<dyn FastPath>>,
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -1049,13 +1115,15 @@ async fn serve_connection<S>(
         slots,
     });
     let tracked = activity.clone();
-    let svc = router
+    // HTTP/2 requests the fast path serves directly; everything else, the router.
+    let svc = Dispatch { direct, router };
+    let svc = svc
         .map_request(move |mut req: http::Request<hyper::body::Incoming>| {
             req.extensions_mut().insert(peer.clone());
             req.extensions_mut().insert(RemoteAddr(remote));
             req.map(axum::body::Body::new)
         })
-        .map_future(move |fut| {
+        .map_future(move |fut: DispatchFuture| {
             let flight = InFlight::start(&tracked);
             async move {
                 // A refused request's future is dropped unpolled: the
@@ -1067,7 +1135,14 @@ async fn serve_connection<S>(
                         return Ok(crowded(why));
                     }
                 };
-                let resp: http::Response<axum::body::Body> = fut.await?;
+                let mut resp: http::Response<axum::body::Body> = fut.await?;
+                // A 204 or 1xx answer carries no Content-Length (RFC 9110
+                // §8.6); the router sets one from an empty body, which hyper
+                // drops over HTTP/1.1 but not over HTTP/2.
+                let s = resp.status();
+                if s == http::StatusCode::NO_CONTENT || s.is_informational() {
+                    resp.headers_mut().remove(http::header::CONTENT_LENGTH);
+                }
                 Ok::<_, std::convert::Infallible>(
                     resp.map(|inner| axum::body::Body::new(TrackedBody::new(inner, flight))),
                 )

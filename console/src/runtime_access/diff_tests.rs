@@ -24,18 +24,27 @@ use super::testkit::{
     WAIT, answer, bounds, chunked, console_listener, field_of, states, within,
 };
 
-/// The three ways an invoke reaches the handler.
+/// The four ways an invoke reaches the handler.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Path {
     /// HTTP/1.1 on a listener with the fast path.
     Fast,
-    /// HTTP/2 on the same listener: hyper and the router.
+    /// HTTP/2 on the same listener: hyper, and the fast path's `direct`
+    /// instead of the router.
+    DirectH2,
+    /// HTTP/2 on a listener without the fast path: hyper and the router.
     RouterH2,
     /// HTTP/1.1 on a listener without the fast path: hyper and the router.
     RouterH1,
 }
 
-const PATHS: [Path; 3] = [Path::Fast, Path::RouterH2, Path::RouterH1];
+impl Path {
+    fn h2(self) -> bool {
+        matches!(self, Path::DirectH2 | Path::RouterH2)
+    }
+}
+
+const PATHS: [Path; 4] = [Path::Fast, Path::DirectH2, Path::RouterH2, Path::RouterH1];
 
 /// What the scripted gateway does with the next request.
 #[derive(Clone, Copy)]
@@ -636,7 +645,7 @@ impl Answer {
     fn check_clean(&self, path: Path, what: &str) {
         for v in &self.connection {
             assert!(
-                v == "close" && path != Path::RouterH2,
+                v == "close" && !path.h2(),
                 "{what}, {path:?}: connection: {v}"
             );
         }
@@ -663,7 +672,7 @@ impl Answer {
             };
             assert!(ok, "{what}, {path:?}: {k}: {v}");
             assert!(
-                path != Path::RouterH2 || k == "content-length",
+                !path.h2() || k == "content-length",
                 "{what}, {path:?}: {k} over HTTP/2"
             );
         }
@@ -796,7 +805,8 @@ impl Consoles {
     ) -> (u16, HeaderMap, Result<Bytes, String>, Option<HeaderMap>) {
         let (listener, alpn): (&ConsoleListener, &[u8]) = match path {
             Path::Fast => (&self.fast, b"http/1.1"),
-            Path::RouterH2 => (&self.fast, b"h2"),
+            Path::DirectH2 => (&self.fast, b"h2"),
+            Path::RouterH2 => (&self.plain, b"h2"),
             Path::RouterH1 => (&self.plain, b"http/1.1"),
         };
         let mut tls = Arc::unwrap_or_clone(listener.tls.clone());
@@ -826,11 +836,12 @@ impl Consoles {
                 StreamBody::new(futures::stream::iter(chunks)).boxed()
             }
         };
-        let mut req = http::Request::post(match path {
-            Path::RouterH2 => format!("https://console.test{target}"),
-            _ => target,
+        let mut req = http::Request::post(if path.h2() {
+            format!("https://console.test{target}")
+        } else {
+            target
         });
-        if path != Path::RouterH2 {
+        if !path.h2() {
             req = req.header("host", "console.test");
         }
         for (k, v) in &case.fields {
@@ -839,7 +850,7 @@ impl Consoles {
         let req = req.body(body).unwrap();
         let sent = async {
             match path {
-                Path::RouterH2 => {
+                Path::DirectH2 | Path::RouterH2 => {
                     let (mut sender, conn) = hyper::client::conn::http2::handshake(
                         TokioExecutor::new(),
                         TokioIo::new(io),
@@ -884,6 +895,7 @@ async fn invokes_are_answered_alike_on_the_fast_path_and_the_router_over_both_ve
     let c = consoles().await;
     let mut failures = Vec::new();
     let mut served_fast = 0;
+    let mut served_direct = 0;
     for case in cases() {
         let what = case.what;
         *c.plan.lock().unwrap() = case.gw;
@@ -909,6 +921,35 @@ async fn invokes_are_answered_alike_on_the_fast_path_and_the_router_over_both_ve
             .await;
             assert_eq!(
                 counted, served_fast,
+                "{what}, {path:?}: served by the wrong path"
+            );
+            // HTTP/2 on the fast path's listener: an invoke it can name is
+            // served without the router.
+            let (run, uid) = case.run;
+            let target = format!("/v1/namespaces/{NS}/runs/{run}/{uid}/invoke");
+            let mut fields = HeaderMap::new();
+            for (k, v) in &case.fields {
+                fields.append(
+                    http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                    http::HeaderValue::from_str(v).unwrap(),
+                );
+            }
+            let direct = path == Path::DirectH2
+                && super::fast::invoke_path(&target).is_some()
+                && !crate::origin::is_upgrade(&fields);
+            served_direct += u64::from(direct);
+            let counted = within("the direct count", async {
+                loop {
+                    let n = c.metrics.direct_requests.get();
+                    if n >= served_direct {
+                        return n;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                }
+            })
+            .await;
+            assert_eq!(
+                counted, served_direct,
                 "{what}, {path:?}: served by the wrong path"
             );
             let seen: Vec<(Forwarded, Option<String>)> =
@@ -955,30 +996,37 @@ async fn invokes_are_answered_alike_on_the_fast_path_and_the_router_over_both_ve
             answers.push(a);
             forwarded.push(seen.into_iter().map(|(f, _)| f).collect::<Vec<_>>());
         }
-        let [fast, h2, h1] = &answers[..] else {
+        let [fast, direct, h2, h1] = &answers[..] else {
             unreachable!()
         };
-        // Everything but the framing alike on all three; the framing alike
-        // on the two HTTP/1.1 paths.
+        // Everything but the framing alike on all four; the framing alike
+        // on the two HTTP/1.1 paths, and on the two HTTP/2 paths.
         fn all(a: &Answer) -> impl PartialEq + '_ {
             (a.status, &a.fields, &a.body, &a.trailers, &a.message)
         }
-        if all(fast) != all(h2) || all(fast) != all(h1) || fast.framing != h1.framing {
+        if all(fast) != all(direct)
+            || all(fast) != all(h2)
+            || all(fast) != all(h1)
+            || fast.framing != h1.framing
+            || direct.framing != h2.framing
+        {
             failures.push(format!(
-                "{what}: the answers differ:\n  fast path:     {}\n  router HTTP/2: {}\n  router HTTP/1: {}",
+                "{what}: the answers differ:\n  fast path:     {}\n  direct HTTP/2: {}\n  router HTTP/2: {}\n  router HTTP/1: {}",
                 fast.differences(fast, true),
+                h2.differences(direct, true),
                 fast.differences(h2, false),
                 fast.differences(h1, true)
             ));
         }
-        if forwarded[0] != forwarded[1] || forwarded[0] != forwarded[2] {
+        if forwarded.iter().any(|f| *f != forwarded[0]) {
             failures.push(format!(
-                "{what}: the gateway received different requests:\n  fast path:     {:?}\n  router HTTP/2: {:?}\n  router HTTP/1: {:?}",
-                forwarded[0], forwarded[1], forwarded[2]
+                "{what}: the gateway received different requests:\n  fast path:     {:?}\n  direct HTTP/2: {:?}\n  router HTTP/2: {:?}\n  router HTTP/1: {:?}",
+                forwarded[0], forwarded[1], forwarded[2], forwarded[3]
             ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(served_direct > 0, "no case was served directly over HTTP/2");
 }
 
 /// Every path keeps its gateway connection for the next call after an

@@ -15,22 +15,25 @@ use kruntimes_core::failure::{Reason, Refusal as _};
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::body::Body;
 use axum::response::IntoResponse;
 use bytes::Buf;
+use http::Request;
+use http::Response;
 use http::{HeaderValue, Method, header};
 use kruntimes_core::observe::{Observer, access_logged, request_id};
 use kruntimes_core::trace;
 use kruntimes_transport::h1::{self, BodyKind, RequestHead, field};
-use kruntimes_transport::serve::{FastConn, FastPath, read_into};
+use kruntimes_transport::serve::{DirectAnswer, FastConn, FastPath, PeerCertificates, read_into};
 use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
 
 use super::policy::{INVOCATION_ID, answers_call, connection_listed, is_stripped};
 use super::upstream::{Framing, Upstream, Upstreams, field_num, framing, write_request_head};
-use super::{AccessFailure, AccessState, AdmittedInvoke, INVOKE_ROUTE, admit_invoke};
+use super::{AccessFailure, AccessState, AdmittedInvoke, INVOKE_ROUTE, admit_invoke, invoke_call};
 use crate::credentials::resolve;
-use crate::error::{ConsoleError, REFUSAL_DRAIN_BYTES};
-use crate::headers::{SECURITY_HEADERS, header_bytes, is_security_header};
+use crate::error::{ConsoleError, REFUSAL_DRAIN_BYTES, refuse};
+use crate::headers::{HeadersTooLarge, SECURITY_HEADERS, header_bytes, is_security_header};
 use crate::origin::cross_origin;
 use crate::state::{ConsoleState, RequestCredentials};
 
@@ -77,7 +80,7 @@ impl InvokeFastPath {
 
 /// The Run an invoke's target names: `/v1/namespaces/{ns}/runs/{name}/{uid}/invoke`,
 /// every segment made of unreserved characters only (nothing to decode).
-fn invoke_path(target: &str) -> Option<(&str, &str, &str)> {
+pub(super) fn invoke_path(target: &str) -> Option<(&str, &str, &str)> {
     let rest = target.strip_prefix("/v1/namespaces/")?;
     let mut parts = rest.split('/');
     let (ns, runs, name, uid, invoke) = (
@@ -154,6 +157,104 @@ impl FastPath for InvokeFastPath {
             .min(b.total_timeout)
             .min(b.connect_timeout)
             .min(DRAIN_TIMEOUT)
+    }
+
+    #[allow(clippy::result_large_err)] // as the trait's: the request moves back
+    fn direct(&self, req: Request<Body>) -> Result<DirectAnswer, Request<Body>> {
+        let run = (req.method() == Method::POST
+            && req.uri().query().is_none()
+            && !crate::origin::is_upgrade(req.headers()))
+        .then(|| invoke_path(req.uri().path()))
+        .flatten()
+        .map(|(ns, name, uid)| [ns.to_owned(), name.to_owned(), uid.to_owned()]);
+        let Some(run) = run else {
+            return Err(req);
+        };
+        let direct = Direct {
+            run,
+            console: self.console.clone(),
+            access: self.access.clone(),
+            observer: self.observer.clone(),
+            max_header_bytes: self.max_header_bytes,
+        };
+        if trace::enabled() {
+            use tracing::Instrument;
+            let span = trace::server_span("POST", Some(INVOKE_ROUTE), req.headers());
+            return Ok(DirectAnswer(Box::pin(
+                direct.serve(req, Some(span.clone())).instrument(span),
+            )));
+        }
+        Ok(DirectAnswer(Box::pin(direct.serve(req, None))))
+    }
+}
+
+/// An HTTP/2 invoke served without the router: its layers (the observer,
+/// the header bound with the security headers, the credentials with the
+/// Origin rule), written out for this one route in the router's order,
+/// around the router's own handler ([`invoke_call`]).
+struct Direct {
+    /// The Run the target names: namespace, name, UID.
+    run: [String; 3],
+    console: Arc<ConsoleState>,
+    access: Arc<AccessState>,
+    observer: Arc<Observer>,
+    max_header_bytes: usize,
+}
+
+impl Direct {
+    async fn serve(self, req: Request<Body>, span: Option<tracing::Span>) -> Response<Body> {
+        let started = std::time::Instant::now();
+        let id = request_id();
+        let uri = access_logged().then(|| req.uri().clone());
+        let target = req.uri().path_and_query().map_or(0, |pq| pq.as_str().len());
+        let size = header_bytes(req.headers()) + target;
+        let mut resp = if size > self.max_header_bytes {
+            let max = self.max_header_bytes;
+            refuse(req.into_body(), HeadersTooLarge { size, max }.into()).await
+        } else {
+            self.invoke(req).await
+        };
+        crate::headers::secure(resp.headers_mut(), true);
+        let code = resp.status().as_u16();
+        if let Ok(v) = HeaderValue::from_bytes(&id) {
+            resp.headers_mut().insert("x-request-id", v);
+        }
+        if let Some(span) = &span {
+            trace::record_response(span, code, &id);
+        }
+        let path = uri.as_ref().map(|u| u.path());
+        self.observer.metrics.direct_requests.inc();
+        self.observer
+            .record("v1", "POST", path, code, started.elapsed(), &id);
+        resp
+    }
+
+    /// The credentials layer, then the handler.
+    async fn invoke(&self, req: Request<Body>) -> Response<Body> {
+        let peer = req
+            .extensions()
+            .get::<PeerCertificates>()
+            .cloned()
+            .unwrap_or_default();
+        let creds = match resolve(
+            &self.console.authn,
+            &self.console.sealer,
+            req.headers(),
+            &peer,
+        )
+        .await
+        {
+            Ok(c) => c,
+            Err(e) => return refuse(req.into_body(), e).await,
+        };
+        if let Some(c) = &creds
+            && let Some(refusal) = cross_origin(c, req.method(), req.headers(), req.uri())
+        {
+            return refuse(req.into_body(), refusal).await;
+        }
+        let caller = RequestCredentials(creds.map(Arc::new));
+        let [ns, name, uid] = &self.run;
+        invoke_call(&self.access, &caller, ns, name, uid, req).await
     }
 }
 
