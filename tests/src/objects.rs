@@ -52,6 +52,26 @@ async fn api_of(
     Ok((api, format!("{} {}", gvk.kind, obj.name_any()), obj))
 }
 
+/// The API of a kind the cluster serves, by `apiVersion` and `kind` (found
+/// through discovery): in namespace `ns`, or across all namespaces (a
+/// namespaced kind) or cluster-wide (one that is not) for `None`.
+pub async fn api_for(
+    client: &Client,
+    api_version: &str,
+    kind: &str,
+    ns: Option<&str>,
+) -> Result<Api<DynamicObject>, String> {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let gvk = GroupVersionKind::gvk(group, version, kind);
+    let (ar, caps) = discovery::pinned_kind(client, &gvk)
+        .await
+        .map_err(|e| format!("{api_version} {kind}: {}", describe(&e)))?;
+    Ok(match (caps.scope, ns) {
+        (Scope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), ns, &ar),
+        _ => Api::all_with(client.clone(), &ar),
+    })
+}
+
 /// Server-side applies every object of a YAML (or JSON) stream of
 /// `---`-separated documents, in order, as `kubectl apply --server-side
 /// --force-conflicts` would.
@@ -77,6 +97,36 @@ pub async fn apply_objects(
         .map_err(|e| format!("{what}: {}", describe(&e)))?;
     }
     Ok(())
+}
+
+/// Every object through a server-side dry run (a create,
+/// or a replace of the object that exists: the object as the stream has
+/// it, nothing merged from the stored one), as the server returned them
+/// (defaults filled in, nothing stored); the first refusal as the error.
+pub async fn dry_run(client: &Client, docs: Vec<Value>) -> Result<Vec<Value>, String> {
+    let params = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let mut out = Vec::new();
+    for doc in docs.into_iter().filter(|d| !d.is_null()) {
+        let (api, what, mut obj) = api_of(client, doc).await?;
+        let stored = api
+            .get_opt(&obj.name_any())
+            .await
+            .map_err(|e| format!("{what}: {}", describe(&e)))?;
+        let answer = match stored {
+            Some(stored) => {
+                // Some kinds (APIService) refuse an unconditional update.
+                obj.metadata.resource_version = stored.metadata.resource_version;
+                api.replace(&obj.name_any(), &params, &obj).await
+            }
+            None => api.create(&params, &obj).await,
+        };
+        let answer = answer.map_err(|e| format!("{what}: {}", describe(&e)))?;
+        out.push(serde_json::to_value(answer).map_err(|e| e.to_string())?);
+    }
+    Ok(out)
 }
 
 /// Replaces an object whole (`kubectl replace`): without a resourceVersion

@@ -1,6 +1,8 @@
 //! The Helm chart: lint and render in every TLS mode, ambiguous TLS values
 //! rejected with a message naming them, every rendered object accepted by a
-//! real kube-apiserver (server-side dry run), the shipped RBAC equal to the
+//! real kube-apiserver (a server-side dry run of its create, or of its
+//! replace where the object exists, through the Kubernetes API as the
+//! admin), the shipped RBAC equal to the
 //! RBAC the test environment runs the Console with, and the generated TLS
 //! material and cookie key kept across renders through `lookup`.
 //!
@@ -14,12 +16,19 @@
 //! installs their pinned CRDs (`hack/crds`, from the projects' Go modules)
 //! into the control plane first.
 
+use std::future::Future;
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::api::rbac::v1::ClusterRole;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kruntimes_tests::env::{env, repo_root, unique};
+use kruntimes_tests::objects;
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 
 const NS: &str = "kruntimes-system";
@@ -113,41 +122,50 @@ fn kind_of(doc: &str) -> &str {
         .trim()
 }
 
-/// `kubectl ARGS` as admin with `input` on stdin.
-fn kubectl_stdin(args: &[&str], input: &str) -> Output {
-    let mut child = env()
-        .kubectl_command(Some(env().token("admin")), args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("running kubectl");
-    child
-        .stdin
-        .take()
-        .expect("kubectl stdin")
-        .write_all(input.as_bytes())
-        .expect("writing to kubectl");
-    child.wait_with_output().expect("kubectl output")
+/// Runs `f` with the admin's Kubernetes client, to its end.
+fn admin<F, Fut>(f: F) -> Fut::Output
+where
+    F: FnOnce(Client) -> Fut,
+    Fut: Future,
+{
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    runtime.block_on(async { f(env().admin().await).await })
 }
 
 /// Every object of `yaml` through a server-side dry run, as the server
 /// returned them. Panics when the server rejects any of them.
 fn dry_run(yaml: &str) -> Vec<Value> {
-    let out = kubectl_stdin(
-        &["apply", "--dry-run=server", "-o", "json", "-f", "-"],
-        yaml,
-    );
-    assert!(
-        out.status.success(),
-        "kubectl apply --dry-run=server rejected the chart: {}\n{yaml}",
-        text(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).expect("kubectl JSON");
-    match v["kind"].as_str() {
-        Some("List") => v["items"].as_array().cloned().unwrap_or_default(),
-        _ => vec![v],
-    }
+    let docs = yaml_documents(yaml);
+    admin(|c| async move { objects::dry_run(&c, docs).await })
+        .unwrap_or_else(|e| panic!("the server rejected the chart: {e}\n{yaml}"))
+}
+
+/// Server-side applies `yaml` as the admin; panics when refused.
+fn apply(yaml: &str) {
+    let docs = yaml_documents(yaml);
+    admin(|c| async move { objects::apply_objects(&c, docs).await })
+        .unwrap_or_else(|e| panic!("applying: {e}\n{yaml}"));
+}
+
+/// A ClusterRole's rules as the control plane holds them.
+fn live_rules(name: &str) -> Value {
+    admin(|c| async move { objects::get_json(&Api::<ClusterRole>::all(c), name).await })["rules"]
+        .clone()
+}
+
+/// Creates namespace `name`.
+fn create_namespace(name: &str) {
+    admin(|c| async move {
+        objects::create(
+            &c,
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
+        )
+        .await
+    })
+    .unwrap_or_else(|e| panic!("creating namespace {name}: {e}"));
 }
 
 /// The kinds of the CRDs `hack/crds` pins.
@@ -169,32 +187,31 @@ fn install_pinned_crds() {
             .output()
             .expect("running hack/crds");
         assert!(out.status.success(), "hack/crds: {}", text(&out.stderr));
-        let admin = Some(env().token("admin"));
         let mut names = Vec::new();
         for path in text(&out.stdout).lines() {
-            let applied = env().kubectl(
-                admin,
-                &[
-                    "apply",
-                    "--server-side",
-                    "--force-conflicts",
-                    "-o",
-                    "name",
-                    "-f",
-                    path,
-                ],
+            let yaml = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+            let docs: Vec<Value> =
+                serde_saphyr::from_multiple(&yaml).unwrap_or_else(|e| panic!("{path}: {e}"));
+            names.extend(
+                docs.iter()
+                    .filter_map(|d| d["metadata"]["name"].as_str().map(str::to_owned)),
             );
-            assert!(
-                applied.status.success(),
-                "installing {path}: {}",
-                text(&applied.stderr)
-            );
-            names.push(text(&applied.stdout).trim().to_owned());
+            apply(&yaml);
         }
-        let mut args = vec!["wait", "--for=condition=Established", "--timeout=60s"];
-        args.extend(names.iter().map(String::as_str));
-        let waited = env().kubectl(admin, &args);
-        assert!(waited.status.success(), "{}", text(&waited.stderr));
+        admin(|c| async move {
+            let crds = Api::<CustomResourceDefinition>::all(c);
+            for name in &names {
+                let established = kube::runtime::wait::await_condition(
+                    crds.clone(),
+                    name,
+                    kube::runtime::wait::conditions::is_crd_established(),
+                );
+                tokio::time::timeout(std::time::Duration::from_secs(60), established)
+                    .await
+                    .unwrap_or_else(|_| panic!("CRD {name} not Established within 60 s"))
+                    .unwrap_or_else(|e| panic!("CRD {name}: {e}"));
+            }
+        });
     });
 }
 
@@ -647,13 +664,10 @@ fn rendered_rbac_is_the_rbac_of_the_test_environment() {
     let rendered = dry_run_chart(&render(&[]));
     // What the test environment's Console actually holds (hack/testenv
     // applies the rendered chart's RBAC).
-    let live = env().kubectl(
-        Some(env().token("admin")),
-        &["get", "clusterrole", "kruntimes-console", "-o", "json"],
+    assert_eq!(
+        cluster_role_rules(&rendered),
+        live_rules("kruntimes-console")
     );
-    assert!(live.status.success(), "{}", text(&live.stderr));
-    let live: Value = serde_json::from_slice(&live.stdout).expect("clusterrole JSON");
-    assert_eq!(cluster_role_rules(&rendered), live["rules"]);
 
     // Nothing on secrets, no impersonation, no writes besides the reviews.
     for rule in cluster_role_rules(&rendered).as_array().expect("rules") {
@@ -777,19 +791,19 @@ struct Scratch(String);
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        let _ = env().kubectl(
-            Some(env().token("admin")),
-            &["delete", "namespace", &self.0, "--wait=false"],
-        );
+        let name = self.0.clone();
+        // On a thread of its own: a test's panic may be unwinding here.
+        let _ = std::thread::spawn(move || {
+            admin(|c| async move { objects::delete(&Api::<Namespace>::all(c), &name).await })
+        })
+        .join();
     }
 }
 
 #[test]
 fn lookup_keeps_generated_secrets_and_checks_an_existing_secret() {
     let ns = Scratch(unique("chart"));
-    let admin = Some(env().token("admin"));
-    let created = env().kubectl(admin, &["create", "namespace", &ns.0]);
-    assert!(created.status.success(), "{}", text(&created.stderr));
+    create_namespace(&ns.0);
     let kubeconfig = env().var("KUBECONFIG").to_owned();
     let render_live = |sets: &[&str]| {
         helm(
@@ -812,8 +826,7 @@ fn lookup_keeps_generated_secrets_and_checks_an_existing_secret() {
         .into_iter()
         .filter(|d| kind_of(d) == "Secret")
         .collect();
-    let applied = kubectl_stdin(&["apply", "-f", "-"], &secrets.join("\n---\n"));
-    assert!(applied.status.success(), "{}", text(&applied.stderr));
+    apply(&secrets.join("\n---\n"));
     let first = dry_run_chart(&first);
 
     // ...and every later render keeps them (so pods do not roll and the
@@ -870,24 +883,23 @@ fn lookup_keeps_generated_secrets_and_checks_an_existing_secret() {
     for (f, b) in [("tls.crt", &crt), ("tls.key", &key), ("bundle.pem", &ca)] {
         std::fs::write(dir.path().join(f), b).expect("writing PEM");
     }
-    let file = |f: &str| dir.path().join(f).display().to_string();
+    // A Secret of those files, as `kubectl create secret generic --from-file`.
     let mk = |name: &str, with_ca: bool| {
-        let mut a = vec![
-            "-n".to_owned(),
-            ns.0.clone(),
-            "create".to_owned(),
-            "secret".to_owned(),
-            "generic".to_owned(),
-            name.to_owned(),
-            format!("--from-file=tls.crt={}", file("tls.crt")),
-            format!("--from-file=tls.key={}", file("tls.key")),
-        ];
-        if with_ca {
-            a.push(format!("--from-file=bundle.pem={}", file("bundle.pem")));
+        let mut data = serde_json::Map::new();
+        for f in ["tls.crt", "tls.key"]
+            .into_iter()
+            .chain(with_ca.then_some("bundle.pem"))
+        {
+            let bytes = std::fs::read(dir.path().join(f)).expect("reading PEM");
+            data.insert(f.to_owned(), json!(B64.encode(bytes)));
         }
-        let a: Vec<&str> = a.iter().map(String::as_str).collect();
-        let out = env().kubectl(admin, &a);
-        assert!(out.status.success(), "{}", text(&out.stderr));
+        let secret = json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": name, "namespace": ns.0},
+            "data": data,
+        });
+        admin(|c| async move { objects::create(&c, &secret).await })
+            .unwrap_or_else(|e| panic!("creating Secret {name}: {e}"));
     };
     mk("partial-tls", false);
     let partial = secret_mode("partial-tls", "bundle.pem");
@@ -1137,33 +1149,28 @@ fn cookie_keys_come_from_a_whole_secret_generated_or_your_own() {
 #[test]
 fn upgrades_keep_every_cookie_key_added_for_a_rotation() {
     let ns = Scratch(unique("chart-keys"));
-    let admin = Some(env().token("admin"));
-    let created = env().kubectl(admin, &["create", "namespace", &ns.0]);
-    assert!(created.status.success(), "{}", text(&created.stderr));
+    create_namespace(&ns.0);
     let kubeconfig = env().var("KUBECONFIG").to_owned();
     let first = render_in(&ns.0, &[]);
     let secret: Vec<String> = documents(&first)
         .into_iter()
         .filter(|d| kind_of(d) == "Secret" && d.contains("kruntimes-console-cookie"))
         .collect();
-    let applied = kubectl_stdin(&["apply", "-f", "-"], &secret.join("\n---\n"));
-    assert!(applied.status.success(), "{}", text(&applied.stderr));
+    apply(&secret.join("\n---\n"));
     // A rotation adds key-1 to the Secret by hand.
     let new_key = B64.encode([7u8; 32]);
-    let patch = format!("{{\"data\":{{\"key-1\":\"{new_key}\"}}}}");
-    let patched = env().kubectl(
-        admin,
-        &[
-            "-n",
-            &ns.0,
-            "patch",
-            "secret",
-            "kruntimes-console-cookie",
-            "-p",
-            &patch,
-        ],
-    );
-    assert!(patched.status.success(), "{}", text(&patched.stderr));
+    let patch = json!({"data": {"key-1": new_key}});
+    let scratch = ns.0.clone();
+    admin(|c| async move {
+        Api::<Secret>::namespaced(c, &scratch)
+            .patch(
+                "kruntimes-console-cookie",
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+    })
+    .unwrap_or_else(|e| panic!("patching the cookie Secret: {}", objects::describe(&e)));
     let again = helm(
         &[
             "template",
@@ -1221,15 +1228,10 @@ fn actions_and_workspaces_are_read_by_viewers_never_by_the_console_itself() {
     let console = cluster_role_rules(&rendered);
     let viewer = find(&rendered, "Role", "kruntimes-viewer")["rules"].clone();
     // The test environment's viewer and operator hold what the chart's example does.
-    let live = |role: &str| {
-        let out = env().kubectl(
-            Some(env().token("admin")),
-            &["get", "clusterrole", role, "-o", "json"],
-        );
-        assert!(out.status.success(), "{}", text(&out.stderr));
-        serde_json::from_slice::<Value>(&out.stdout).expect("clusterrole JSON")["rules"].clone()
-    };
-    let (test_viewer, test_operator) = (live("kruntimes-viewer"), live("kruntimes-operator"));
+    let (test_viewer, test_operator) = (
+        live_rules("kruntimes-viewer"),
+        live_rules("kruntimes-operator"),
+    );
     for resource in ["actions", "persistentworkspaces"] {
         // No public read of these kinds: the Console's identity cannot read them.
         assert!(
@@ -1274,17 +1276,12 @@ fn pod_options_reach_the_pod_template_and_never_replace_the_charts_own() {
     }
     assert!(t["metadata"].get("annotations").is_none());
     assert!(container(&objs).get("env").is_none());
-    // (kubectl apply adds only its last-applied-configuration.)
+    // (The dry run adds none.)
     let svc = find(&objs, "Service", "kruntimes-console");
-    let annotations = svc["metadata"]["annotations"]
-        .as_object()
-        .cloned()
-        .unwrap_or_default();
     assert!(
-        annotations
-            .keys()
-            .all(|k| k == "kubectl.kubernetes.io/last-applied-configuration"),
-        "{annotations:?}"
+        svc["metadata"].get("annotations").is_none(),
+        "{}",
+        svc["metadata"]
     );
     assert_eq!(t["spec"]["securityContext"]["runAsNonRoot"], true);
     assert_eq!(
@@ -2199,10 +2196,19 @@ fn lint_passes_with_the_operating_options_on() {
 /// YAML text as JSON (the tests have no YAML parser; python3 with PyYAML is
 /// one of the test dependencies, see hack/rules).
 fn yaml_to_json(yaml: &str) -> Value {
+    let mut docs = yaml_documents(yaml);
+    assert_eq!(docs.len(), 1, "one YAML document: {yaml}");
+    docs.remove(0)
+}
+
+/// The documents of a YAML stream as JSON, as PyYAML reads them: YAML 1.1,
+/// as Kubernetes' own YAML reader (a `0440` file mode is octal there),
+/// empty documents left out.
+fn yaml_documents(yaml: &str) -> Vec<Value> {
     let mut child = Command::new("python3")
         .args([
             "-c",
-            "import json, sys, yaml; print(json.dumps(yaml.safe_load(sys.stdin)))",
+            "import json, sys, yaml; print(json.dumps([d for d in yaml.safe_load_all(sys.stdin) if d is not None]))",
         ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

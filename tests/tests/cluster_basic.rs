@@ -1,18 +1,18 @@
 //! The node of `hack/cluster` works for the suites that install the chart on
 //! it: a Pod from a locally built image runs and its output comes back
-//! through `kubectl logs` (kube-apiserver → kubelet → the container log that
+//! through the Pod log API (kube-apiserver → kubelet → the container log that
 //! containerd writes); a ClusterIP Service answers the host (kube-proxy's
 //! OUTPUT rules, the path kube-apiserver takes to an APIService) and, by its
 //! DNS name through CoreDNS, another Pod. Skipped without a cluster
 //! (`CLUSTER_STATE`).
 
+use k8s_openapi::api::core::v1::{Pod, Service};
 use kruntimes_tests::cluster::{Cluster, cluster, eventually};
 use kruntimes_tests::env::unique;
 use serde_json::Value;
 
 fn pod_json(c: &Cluster, ns: &str, pod: &str) -> Value {
-    serde_json::from_str(&c.kubectl_ok(&["-n", ns, "get", "pod", pod, "-o", "json"]))
-        .expect("pod JSON")
+    c.get(&c.api::<Pod>(ns), pod)
 }
 
 fn in_range(ip: &str, prefix: &str) -> bool {
@@ -20,8 +20,8 @@ fn in_range(ip: &str, prefix: &str) -> bool {
 }
 
 #[test]
-fn pod_output_comes_back_through_kubectl_logs() {
-    let Some(c) = cluster("pod_output_comes_back_through_kubectl_logs") else {
+fn pod_output_comes_back_through_the_pod_log() {
+    let Some(c) = cluster("pod_output_comes_back_through_the_pod_log") else {
         return;
     };
     let ns = c.namespace("logs");
@@ -43,15 +43,16 @@ spec:
         image = c.var("CLUSTER_TEST_IMAGE"),
     ));
     let want: Vec<String> = (1..=5).map(|i| format!("line {i} {token}")).collect();
-    let logs = eventually("the Pod's five lines in kubectl logs", 120, || {
-        let out = c.kubectl(&["-n", &ns.name, "logs", "printer", "-c", "main"]);
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        (out.status.success() && text.lines().count() >= 5).then_some(text)
+    let logs = eventually("the Pod's five lines in its log", 120, || {
+        let text = c
+            .logs(&ns.name, "printer", Some("main"), None, false)
+            .ok()?;
+        (text.lines().count() >= 5).then_some(text)
     });
     assert_eq!(logs.lines().collect::<Vec<_>>(), want);
 
     // kubelet applies tailLines to the CRI log file.
-    let tail = c.kubectl_ok(&["-n", &ns.name, "logs", "printer", "--tail", "2"]);
+    let tail = c.logs_ok(&ns.name, "printer", None, Some(2), false);
     assert_eq!(tail.lines().collect::<Vec<_>>(), want[3..]);
 
     // It ran on the cluster's node, with an address of the Pod range, and
@@ -107,15 +108,11 @@ spec:
         ns = ns.name,
         image = c.var("CLUSTER_TEST_IMAGE"),
     ));
-    let ip = c.kubectl_ok(&[
-        "-n",
-        &ns.name,
-        "get",
-        "service",
-        "web",
-        "-o",
-        "jsonpath={.spec.clusterIP}",
-    ]);
+    let service = c.get(&c.api::<Service>(&ns.name), "web");
+    let ip = service["spec"]["clusterIP"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     assert!(
         in_range(&ip, "198.19.0."),
         "ClusterIP {ip} outside 198.19.0.0/24"
@@ -162,7 +159,7 @@ spec:
             _ => None,
         }
     });
-    let logs = c.kubectl_ok(&["-n", &ns.name, "logs", "client"]);
+    let logs = c.logs_ok(&ns.name, "client", None, None, false);
     assert_eq!(phase, "Succeeded", "{logs}");
     assert!(
         logs.contains(&format!("nameserver {}", c.var("CLUSTER_DNS"))),

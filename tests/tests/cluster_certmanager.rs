@@ -22,6 +22,7 @@ use std::process::{Command, Stdio};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
+use k8s_openapi::api::core::v1::Secret;
 use kruntimes_tests::cluster::{CONSOLE_NS, Cluster, RELEASE, cluster, eventually};
 use kruntimes_tests::env::repo_root;
 use serde_json::{Value, json};
@@ -75,21 +76,26 @@ fn served(ip: &str, port: u16) -> String {
 
 /// The TLS Secret's `key`, decoded.
 fn secret_key(c: &Cluster, key: &str) -> Option<String> {
-    let out = c.kubectl(&[
-        "-n",
-        CONSOLE_NS,
-        "get",
-        "secret",
-        "kruntimes-console-tls",
-        "-o",
-        "json",
-    ]);
-    if !out.status.success() {
-        return None;
-    }
-    let v: Value = serde_json::from_slice(&out.stdout).ok()?;
+    let v = c.get_opt(&c.api::<Secret>(CONSOLE_NS), "kruntimes-console-tls")?;
     let b = v["data"][key].as_str()?;
     String::from_utf8(B64.decode(b).ok()?).ok()
+}
+
+/// cert-manager's Issuer `name` in the Console's namespace.
+fn issuer(c: &Cluster, name: &str) -> Value {
+    c.get_kind("cert-manager.io/v1", "Issuer", CONSOLE_NS, name)
+        .unwrap_or_else(|| panic!("no Issuer {name}"))
+}
+
+/// cert-manager's Certificate of the Console.
+fn certificate(c: &Cluster) -> Value {
+    c.get_kind(
+        "cert-manager.io/v1",
+        "Certificate",
+        CONSOLE_NS,
+        "kruntimes-console",
+    )
+    .expect("the Console's Certificate")
 }
 
 struct Cleanup<'a> {
@@ -107,24 +113,16 @@ impl Drop for Cleanup<'_> {
             "--timeout",
             "2m",
         ]);
-        let _ = self.c.kubectl(&[
-            "-n",
-            CONSOLE_NS,
-            "delete",
-            "certificates.cert-manager.io,issuers.cert-manager.io",
-            "--all",
-            "--wait=false",
-        ]);
+        for kind in ["Certificate", "Issuer"] {
+            let _ = self
+                .c
+                .delete_all("cert-manager.io/v1", kind, Some(CONSOLE_NS), "");
+        }
         // cert-manager leaves the Secrets it wrote.
-        let _ = self.c.kubectl(&[
-            "-n",
-            CONSOLE_NS,
-            "delete",
-            "secret",
-            "kruntimes-console-tls",
-            CA_ISSUER,
-            "--ignore-not-found",
-        ]);
+        let secrets = self.c.api::<Secret>(CONSOLE_NS);
+        for name in ["kruntimes-console-tls", CA_ISSUER] {
+            let _ = self.c.block(secrets.delete(name, &Default::default()));
+        }
     }
 }
 
@@ -168,7 +166,7 @@ fn cert_manager_issues_injects_and_renews_the_consoles_certificate() {
         c.apply(&doc.to_string());
     }
     eventually("the CA Issuer Ready", 120, || {
-        let v = c.json(&["-n", CONSOLE_NS, "get", "issuer", CA_ISSUER]);
+        let v = issuer(c, CA_ISSUER);
         ready(&v).then_some(())
     });
 
@@ -202,7 +200,7 @@ fn cert_manager_issues_injects_and_renews_the_consoles_certificate() {
         "--timeout",
         "5m",
     ]);
-    let cert = c.json(&["-n", CONSOLE_NS, "get", "certificate", "kruntimes-console"]);
+    let cert = certificate(c);
     assert!(ready(&cert), "the Certificate is Ready: {cert}");
     assert_eq!(cert["spec"]["issuerRef"]["name"], CA_ISSUER);
 
@@ -230,7 +228,7 @@ fn cert_manager_issues_injects_and_renews_the_consoles_certificate() {
         "issued by the CA Issuer: {info}"
     );
     // The CA Secret's CA, the one the TLS Secret names.
-    let ca_secret = c.json(&["-n", CONSOLE_NS, "get", "secret", CA_ISSUER]);
+    let ca_secret = c.get(&c.api::<Secret>(CONSOLE_NS), CA_ISSUER);
     let ca_cert = text(
         &B64.decode(ca_secret["data"]["tls.crt"].as_str().unwrap())
             .unwrap(),
@@ -242,13 +240,13 @@ fn cert_manager_issues_injects_and_renews_the_consoles_certificate() {
     );
 
     // ---- the CA injector fills the APIService caBundle; it becomes Available
-    let apiservice = c.json(&["get", "apiservice", APISERVICE]);
+    let apiservice = c.get(&c.apiservices(), APISERVICE);
     assert_eq!(
         apiservice["metadata"]["annotations"]["cert-manager.io/inject-ca-from"],
         format!("{CONSOLE_NS}/kruntimes-console")
     );
     eventually("the CA injector's caBundle", 120, || {
-        let v = c.json(&["get", "apiservice", APISERVICE]);
+        let v = c.get(&c.apiservices(), APISERVICE);
         let bundle = v["spec"]["caBundle"].as_str()?;
         let pem = text(&B64.decode(bundle).ok()?);
         (fingerprint(&pem) == fingerprint(&ca)).then_some(())
@@ -256,7 +254,9 @@ fn cert_manager_issues_injects_and_renews_the_consoles_certificate() {
     eventually("APIService Available", 180, || {
         c.apiservice_available(APISERVICE).then_some(())
     });
-    let discovery = c.kubectl_ok(&["get", "--raw", "/apis/logs.kruntimes.io/v1alpha1"]);
+    let discovery = c
+        .get_raw("/apis/logs.kruntimes.io/v1alpha1")
+        .unwrap_or_else(|e| panic!("{e}"));
     assert!(discovery.contains("runs/log"), "{discovery}");
 
     // ---- both listeners serve the issued certificate
@@ -291,7 +291,7 @@ fn cert_manager_issues_injects_and_renews_the_consoles_certificate() {
     // ---- a renewal, picked up by both listeners without a restart
     let renewed = eventually("cert-manager renews the certificate", 240, || {
         track(c, &mut issued);
-        let v = c.json(&["-n", CONSOLE_NS, "get", "certificate", "kruntimes-console"]);
+        let v = certificate(c);
         (v["status"]["revision"].as_i64().unwrap_or(0) >= 2 && issued.len() >= 2).then_some(v)
     });
     eprintln!(
@@ -327,7 +327,9 @@ fn cert_manager_issues_injects_and_renews_the_consoles_certificate() {
     eventually("APIService Available after the renewal", 120, || {
         c.apiservice_available(APISERVICE).then_some(())
     });
-    let discovery = c.kubectl_ok(&["get", "--raw", "/apis/logs.kruntimes.io/v1alpha1"]);
+    let discovery = c
+        .get_raw("/apis/logs.kruntimes.io/v1alpha1")
+        .unwrap_or_else(|e| panic!("{e}"));
     assert!(discovery.contains("runs/log"), "{discovery}");
 
     // ---- the dashboard proxy verifies the Console with the injected caBundle

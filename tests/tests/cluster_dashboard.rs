@@ -148,7 +148,8 @@ fn console_log(c: &Cluster) -> String {
         .iter()
         .map(|p| {
             let name = p["metadata"]["name"].as_str().unwrap();
-            text(&c.kubectl(&["-n", CONSOLE_NS, "logs", name]).stdout)
+            c.logs(CONSOLE_NS, name, None, None, false)
+                .unwrap_or_else(|e| e)
         })
         .collect()
 }
@@ -185,14 +186,16 @@ impl Drop for Cleanup<'_> {
             "--timeout",
             "2m",
         ]);
-        let _ = self.c.kubectl(&[
-            "delete",
-            "-A",
-            "runs.kruntimes.io,roles,rolebindings,clusterroles,clusterrolebindings",
-            "-l",
-            &format!("krt-test={}", self.tag),
-            "--wait=false",
-        ]);
+        let labels = format!("krt-test={}", self.tag);
+        for (api_version, kind) in [
+            ("kruntimes.io/v1alpha1", "Run"),
+            ("rbac.authorization.k8s.io/v1", "Role"),
+            ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+            ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+            ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+        ] {
+            let _ = self.c.delete_all(api_version, kind, None, &labels);
+        }
     }
 }
 

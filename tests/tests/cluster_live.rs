@@ -12,6 +12,8 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kruntimes_tests::cluster::{CONSOLE_NS, Cluster, RELEASE, cluster, eventually, pod_ready};
 use kruntimes_tests::env::unique;
 use serde_json::{Value, json};
@@ -97,17 +99,7 @@ fn control(ip: &str, path: &str, body: Value) {
 }
 
 fn patch_status(c: &Cluster, run: &str, status: Value) {
-    c.kubectl_ok(&[
-        "-n",
-        TEAM,
-        "patch",
-        "run",
-        run,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        &json!({"status": status}).to_string(),
-    ]);
+    c.patch_run_status(TEAM, run, status);
 }
 
 fn now(offset: i64) -> String {
@@ -131,15 +123,11 @@ impl Drop for Cleanup<'_> {
             "--timeout",
             "2m",
         ]);
-        let _ = self.c.kubectl(&[
-            "-n",
-            TEAM,
-            "delete",
-            "pod,runs.kruntimes.io",
-            "-l",
-            &self.label,
-            "--wait=false",
-        ]);
+        for (api_version, kind) in [("v1", "Pod"), ("kruntimes.io/v1alpha1", "Run")] {
+            let _ = self
+                .c
+                .delete_all(api_version, kind, Some(TEAM), &self.label);
+        }
     }
 }
 
@@ -216,13 +204,10 @@ fn live_output_reaches_a_follower_on_a_real_node_and_hands_over_to_the_records()
     eventually("APIService Available", 120, || {
         c.apiservice_available(APISERVICE).then_some(())
     });
-    let np = c.json(&[
-        "-n",
-        TEAM,
-        "get",
-        "networkpolicy",
+    let np = c.get(
+        &c.api::<NetworkPolicy>(TEAM),
         "kruntimes-console-live-output",
-    ]);
+    );
     assert_eq!(np["spec"]["ingress"][0]["ports"][0]["port"], 9093);
 
     // ---- a Runtime Pod laid out as the engine's: the stand-in as runtimed,
@@ -252,7 +237,7 @@ spec:
 "#
     ));
     let p = eventually("the runtimed Pod ready", 120, || {
-        let p = c.json(&["-n", TEAM, "get", "pod", &pod]);
+        let p = c.get(&c.api::<Pod>(TEAM), &pod);
         pod_ready(&p).then_some(p)
     });
     let pod_uid = p["metadata"]["uid"].as_str().unwrap().to_owned();
@@ -269,15 +254,10 @@ spec:
             })
             .to_string(),
         );
-        let uid = c.kubectl_ok(&[
-            "-n",
-            TEAM,
-            "get",
-            "run",
-            &name,
-            "-o",
-            "jsonpath={.metadata.uid}",
-        ]);
+        let uid = c
+            .get_kind("kruntimes.io/v1alpha1", "Run", TEAM, &name)
+            .and_then(|r| r["metadata"]["uid"].as_str().map(str::to_owned))
+            .expect("the Run's UID");
         patch_status(
             c,
             &name,
@@ -317,7 +297,7 @@ spec:
     let worst = latencies.iter().max().copied().unwrap_or_default();
     eprintln!("live lines on the node: print to follower {latencies:?} (worst {worst:?})");
     // Nothing was written to the container log yet: the engine writes at the end.
-    let logs = c.kubectl_ok(&["-n", TEAM, "logs", &pod, "-c", "runtimed"]);
+    let logs = c.logs_ok(TEAM, &pod, Some("runtimed"), None, false);
     assert!(
         !logs.contains(&uid),
         "no record before the Run ends: {logs}"
@@ -405,14 +385,14 @@ spec:
         text(&kill.stderr)
     );
     eventually("the runtimed container restarted", 120, || {
-        let p = c.json(&["-n", TEAM, "get", "pod", &pod]);
+        let p = c.get(&c.api::<Pod>(TEAM), &pod);
         let s = &p["status"]["containerStatuses"][0];
         (s["restartCount"].as_i64() >= Some(1) && s["state"]["running"].is_object()).then_some(())
     });
-    let previous = c.kubectl_ok(&["-n", TEAM, "logs", &pod, "-c", "runtimed", "--previous"]);
+    let previous = c.logs_ok(TEAM, &pod, Some("runtimed"), None, true);
     assert!(
         previous.contains(&uid),
-        "kubectl logs --previous holds the records"
+        "the previous container's log holds the records"
     );
     let after = run_log(c, &run, "");
     assert_eq!(messages(&after), want, "{after}");

@@ -23,8 +23,12 @@
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kruntimes_tests::cluster::{CONSOLE_NS, Cluster, RELEASE, cluster, eventually};
 use kruntimes_tests::env::repo_root;
+use kube::Api;
 use serde_json::{Value, json};
 
 fn text(b: &[u8]) -> String {
@@ -172,9 +176,9 @@ fn discovered_targets(c: &Cluster, sm: &Value) -> Value {
         .expect("the ServiceMonitor names its namespaces");
     for ns in namespaces {
         let ns = ns.as_str().unwrap();
-        let services = c.json(&["-n", ns, "get", "services"]);
-        let slices = c.json(&["-n", ns, "get", "endpointslices"]);
-        let pods = c.json(&["-n", ns, "get", "pods"]);
+        let services = json!({"items": c.list(&c.api::<Service>(ns), "")});
+        let slices = json!({"items": c.list(&c.api::<EndpointSlice>(ns), "")});
+        let pods = json!({"items": c.list(&c.api::<Pod>(ns), "")});
         for svc in services["items"].as_array().unwrap() {
             let svc_name = svc["metadata"]["name"].as_str().unwrap();
             let mut svc_labels = serde_json::Map::new();
@@ -371,15 +375,22 @@ fn prometheus_scrapes_both_pods_loads_the_rules_and_every_dashboard_panel_has_da
         .lines()
         .filter(|p| p.contains("monitoring.coreos.com_"))
     {
-        c.kubectl_ok(&["apply", "--server-side", "--force-conflicts", "-f", path]);
+        c.apply(&std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}")));
     }
-    c.kubectl_ok(&[
-        "wait",
-        "--for=condition=Established",
-        "--timeout=60s",
-        "crd/servicemonitors.monitoring.coreos.com",
-        "crd/prometheusrules.monitoring.coreos.com",
-    ]);
+    let crds = Api::<CustomResourceDefinition>::all(c.client());
+    for name in [
+        "servicemonitors.monitoring.coreos.com",
+        "prometheusrules.monitoring.coreos.com",
+    ] {
+        eventually(&format!("CRD {name} Established"), 60, || {
+            let crd = c.get(&crds, name);
+            crd["status"]["conditions"]
+                .as_array()?
+                .iter()
+                .any(|k| k["type"] == "Established" && k["status"] == "True")
+                .then_some(())
+        });
+    }
     let (repo, tag) = c.console_image();
     c.apply(&format!(
         "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {CONSOLE_NS}}}\n"
@@ -417,15 +428,17 @@ fn prometheus_scrapes_both_pods_loads_the_rules_and_every_dashboard_panel_has_da
         .collect();
 
     // ---- Prometheus configured from the installed objects.
-    let sm = c.json(&["-n", CONSOLE_NS, "get", "servicemonitor", RELEASE]);
-    let rule = c.json(&["-n", CONSOLE_NS, "get", "prometheusrule", RELEASE]);
-    let cm = c.json(&[
-        "-n",
-        CONSOLE_NS,
-        "get",
-        "configmap",
+    let monitoring = "monitoring.coreos.com/v1";
+    let sm = c
+        .get_kind(monitoring, "ServiceMonitor", CONSOLE_NS, RELEASE)
+        .expect("the release's ServiceMonitor");
+    let rule = c
+        .get_kind(monitoring, "PrometheusRule", CONSOLE_NS, RELEASE)
+        .expect("the release's PrometheusRule");
+    let cm = c.get(
+        &c.api::<ConfigMap>(CONSOLE_NS),
         "kruntimes-console-dashboard",
-    ]);
+    );
     // JSON is YAML: the rule file is the PrometheusRule's spec as it is.
     std::fs::write(d.join("rules.yml"), rule["spec"].to_string()).unwrap();
     let targets = d.join("targets.json");
@@ -507,8 +520,10 @@ fn prometheus_scrapes_both_pods_loads_the_rules_and_every_dashboard_panel_has_da
             format!("/apis/logs.kruntimes.io/v1alpha1/namespaces/team-a/runs/absent-{i}/log");
         let mut last = String::new();
         let reached = (0..60).any(|_| {
-            let out = c.kubectl(&["get", "--raw", &path]);
-            last = String::from_utf8_lossy(&out.stderr).into_owned();
+            last = match c.get_raw(&path) {
+                Ok(body) => body,
+                Err(e) => e,
+            };
             let found = last.contains("NotFound") || last.contains("not found");
             if !found {
                 std::thread::sleep(std::time::Duration::from_millis(500));
@@ -516,7 +531,8 @@ fn prometheus_scrapes_both_pods_loads_the_rules_and_every_dashboard_panel_has_da
             found
         });
         assert!(reached, "{path} never reached a Console: {last}");
-        c.kubectl_ok(&["get", "--raw", "/apis/logs.kruntimes.io/v1alpha1"]);
+        c.get_raw("/apis/logs.kruntimes.io/v1alpha1")
+            .unwrap_or_else(|e| panic!("{e}"));
         for p in &pods {
             let ip = p["status"]["podIP"].as_str().unwrap();
             for path in ["/api/session", "/api/namespaces"] {
