@@ -9,7 +9,8 @@
 //! and the access line. What this path does not take (another route or
 //! method, a query, a percent-encoded or over-long path, `Expect`, a
 //! transfer coding, an oversized head) goes to hyper and the router,
-//! together with the rest of its connection.
+//! together with the rest of its connection. An invoke over HTTP/2 is
+//! framed by hyper and served here without the router ([`Direct`]).
 
 use kruntimes_core::failure::{Reason, Refusal as _};
 use std::sync::Arc;
