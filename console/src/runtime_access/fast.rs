@@ -10,7 +10,7 @@
 //! method, a query, a percent-encoded or over-long path, `Expect`, a
 //! transfer coding, an oversized head) goes to hyper and the router,
 //! together with the rest of its connection. An invoke over HTTP/2 is
-//! framed by hyper and served here without the router ([`Direct`]).
+//! framed by hyper and served here without the router (`Direct`).
 
 use kruntimes_core::failure::{Reason, Refusal as _};
 use std::sync::Arc;
