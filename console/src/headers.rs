@@ -74,19 +74,26 @@ pub fn is_security_header(name: &str) -> bool {
 
 pub use limit::HeadersTooLarge;
 
+/// The refusal of a request whose target and header block exceed `max`
+/// bytes. The target counts too: HTTP/2 carries it as `:path`, which
+/// hyper's header-list bound leaves out.
+pub fn oversized(
+    headers: &http::HeaderMap,
+    uri: &http::Uri,
+    max: usize,
+) -> Option<HeadersTooLarge> {
+    let target = uri.path_and_query().map_or(0, |pq| pq.as_str().len());
+    let size = header_bytes(headers) + target;
+    (size > max).then_some(HeadersTooLarge { size, max })
+}
+
 /// Refuses a request whose target and header block exceed `max` bytes (431), and sets
 /// the security headers on the response.
 pub async fn guard(State(max): State<usize>, req: Request, next: Next) -> Response {
     let api = req.uri().path().starts_with("/api/") || req.uri().path().starts_with("/v1/");
-    // The target counts too: HTTP/2 carries it as `:path`, which hyper's
-    // header-list bound leaves out.
-    let target = req.uri().path_and_query().map_or(0, |pq| pq.as_str().len());
-    let size = header_bytes(req.headers()) + target;
-    let mut resp = if size > max {
-        let refusal = HeadersTooLarge { size, max }.into();
-        crate::error::refuse(req.into_body(), refusal).await
-    } else {
-        next.run(req).await
+    let mut resp = match oversized(req.headers(), req.uri(), max) {
+        Some(refusal) => crate::error::refuse(req.into_body(), refusal.into()).await,
+        None => next.run(req).await,
     };
     secure(resp.headers_mut(), api);
     resp

@@ -66,18 +66,33 @@ pub async fn credentials(
         .get::<PeerCertificates>()
         .cloned()
         .unwrap_or_default();
-    let creds = match resolve(&state.authn, &state.sealer, req.headers(), &peer).await {
-        Ok(c) => c,
-        Err(e) => return refuse(req.into_body(), e).await,
-    };
-    if let Some(c) = &creds
-        && let Some(refusal) = cross_origin(c, req.method(), req.headers(), req.uri())
-    {
-        return refuse(req.into_body(), refusal).await;
+    match caller(&state, req.method(), req.headers(), req.uri(), &peer).await {
+        Ok(caller) => {
+            req.extensions_mut().insert(caller);
+            next.run(req).await
+        }
+        Err(e) => refuse(req.into_body(), e).await,
     }
-    req.extensions_mut()
-        .insert(RequestCredentials(creds.map(Arc::new)));
-    next.run(req).await
+}
+
+/// The request's caller, as the credentials layer resolves it: its
+/// credentials (none for an anonymous caller), refused when they fail or
+/// break the Origin rule. The layer, the HTTP/1.1 invoke path and the
+/// HTTP/2 direct one all call this.
+pub async fn caller(
+    state: &ConsoleState,
+    method: &Method,
+    headers: &HeaderMap,
+    uri: &http::Uri,
+    peer: &PeerCertificates,
+) -> Result<RequestCredentials, ConsoleError> {
+    let creds = resolve(&state.authn, &state.sealer, headers, peer).await?;
+    if let Some(c) = &creds
+        && let Some(refusal) = cross_origin(c, method, headers, uri)
+    {
+        return Err(refusal);
+    }
+    Ok(RequestCredentials(creds.map(Arc::new)))
 }
 
 /// The Origin rule: credentials a browser attaches by itself (the cookie, a

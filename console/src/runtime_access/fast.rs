@@ -32,11 +32,10 @@ use tokio::time::Instant;
 use super::policy::{INVOCATION_ID, answers_call, connection_listed, is_stripped};
 use super::upstream::{Framing, Upstream, Upstreams, field_num, framing, write_request_head};
 use super::{AccessFailure, AccessState, AdmittedInvoke, INVOKE_ROUTE, admit_invoke, invoke_call};
-use crate::credentials::resolve;
 use crate::error::{ConsoleError, REFUSAL_DRAIN_BYTES, refuse};
-use crate::headers::{HeadersTooLarge, SECURITY_HEADERS, header_bytes, is_security_header};
-use crate::origin::cross_origin;
-use crate::state::{ConsoleState, RequestCredentials};
+use crate::headers::{SECURITY_HEADERS, header_bytes, is_security_header, oversized};
+use crate::origin::caller;
+use crate::state::ConsoleState;
 
 /// The largest write buffer a connection keeps between calls.
 const KEPT_OUT_BYTES: usize = 64 << 10;
@@ -207,13 +206,9 @@ impl Direct {
         let started = std::time::Instant::now();
         let id = request_id();
         let uri = access_logged().then(|| req.uri().clone());
-        let target = req.uri().path_and_query().map_or(0, |pq| pq.as_str().len());
-        let size = header_bytes(req.headers()) + target;
-        let mut resp = if size > self.max_header_bytes {
-            let max = self.max_header_bytes;
-            refuse(req.into_body(), HeadersTooLarge { size, max }.into()).await
-        } else {
-            self.invoke(req).await
+        let mut resp = match oversized(req.headers(), req.uri(), self.max_header_bytes) {
+            Some(refusal) => refuse(req.into_body(), refusal.into()).await,
+            None => self.invoke(req).await,
         };
         crate::headers::secure(resp.headers_mut(), true);
         let code = resp.status().as_u16();
@@ -237,23 +232,11 @@ impl Direct {
             .get::<PeerCertificates>()
             .cloned()
             .unwrap_or_default();
-        let creds = match resolve(
-            &self.console.authn,
-            &self.console.sealer,
-            req.headers(),
-            &peer,
-        )
-        .await
-        {
-            Ok(c) => c,
-            Err(e) => return refuse(req.into_body(), e).await,
-        };
-        if let Some(c) = &creds
-            && let Some(refusal) = cross_origin(c, req.method(), req.headers(), req.uri())
-        {
-            return refuse(req.into_body(), refusal).await;
-        }
-        let caller = RequestCredentials(creds.map(Arc::new));
+        let caller =
+            match caller(&self.console, req.method(), req.headers(), req.uri(), &peer).await {
+                Ok(c) => c,
+                Err(e) => return refuse(req.into_body(), e).await,
+            };
         let [ns, name, uid] = &self.run;
         invoke_call(&self.access, &caller, ns, name, uid, req).await
     }
@@ -313,20 +296,14 @@ impl InvokeFastPath {
         name: &str,
         uid: &str,
     ) -> Result<AdmittedInvoke, ConsoleError> {
-        let creds = resolve(
-            &self.console.authn,
-            &self.console.sealer,
+        let caller = caller(
+            &self.console,
+            &Method::POST,
             &conn.headers,
+            &http::Uri::default(),
             &conn.peer,
         )
         .await?;
-        if let Some(c) = &creds
-            && let Some(refusal) =
-                cross_origin(c, &Method::POST, &conn.headers, &http::Uri::default())
-        {
-            return Err(refusal);
-        }
-        let caller = RequestCredentials(creds.map(Arc::new));
         admit_invoke(&self.access, &caller, ns, name, uid, &conn.headers).await
     }
 
