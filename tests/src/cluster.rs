@@ -184,9 +184,10 @@ impl Cluster {
         self.block(async {
             let client = self.client();
             // Not served (a CRD not installed): nothing to delete.
-            let Ok(api) = objects::api_for(&client, api_version, kind, ns).await else {
+            let Ok((ar, scope)) = objects::resource_for(&client, api_version, kind).await else {
                 return Ok(());
             };
+            let api = objects::api_in(&client, &ar, &scope, ns);
             let mut lp = ListParams::default();
             if !labels.is_empty() {
                 lp = lp.labels(labels);
@@ -196,9 +197,7 @@ impl Cluster {
                 .await
                 .map_err(|e| format!("listing {kind} {labels:?}: {}", describe(&e)))?;
             for o in items {
-                let api =
-                    objects::api_for(&client, api_version, kind, o.metadata.namespace.as_deref())
-                        .await?;
+                let api = objects::api_in(&client, &ar, &scope, o.metadata.namespace.as_deref());
                 let name = o.metadata.name.clone().unwrap_or_default();
                 match api.delete(&name, &DeleteParams::background()).await {
                     Ok(_) => {}

@@ -7,7 +7,7 @@
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::api::{
-    Api, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
 };
 use kube::discovery::{self, Scope};
 use kube::{Client, Resource, ResourceExt};
@@ -61,15 +61,37 @@ pub async fn api_for(
     kind: &str,
     ns: Option<&str>,
 ) -> Result<Api<DynamicObject>, String> {
+    let (ar, scope) = resource_for(client, api_version, kind).await?;
+    Ok(api_in(client, &ar, &scope, ns))
+}
+
+/// A served kind's resource and scope, by `apiVersion` and `kind` (one
+/// discovery call).
+pub async fn resource_for(
+    client: &Client,
+    api_version: &str,
+    kind: &str,
+) -> Result<(ApiResource, Scope), String> {
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let gvk = GroupVersionKind::gvk(group, version, kind);
     let (ar, caps) = discovery::pinned_kind(client, &gvk)
         .await
         .map_err(|e| format!("{api_version} {kind}: {}", describe(&e)))?;
-    Ok(match (caps.scope, ns) {
-        (Scope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), ns, &ar),
-        _ => Api::all_with(client.clone(), &ar),
-    })
+    Ok((ar, caps.scope))
+}
+
+/// The API of resource `ar` in namespace `ns`, or across all namespaces (a
+/// namespaced kind) or cluster-wide (one that is not) for `None`.
+pub fn api_in(
+    client: &Client,
+    ar: &ApiResource,
+    scope: &Scope,
+    ns: Option<&str>,
+) -> Api<DynamicObject> {
+    match (scope, ns) {
+        (Scope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), ns, ar),
+        _ => Api::all_with(client.clone(), ar),
+    }
 }
 
 /// Server-side applies every object of a YAML (or JSON) stream of
