@@ -475,7 +475,7 @@ async fn forward_invoke(
         Some(span) => {
             use tracing::Instrument;
             let x = exchange.instrument(span.clone()).await;
-            trace::record_call(span, x.as_ref().ok().map(|(_, status)| *status));
+            trace::record_call(span, x.as_ref().ok().map(|(_, head)| head.status));
             x
         }
         None => exchange.await,
@@ -483,11 +483,11 @@ async fn forward_invoke(
     drop(req);
     // The body went out with the request: its bytes are no longer held.
     drop(held);
-    let (up, status) = exchange?;
+    let (up, head) = exchange?;
     // An answer to another call: the connection is dropped with it.
     answers_call(&up.headers, &inv, &target)?;
     let max = bounds.max_response_bytes;
-    let framing = framing(status, &up.headers, max, &target)?;
+    let framing = framing(head, &up.headers, max, &target)?;
     // The gateway's fields, less what is never relayed; the body is
     // relayed as it is, with its length.
     let listed = connection_listed(&up.headers);
@@ -498,7 +498,7 @@ async fn forward_invoke(
         }
     }
     headers.insert(INVOCATION_ID, inv);
-    let status = http::StatusCode::from_u16(status).map_err(|_| broke_off())?;
+    let status = http::StatusCode::from_u16(head.status).map_err(|_| broke_off())?;
     let body = GatewayBody::new(
         up,
         framing,

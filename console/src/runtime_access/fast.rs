@@ -30,7 +30,9 @@ use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
 
 use super::policy::{INVOCATION_ID, answers_call, connection_listed, is_stripped};
-use super::upstream::{Framing, Upstream, Upstreams, field_num, framing, write_request_head};
+use super::upstream::{
+    AnswerBody, Framing, Piece, Upstream, Upstreams, field_num, framing, write_request_head,
+};
 use super::{AccessFailure, AccessState, AdmittedInvoke, INVOKE_ROUTE, admit_invoke, invoke_call};
 use crate::error::{ConsoleError, REFUSAL_DRAIN_BYTES, refuse};
 use crate::headers::{SECURITY_HEADERS, header_bytes, is_security_header, oversized};
@@ -430,7 +432,7 @@ impl InvokeFastPath {
                     .exchange(&mut conn.timer, &target, &req, deadline)
                     .instrument(span.clone())
                     .await;
-                trace::record_call(span, x.as_ref().ok().map(|(_, status)| *status));
+                trace::record_call(span, x.as_ref().ok().map(|(_, head)| head.status));
                 x
             }
             None => {
@@ -447,7 +449,7 @@ impl InvokeFastPath {
         conn.out = req;
         // The body went out with the request: its bytes are no longer held.
         drop(held);
-        let (mut up, status) = match exchange {
+        let (mut up, answer) = match exchange {
             Ok(x) => x,
             Err(e) => return Err(Failed::Answer(e)),
         };
@@ -457,11 +459,13 @@ impl InvokeFastPath {
         }
         // The answer's framing and size, decided before any of it is relayed.
         let max = bounds.max_response_bytes;
+        let framing = framing(answer, &up.headers, max, &target).map_err(Failed::Answer)?;
+        let status = answer.status;
         let Framing {
             kind,
             no_body,
             reusable,
-        } = framing(status, &up.headers, max, &target).map_err(Failed::Answer)?;
+        } = framing;
         // A listener that is stopping closes this connection after the answer.
         let close = close || conn.stopping();
         let took = started.elapsed();
@@ -496,21 +500,23 @@ impl InvokeFastPath {
         if close {
             field(out, "connection", b"close");
         }
-        let relayed = match kind {
+        // A 204 or 304 has no body and announces none; a body of unknown
+        // length goes to the caller in chunks.
+        let chunks = match kind {
             BodyKind::Length(n) => {
-                // A 204 or 304 has no body and announces none.
                 if !no_body {
                     field_num(out, "content-length", n);
                 }
-                out.extend_from_slice(b"\r\n");
-                relay_length(conn, &mut up, n as usize, deadline).await
+                false
             }
             BodyKind::Chunked | BodyKind::Close => {
                 field(out, "transfer-encoding", b"chunked");
-                out.extend_from_slice(b"\r\n");
-                relay_chunked(conn, &mut up, kind == BodyKind::Chunked, max, deadline).await
+                true
             }
         };
+        out.extend_from_slice(b"\r\n");
+        let body = AnswerBody::new(&framing, max);
+        let relayed = relay(conn, &mut up, body, chunks, deadline).await;
         drop(slot);
         self.record(head, status, took, id);
         if !relayed {
@@ -558,76 +564,44 @@ async fn flush_out(conn: &mut FastConn, deadline: Instant) -> bool {
     matches!(wrote, Some(Ok(())))
 }
 
-/// Relays a body of `n` bytes after the head in `conn.out`.
-async fn relay_length(conn: &mut FastConn, up: &mut Upstream, n: usize, deadline: Instant) -> bool {
-    let mut left = n;
-    loop {
-        let take = left.min(up.buf.len());
-        conn.out.extend_from_slice(&up.buf[..take]);
-        up.buf.advance(take);
-        left -= take;
-        if (left == 0 || conn.out.len() >= 16 << 10) && !flush_out(conn, deadline).await {
-            return false;
-        }
-        if left == 0 {
-            return true;
-        }
-        match conn
-            .timer
-            .run(deadline, read_into(&mut up.io, &mut up.buf))
-            .await
-        {
-            Some(Ok(k)) if k > 0 => {}
-            _ => return false,
-        }
-    }
-}
-
-/// Relays a chunked (or, `chunked` false, close-delimited) body as chunks,
-/// at most `max` bytes of data.
-async fn relay_chunked(
+/// Relays an answer's body after the head in `conn.out`, as it is read
+/// (written out before each wait for more, in parts of at most about
+/// 16 KiB), as chunks when `chunks`; false when the answer or the caller
+/// broke off.
+async fn relay(
     conn: &mut FastConn,
     up: &mut Upstream,
-    chunked: bool,
-    max: usize,
+    mut body: AnswerBody,
+    chunks: bool,
     deadline: Instant,
 ) -> bool {
-    let mut decoder = h1::Chunked::default();
-    let mut data = Vec::new();
-    let mut total = 0usize;
-    let mut ended = false;
     loop {
-        data.clear();
-        if chunked {
-            match decoder.decode(&up.buf, &mut data) {
-                Ok(used) => up.buf.advance(used),
-                Err(_) => return false,
+        match body.next(&mut up.buf) {
+            Ok(Piece::Data(data)) => {
+                if chunks {
+                    use std::io::Write as _;
+                    let _ = write!(conn.out, "{:x}\r\n", data.len());
+                }
+                conn.out.extend_from_slice(&data);
+                if chunks {
+                    conn.out.extend_from_slice(b"\r\n");
+                }
+                if conn.out.len() >= 16 << 10 && !flush_out(conn, deadline).await {
+                    return false;
+                }
+                continue;
             }
-        } else {
-            data.extend_from_slice(&up.buf);
-            up.buf.clear();
-        }
-        total += data.len();
-        if total > max {
-            return false;
-        }
-        if !data.is_empty() {
-            {
-                use std::io::Write as _;
-                let _ = write!(conn.out, "{:x}\r\n", data.len());
+            Ok(Piece::End) => {
+                if chunks {
+                    conn.out.extend_from_slice(b"0\r\n\r\n");
+                }
+                return flush_out(conn, deadline).await;
             }
-            conn.out.extend_from_slice(&data);
-            conn.out.extend_from_slice(b"\r\n");
+            Ok(Piece::More) => {}
+            Err(_) => return false,
         }
-        let done = ended || (chunked && decoder.is_done());
-        if done {
-            conn.out.extend_from_slice(b"0\r\n\r\n");
-        }
-        if !flush_out(conn, deadline).await {
+        if !conn.out.is_empty() && !flush_out(conn, deadline).await {
             return false;
-        }
-        if done {
-            return true;
         }
         match conn
             .timer
@@ -635,7 +609,7 @@ async fn relay_chunked(
             .await
         {
             Some(Ok(k)) if k > 0 => {}
-            Some(Ok(_)) if !chunked => ended = true,
+            Some(Ok(_)) if body.closed().is_ok() => {}
             _ => return false,
         }
     }

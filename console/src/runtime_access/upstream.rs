@@ -188,7 +188,7 @@ impl Upstreams {
         target: &Arc<GatewayTarget>,
         req: &[u8],
         deadline: Instant,
-    ) -> Result<(Box<Upstream>, u16), ConsoleError> {
+    ) -> Result<(Box<Upstream>, AnswerHead), ConsoleError> {
         let timed_out = || ConsoleError::from(AccessFailure::GatewayTimeout);
         let mut up = match self.idle(target) {
             Some(up) => up,
@@ -210,24 +210,18 @@ impl Upstreams {
             None => return Err(timed_out()),
         };
         loop {
-            match h1::parse_response(&up.buf, &mut up.headers) {
-                // Interim answers are read past, as hyper's client does.
-                Parsed::Complete(h) if (100..200).contains(&h.status) && h.status != 101 => {
-                    up.buf.advance(h.len);
-                    continue;
-                }
-                Parsed::Complete(h) if is_final_answer(h.status) => {
-                    up.buf.advance(h.len);
-                    if !h.http11 || write_failed.is_some() {
+            match read_head(&mut up.buf, &mut up.headers) {
+                Head::Final(head) => {
+                    if !head.http11 || write_failed.is_some() {
                         // An HTTP/1.0 answer, or one to a request not
                         // wholly sent, leaves the connection unusable.
                         up.headers
                             .append(header::CONNECTION, HeaderValue::from_static("close"));
                     }
-                    return Ok((up, h.status));
+                    return Ok((up, head));
                 }
-                Parsed::Partial if up.buf.len() < MAX_RESPONSE_HEAD => {}
-                _ => return Err(broken_off(target, "malformed response head")),
+                Head::More => {}
+                Head::Malformed => return Err(broken_off(target, "malformed response head")),
             }
             match timer
                 .run(deadline, read_into(&mut up.io, &mut up.buf))
@@ -253,6 +247,49 @@ impl Upstreams {
     pub fn idle_count(&self) -> usize {
         let p = self.pools.get().lock().unwrap_or_else(|e| e.into_inner());
         p.idle.values().map(Vec::len).sum()
+    }
+}
+
+/// A final answer's status line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AnswerHead {
+    /// Its status (200 to 999).
+    pub status: u16,
+    /// HTTP/1.1 (an HTTP/1.0 answer leaves the connection unusable, and
+    /// has no transfer coding).
+    pub http11: bool,
+}
+
+/// What [`read_head`] made of the bytes read so far.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Head {
+    /// The final answer's head, consumed; its fields are in the map.
+    Final(AnswerHead),
+    /// Not whole yet (and under the head's bound).
+    More,
+    /// Not an answer this client reads: malformed, over the bound, or a 101.
+    Malformed,
+}
+
+/// Reads an answer's head from the front of `buf`: interim answers (1xx
+/// but 101) are consumed and read past, as hyper's client does, then the
+/// final answer's head is consumed with its fields in `headers`.
+pub fn read_head(buf: &mut BytesMut, headers: &mut HeaderMap) -> Head {
+    loop {
+        match h1::parse_response(buf, headers) {
+            Parsed::Complete(h) if (100..200).contains(&h.status) && h.status != 101 => {
+                buf.advance(h.len);
+            }
+            Parsed::Complete(h) if is_final_answer(h.status) => {
+                buf.advance(h.len);
+                return Head::Final(AnswerHead {
+                    status: h.status,
+                    http11: h.http11,
+                });
+            }
+            Parsed::Partial if buf.len() < MAX_RESPONSE_HEAD => return Head::More,
+            _ => return Head::Malformed,
+        }
     }
 }
 
@@ -327,16 +364,27 @@ pub struct Framing {
     pub reusable: bool,
 }
 
-/// The framing of an answer with `status` and `headers`; an announced
-/// length over `max` or a framing that cannot be read refuses it.
+/// The framing of an answer with `head` and `headers`; an announced
+/// length over `max` or a framing that cannot be read refuses it. A 204 or
+/// 304 has no body whatever it announces; otherwise, as hyper's client
+/// reads answers, an HTTP/1.0 answer may not name a transfer coding, but,
+/// stricter than hyper, a length and a transfer coding together, several
+/// lengths or a transfer coding other than a lone `chunked` are refused
+/// rather than guessed at.
 pub fn framing(
-    status: u16,
+    head: AnswerHead,
     headers: &HeaderMap,
     max: usize,
     target: &GatewayTarget,
 ) -> Result<Framing, ConsoleError> {
-    let no_body = status == 204 || status == 304;
+    let no_body = head.status == 204 || head.status == 304;
     let announced = h1::body_kind(headers);
+    if !no_body && !head.http11 && headers.contains_key(header::TRANSFER_ENCODING) {
+        return Err(broken_off(
+            target,
+            "a transfer coding in an HTTP/1.0 answer",
+        ));
+    }
     let kind = if no_body {
         Some(BodyKind::Length(0))
     } else {
@@ -361,6 +409,124 @@ pub fn framing(
     })
 }
 
+/// A piece of an answer's body, as [`AnswerBody::next`] reads it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Piece {
+    /// Data of the body.
+    Data(Bytes),
+    /// Nothing whole in the buffer: more must be read.
+    More,
+    /// The body ended (nothing after it is consumed).
+    End,
+}
+
+/// An answer's body read out of its connection's buffer: the one framing
+/// relay of both invoke paths (the HTTP/1.1 fast path writes its pieces
+/// onto the caller's connection, [`GatewayBody`] hands them to hyper). A
+/// length-framed body ends after its length, a chunked one after its last
+/// chunk and trailers (checked by [`h1::Chunked`] and dropped), a
+/// close-delimited one at the connection's end ([`AnswerBody::closed`]);
+/// more than `max` bytes of data refuse it. No I/O: the caller reads.
+#[derive(Debug)]
+pub struct AnswerBody {
+    kind: BodyKind,
+    /// Bytes of a length-framed body still to come.
+    left: u64,
+    decoder: h1::Chunked,
+    relayed: usize,
+    max: usize,
+    ended: bool,
+}
+
+impl AnswerBody {
+    /// The body of an answer framed by `framing`, at most `max` bytes.
+    pub fn new(framing: &Framing, max: usize) -> Self {
+        let left = match framing.kind {
+            BodyKind::Length(n) => n,
+            _ => 0,
+        };
+        Self {
+            kind: framing.kind,
+            left,
+            decoder: h1::Chunked::default(),
+            relayed: 0,
+            max,
+            ended: framing.kind == BodyKind::Length(0),
+        }
+    }
+
+    /// Has the body ended? (Then the connection carries nothing more of it.)
+    pub fn is_done(&self) -> bool {
+        self.ended
+    }
+
+    /// Bytes of a length-framed body still to come.
+    pub fn left(&self) -> Option<u64> {
+        matches!(self.kind, BodyKind::Length(_)).then_some(self.left)
+    }
+
+    /// Takes the next piece of the body from the front of `buf`; an error
+    /// names why the answer broke off.
+    pub fn next(&mut self, buf: &mut BytesMut) -> Result<Piece, &'static str> {
+        if self.ended {
+            return Ok(Piece::End);
+        }
+        let data = match self.kind {
+            BodyKind::Length(_) => {
+                if buf.is_empty() {
+                    return Ok(Piece::More);
+                }
+                let take = buf
+                    .len()
+                    .min(usize::try_from(self.left).unwrap_or(usize::MAX));
+                self.left -= take as u64;
+                self.ended = self.left == 0;
+                buf.split_to(take).freeze()
+            }
+            BodyKind::Chunked => {
+                let mut data = Vec::new();
+                while data.is_empty() && !self.ended {
+                    let used = self
+                        .decoder
+                        .decode(buf, &mut data)
+                        .map_err(|_| "malformed chunked body")?;
+                    buf.advance(used);
+                    self.ended = self.decoder.is_done();
+                    if used == 0 {
+                        break;
+                    }
+                }
+                if data.is_empty() {
+                    return Ok(if self.ended { Piece::End } else { Piece::More });
+                }
+                Bytes::from(data)
+            }
+            BodyKind::Close => {
+                if buf.is_empty() {
+                    return Ok(Piece::More);
+                }
+                buf.split().freeze()
+            }
+        };
+        self.relayed += data.len();
+        if self.relayed > self.max {
+            return Err("more than --access-max-response-bytes");
+        }
+        Ok(Piece::Data(data))
+    }
+
+    /// The connection ended (nothing more to read): the end of a
+    /// close-delimited body, a broken answer otherwise.
+    pub fn closed(&mut self) -> Result<(), &'static str> {
+        if self.kind == BodyKind::Close || self.ended {
+            self.ended = true;
+            Ok(())
+        } else {
+            Err("closed")
+        }
+    }
+}
+
 /// A gateway's answer body streamed to the router's caller: read from its
 /// connection as the caller takes it, at most `max` bytes, ending at the
 /// call's deadline at the latest; trailers are read within the chunk
@@ -369,12 +535,7 @@ pub fn framing(
 /// until then.
 pub struct GatewayBody {
     up: Option<Box<Upstream>>,
-    kind: BodyKind,
-    /// Bytes of a length-framed body still to come.
-    left: u64,
-    decoder: h1::Chunked,
-    relayed: usize,
-    max: usize,
+    body: AnswerBody,
     deadline: Pin<Box<tokio::time::Sleep>>,
     pool: Arc<Upstreams>,
     target: Arc<GatewayTarget>,
@@ -394,24 +555,16 @@ impl GatewayBody {
         target: Arc<GatewayTarget>,
         slot: Slot,
     ) -> Self {
-        let left = match framing.kind {
-            BodyKind::Length(n) => n,
-            _ => 0,
-        };
         let mut body = Self {
             up: Some(up),
-            kind: framing.kind,
-            left,
-            decoder: h1::Chunked::default(),
-            relayed: 0,
-            max,
+            body: AnswerBody::new(&framing, max),
             deadline,
             pool,
             target,
             reusable: framing.reusable,
             _slot: slot,
         };
-        if framing.kind == BodyKind::Length(0) {
+        if body.body.is_done() {
             // No body: the connection is free at once, and the caller sees
             // the end with the head.
             body.finish();
@@ -434,68 +587,6 @@ impl GatewayBody {
         tracing::warn!(gateway = %self.target.authority(), error = why, "a Runtime gateway's answer broke off");
         format!("the Runtime gateway's answer broke off: {why}").into()
     }
-
-    /// Data of the answer in the connection's buffer, or `None` when more
-    /// must be read; `Some(None)` at its end.
-    fn take(&mut self) -> Result<Option<Option<Bytes>>, axum::BoxError> {
-        let Some(up) = self.up.as_mut() else {
-            return Ok(Some(None));
-        };
-        let data = match self.kind {
-            BodyKind::Length(_) => {
-                if self.left == 0 {
-                    self.finish();
-                    return Ok(Some(None));
-                }
-                if up.buf.is_empty() {
-                    return Ok(None);
-                }
-                let take = (self.left as usize).min(up.buf.len());
-                self.left -= take as u64;
-                let data = up.buf.split_to(take).freeze();
-                if self.left == 0 {
-                    // Back to the pool now: a caller told the body's end by
-                    // its length does not poll it again.
-                    self.finish();
-                }
-                data
-            }
-            BodyKind::Chunked => loop {
-                let Some(up) = self.up.as_mut() else {
-                    return Ok(Some(None));
-                };
-                if up.buf.is_empty() {
-                    return Ok(None);
-                }
-                let mut data = Vec::new();
-                let used = match self.decoder.decode(&up.buf, &mut data) {
-                    Ok(used) => used,
-                    Err(_) => return Err(self.fail("malformed chunked body")),
-                };
-                up.buf.advance(used);
-                if self.decoder.is_done() {
-                    self.finish();
-                }
-                if !data.is_empty() {
-                    break Bytes::from(data);
-                }
-                if used == 0 {
-                    return Ok(None);
-                }
-            },
-            BodyKind::Close => {
-                if up.buf.is_empty() {
-                    return Ok(None);
-                }
-                up.buf.split().freeze()
-            }
-        };
-        self.relayed += data.len();
-        if self.relayed > self.max {
-            return Err(self.fail("more than --access-max-response-bytes"));
-        }
-        Ok(Some(Some(data)))
-    }
 }
 
 impl http_body::Body for GatewayBody {
@@ -508,11 +599,24 @@ impl http_body::Body for GatewayBody {
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
         let this = &mut *self;
         loop {
-            match this.take() {
-                Ok(Some(Some(data))) => return Poll::Ready(Some(Ok(http_body::Frame::data(data)))),
-                Ok(Some(None)) => return Poll::Ready(None),
-                Ok(None) => {}
-                Err(e) => return Poll::Ready(Some(Err(e))),
+            let Some(up) = this.up.as_mut() else {
+                return Poll::Ready(None);
+            };
+            match this.body.next(&mut up.buf) {
+                Ok(Piece::Data(data)) => {
+                    if this.body.is_done() {
+                        // Back to the pool now: a caller told the body's
+                        // end by its length does not poll it again.
+                        this.finish();
+                    }
+                    return Poll::Ready(Some(Ok(http_body::Frame::data(data))));
+                }
+                Ok(Piece::End) => {
+                    this.finish();
+                    return Poll::Ready(None);
+                }
+                Ok(Piece::More) => {}
+                Err(why) => return Poll::Ready(Some(Err(this.fail(why)))),
             }
             // More must be read: not past the deadline, even from a gateway
             // that always has bytes ready.
@@ -536,11 +640,14 @@ impl http_body::Body for GatewayBody {
                 cx,
                 &mut up.buf
             )) {
-                Ok(0) if this.kind == BodyKind::Close => {
-                    this.up = None;
-                    return Poll::Ready(None);
-                }
-                Ok(0) => return Poll::Ready(Some(Err(this.fail("closed")))),
+                Ok(0) => match this.body.closed() {
+                    Ok(()) => {
+                        // A close-delimited body's end: the connection is done.
+                        this.up = None;
+                        return Poll::Ready(None);
+                    }
+                    Err(why) => return Poll::Ready(Some(Err(this.fail(why)))),
+                },
                 Ok(_) => {}
                 Err(e) => return Poll::Ready(Some(Err(this.fail(&e.to_string())))),
             }
@@ -552,9 +659,9 @@ impl http_body::Body for GatewayBody {
     }
 
     fn size_hint(&self) -> http_body::SizeHint {
-        match self.kind {
-            BodyKind::Length(_) => http_body::SizeHint::with_exact(self.left),
-            _ => http_body::SizeHint::default(),
+        match self.body.left() {
+            Some(left) => http_body::SizeHint::with_exact(left),
+            None => http_body::SizeHint::default(),
         }
     }
 }

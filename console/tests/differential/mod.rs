@@ -1,10 +1,13 @@
-//! Differentials of the `/v1` WebSocket relay's frame checks against
-//! tungstenite, shared by the stable test (`tests/ws_frames.rs`) and the
-//! `ws_frames` fuzz target (which includes this directory by path). Only
-//! public APIs of the crate are used.
+//! Differentials of the `/v1` hand-written protocol code, shared by the
+//! stable tests and the fuzz targets (which include this directory by
+//! path): the WebSocket relay's frame checks against tungstenite (`ws.rs`:
+//! `tests/ws_frames.rs`, `ws_frames`) and the reading of a gateway's whole
+//! answer against hyper's client (`answer.rs`: `tests/gateway_answer.rs`,
+//! `gateway_answer`). Only public APIs of the crate are used.
 
 #![allow(dead_code)]
 
+pub mod answer;
 pub mod ws;
 
 /// Choices drawn from a tape of bytes (the fuzzer's input, or proptest's
