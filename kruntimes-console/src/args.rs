@@ -211,10 +211,10 @@ pub struct Args {
     #[arg(long, default_value = "60s")]
     pub send_timeout: DurationArg,
 
-    /// After an HTTP/1.1 invoke connection is closed while its caller may
-    /// still be sending (a refused body), how long what still arrives is
-    /// read and dropped, so the caller reads the refusal instead of failing
-    /// its next write on a reset. 0s closes at once.
+    /// After a connection is closed while its caller may still be sending
+    /// (a refused body), how long what still arrives is read and dropped, so
+    /// the caller reads the refusal instead of failing its next write on a
+    /// reset. On every listener. 0s closes at once.
     #[arg(long, default_value = "2s")]
     pub linger_timeout: DurationArg,
 

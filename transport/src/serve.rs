@@ -800,11 +800,12 @@ async fn serve(
                     let h2 = alpn == Some(b"h2");
                     // A connection that chose HTTP/1.1 stays on it: an HTTP/2
                     // preface on it is a malformed HTTP/1.1 request (RFC 9113
-                    // §3.3: over TLS, HTTP/2 only through ALPN).
-                    let versions = if alpn == Some(b"http/1.1") {
-                        Versions::Http1Only
-                    } else {
-                        Versions::Any
+                    // §3.3: over TLS, HTTP/2 only through ALPN). One that
+                    // chose h2 speaks HTTP/2 from its first byte.
+                    let versions = match alpn {
+                        Some(b"http/1.1") => Versions::Http1Only,
+                        Some(b"h2") => Versions::Http2Only,
+                        _ => Versions::Any,
                     };
                     match fast {
                         Some(fast) if !h2 => {
@@ -814,14 +815,17 @@ async fn serve(
                             .await
                         }
                         _ => {
+                            let handle = second_handle(tls.get_ref());
                             serve_connection(
                                 tls, peer, remote, router, limits, slots, stop, versions, fast,
+                                handle,
                             )
                             .await
                         }
                     }
                 }
                 None => {
+                    let handle = second_handle(&tcp);
                     serve_connection(
                         tcp,
                         PeerCertificates::default(),
@@ -832,6 +836,7 @@ async fn serve(
                         stop,
                         Versions::Any,
                         None,
+                        handle,
                     )
                     .await
                 }
@@ -970,9 +975,10 @@ async fn serve_fast(
                 stop,
                 ..
             } = conn;
+            let handle = second_handle(io.get_ref());
             let io = Rewind { pre: buf, io };
             serve_connection(
-                io, peer, remote, router, limits, slots, stop, versions, None,
+                io, peer, remote, router, limits, slots, stop, versions, None, handle,
             )
             .await;
             return;
@@ -1087,6 +1093,23 @@ enum Versions {
     Any,
     /// HTTP/1.1 only: ALPN chose it, or HTTP/1.1 requests were served.
     Http1Only,
+    /// HTTP/2 only: ALPN chose it (hyper's HTTP/2 server, without the auto
+    /// builder's look at the first bytes and the wrapper it leaves around
+    /// every read).
+    Http2Only,
+}
+
+/// The HTTP/2 settings of a listener's `limits`, on hyper's HTTP/2 builder
+/// or the auto builder's HTTP/2 half (two types with the same methods).
+macro_rules! h2_settings {
+    ($builder:expr, $limits:expr) => {
+        $builder
+            .timer(hyper_util::rt::TokioTimer::new())
+            .max_header_list_size($limits.max_header_bytes as u32)
+            .max_concurrent_streams($limits.h2_max_concurrent_streams)
+            .keep_alive_interval($limits.h2_keepalive_interval)
+            .keep_alive_timeout($limits.h2_keepalive_timeout)
+    };
 }
 
 /// Serves one connection until it ends, is idle past its deadline, or the listener stops.
@@ -1101,6 +1124,7 @@ async fn serve_connection<S>(
     mut stop: watch::Receiver<bool>,
     versions: Versions,
     direct: Option<Arc<dyn FastPath>>,
+    handle: Option<std::net::TcpStream>,
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -1173,16 +1197,25 @@ async fn serve_connection<S>(
             )
             .await;
         }
+        Versions::Http2Only => {
+            let mut h2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+            h2_settings!(h2, limits);
+            let conn = h2.serve_connection(io, svc);
+            tokio::pin!(conn);
+            drive(
+                conn,
+                |c| c.graceful_shutdown(),
+                &activity,
+                &limits,
+                remote,
+                &mut stop,
+            )
+            .await;
+        }
         Versions::Any => {
             let mut builder = Builder::new(TokioExecutor::new());
             builder.http1().max_buf_size(max_buf);
-            builder
-                .http2()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .max_header_list_size(limits.max_header_bytes as u32)
-                .max_concurrent_streams(limits.h2_max_concurrent_streams)
-                .keep_alive_interval(limits.h2_keepalive_interval)
-                .keep_alive_timeout(limits.h2_keepalive_timeout);
+            h2_settings!(builder.http2(), limits);
             let conn = builder.serve_connection_with_upgrades(io, svc);
             tokio::pin!(conn);
             drive(
@@ -1195,6 +1228,45 @@ async fn serve_connection<S>(
             )
             .await;
         }
+    }
+    // hyper has dropped the connection; its socket lingers on the second
+    // handle, so a caller still sending reads the last answer, not a reset.
+    if let Some(handle) = handle {
+        linger_after(handle, limits.linger_timeout).await;
+    }
+}
+
+/// A second handle on a connection's socket (the same socket, another
+/// descriptor), kept while hyper owns the connection, so that the socket
+/// can linger after hyper drops it; `None` when the descriptor cannot be
+/// duplicated (then the socket closes with hyper's drop).
+fn second_handle(tcp: &TcpStream) -> Option<std::net::TcpStream> {
+    use std::os::fd::AsFd;
+    tcp.as_fd()
+        .try_clone_to_owned()
+        .ok()
+        .map(std::net::TcpStream::from)
+}
+
+/// After hyper dropped a connection: its write side is shut (a FIN, also
+/// where hyper sent none), then what the caller still sends is read and
+/// dropped ([`linger`]). A caller that already closed costs one read.
+async fn linger_after(handle: std::net::TcpStream, timeout: Duration) {
+    use std::io::Read;
+    let _ = handle.shutdown(std::net::Shutdown::Write);
+    if timeout.is_zero() {
+        return;
+    }
+    // The descriptor shares the socket's non-blocking mode.
+    let mut scratch = [0u8; 8 << 10];
+    match (&handle).read(&mut scratch) {
+        Ok(0) => return,
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        Err(_) => return,
+    }
+    if let Ok(tcp) = TcpStream::from_std(handle) {
+        linger(&tcp, timeout).await;
     }
 }
 
@@ -1468,6 +1540,14 @@ mod tests {
             .route(
                 "/fast",
                 axum::routing::post(|body: String| async move { format!("router {body}") }),
+            )
+            .route(
+                "/refuse-router",
+                axum::routing::post(|| async {
+                    // Refused from the head, as the fast path's `/refuse`:
+                    // hyper closes the connection with the body unread.
+                    (http::StatusCode::PAYLOAD_TOO_LARGE, "refused")
+                }),
             );
         tokio::spawn(serve_tls(
             listener,
@@ -1528,43 +1608,49 @@ mod tests {
 
     /// A refusal that closes the connection while the caller is still
     /// sending its body reaches a caller that, as curl does, gives up when
-    /// a write fails: the connection lingers, reading and dropping what
-    /// arrives, rather than closing with unread bytes (a reset, which fails
-    /// the caller's next write before it has read the answer).
+    /// a write fails, on the fast path (`/refuse`) and on hyper's
+    /// (`/refuse-router`): the connection lingers, reading and dropping
+    /// what arrives, rather than closing with unread bytes (a reset, which
+    /// fails the caller's next write before it has read the answer).
     #[tokio::test]
     async fn a_refusal_reaches_a_caller_still_sending_its_body() {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let (addr, client) = fast_listener(ConnLimits::default()).await;
         let mut lost = Vec::new();
-        for round in 0..20 {
-            let io = connect(addr, client.clone()).await;
-            let (mut rd, mut wr) = tokio::io::split(io);
-            let len = 64usize << 20;
-            let head = format!("POST /refuse HTTP/1.1\r\nhost: x\r\ncontent-length: {len}\r\n\r\n");
-            wr.write_all(head.as_bytes()).await.unwrap();
-            let chunk = vec![b'x'; 16 << 10];
-            let mut got = Vec::new();
-            let mut sent = 0;
-            let outcome = tokio::time::timeout(Duration::from_secs(10), async {
-                loop {
-                    tokio::select! {
-                        r = wr.write_all(&chunk), if sent < len => match r {
-                            Ok(()) => sent += chunk.len(),
-                            Err(e) => return Err(format!("a write failed: {e}")),
-                        },
-                        r = rd.read_buf(&mut got) => match r {
-                            Ok(0) => return Ok(()),
-                            Ok(_) if got.ends_with(b"refused") => return Ok(()),
-                            Ok(_) => {}
-                            Err(e) => return Err(format!("a read failed: {e}")),
-                        },
+        for path in ["/refuse", "/refuse-router"] {
+            for round in 0..20 {
+                let io = connect(addr, client.clone()).await;
+                let (mut rd, mut wr) = tokio::io::split(io);
+                let len = 64usize << 20;
+                let head =
+                    format!("POST {path} HTTP/1.1\r\nhost: x\r\ncontent-length: {len}\r\n\r\n");
+                wr.write_all(head.as_bytes()).await.unwrap();
+                let chunk = vec![b'x'; 16 << 10];
+                let mut got = Vec::new();
+                let mut sent = 0;
+                let outcome = tokio::time::timeout(Duration::from_secs(10), async {
+                    loop {
+                        tokio::select! {
+                            r = wr.write_all(&chunk), if sent < len => match r {
+                                Ok(()) => sent += chunk.len(),
+                                Err(e) => return Err(format!("a write failed: {e}")),
+                            },
+                            r = rd.read_buf(&mut got) => match r {
+                                Ok(0) => return Ok(()),
+                                Ok(_) if got.ends_with(b"refused") => return Ok(()),
+                                Ok(_) => {}
+                                Err(e) => return Err(format!("a read failed: {e}")),
+                            },
+                        }
                     }
+                })
+                .await;
+                match outcome {
+                    Ok(Ok(())) if got.starts_with(b"HTTP/1.1 413") => {}
+                    other => lost.push(format!(
+                        "{path} round {round}: {other:?} after {sent} bytes"
+                    )),
                 }
-            })
-            .await;
-            match outcome {
-                Ok(Ok(())) if got.starts_with(b"HTTP/1.1 413") => {}
-                other => lost.push(format!("round {round}: {other:?} after {sent} bytes")),
             }
         }
         assert!(lost.is_empty(), "the refusal was lost: {lost:#?}");
