@@ -1656,6 +1656,194 @@ mod tests {
         assert!(lost.is_empty(), "the refusal was lost: {lost:#?}");
     }
 
+    /// Claims HTTP/2 requests to `/direct...` for [`FastPath::direct`]; the
+    /// body of `/direct-held` ends only when its sender is dropped.
+    struct Claimer {
+        claimed: AtomicUsize,
+        held: Mutex<Vec<tokio::sync::oneshot::Sender<()>>>,
+    }
+
+    impl FastPath for Claimer {
+        fn claims(&self, _: &RequestHead, _: &HeaderMap) -> bool {
+            false
+        }
+
+        fn serve<'a>(
+            &'a self,
+            _: RequestHead,
+            _: &'a mut FastConn,
+        ) -> Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>> {
+            Box::pin(async { false })
+        }
+
+        fn shortest_timeout(&self) -> Duration {
+            Duration::from_secs(5)
+        }
+
+        fn direct(
+            &self,
+            req: http::Request<axum::body::Body>,
+        ) -> Result<DirectAnswer, http::Request<axum::body::Body>> {
+            let path = req.uri().path().to_owned();
+            if !path.starts_with("/direct") {
+                return Err(req);
+            }
+            self.claimed.fetch_add(1, Ordering::SeqCst);
+            let remote = req.extensions().get::<RemoteAddr>().map(|r| r.0);
+            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+            if path == "/direct-held" {
+                self.held.lock().unwrap().push(tx);
+            }
+            Ok(DirectAnswer(Box::pin(async move {
+                let mut resp = match path.as_str() {
+                    "/direct-204" => {
+                        let mut r = http::Response::new(axum::body::Body::empty());
+                        *r.status_mut() = http::StatusCode::NO_CONTENT;
+                        r.headers_mut().insert(
+                            http::header::CONTENT_LENGTH,
+                            http::HeaderValue::from_static("0"),
+                        );
+                        r
+                    }
+                    "/direct-held" => {
+                        let body = futures::stream::once(async move {
+                            let _ = rx.await;
+                            Ok::<_, std::convert::Infallible>(Bytes::from_static(b"held"))
+                        });
+                        http::Response::new(axum::body::Body::from_stream(body))
+                    }
+                    _ => http::Response::new(axum::body::Body::from(format!(
+                        "direct from {remote:?}"
+                    ))),
+                };
+                resp.headers_mut()
+                    .insert("x-served", http::HeaderValue::from_static("direct"));
+                resp
+            })))
+        }
+    }
+
+    /// The connection's service over an in-memory pipe: HTTP/2 requests
+    /// `direct` claims are answered there, with the connection's remote
+    /// address; others, and every HTTP/1.1 request, go to the router; a 204
+    /// loses its `Content-Length`; a direct answer holds a request place
+    /// until its body ends, and one over the cap is refused 503.
+    #[tokio::test]
+    async fn the_connection_service_hands_http2_requests_to_direct_or_the_router() {
+        use http_body_util::BodyExt;
+        let claimer = Arc::new(Claimer {
+            claimed: AtomicUsize::new(0),
+            held: Mutex::new(Vec::new()),
+        });
+        let router = Router::new().route("/", axum::routing::get(|| async { "router" }));
+        let remote: SocketAddr = "192.0.2.7:4000".parse().unwrap();
+        let limits = ConnLimits::default();
+        let slots = RequestSlots {
+            caps: Arc::new(RequestCaps {
+                open: Gauge::default(),
+                max: 1,
+                max_per_peer: usize::MAX,
+                refused_listener: Counter::default(),
+                refused_peer: Counter::default(),
+            }),
+            of_peer: Arc::default(),
+        };
+        let open = slots.caps.open.clone();
+        let (_stop_tx, stop) = watch::channel(false);
+        let (server, client) = tokio::io::duplex(64 << 10);
+        let fast: Arc<dyn FastPath> = claimer.clone();
+        tokio::spawn(serve_connection(
+            server,
+            PeerCertificates::default(),
+            remote,
+            router.clone(),
+            limits,
+            slots.clone(),
+            stop.clone(),
+            Versions::Http2Only,
+            Some(fast.clone()),
+            None,
+        ));
+        let (mut send, conn) = hyper::client::conn::http2::handshake(
+            hyper_util::rt::TokioExecutor::new(),
+            hyper_util::rt::TokioIo::new(client),
+        )
+        .await
+        .unwrap();
+        tokio::spawn(conn);
+        let get = |path: &str| {
+            http::Request::get(format!("http://x{path}"))
+                .body(http_body_util::Empty::<Bytes>::new())
+                .unwrap()
+        };
+        async fn read(resp: http::Response<hyper::body::Incoming>) -> (u16, HeaderMap, String) {
+            let (parts, body) = resp.into_parts();
+            let body = body.collect().await.unwrap().to_bytes();
+            (
+                parts.status.as_u16(),
+                parts.headers,
+                String::from_utf8_lossy(&body).into_owned(),
+            )
+        }
+        let (code, headers, body) = read(send.send_request(get("/direct")).await.unwrap()).await;
+        assert_eq!(
+            (code, body.as_str()),
+            (200, "direct from Some(192.0.2.7:4000)")
+        );
+        assert_eq!(headers["x-served"], "direct");
+        let (code, headers, body) = read(send.send_request(get("/")).await.unwrap()).await;
+        assert_eq!((code, body.as_str()), (200, "router"));
+        assert!(!headers.contains_key("x-served"));
+        let (code, headers, _) = read(send.send_request(get("/direct-204")).await.unwrap()).await;
+        assert_eq!(code, 204);
+        assert!(
+            !headers.contains_key(http::header::CONTENT_LENGTH),
+            "a 204 kept its content-length: {headers:?}"
+        );
+        assert_eq!(claimer.claimed.load(Ordering::SeqCst), 2);
+
+        // A direct answer whose body has not ended holds the only place.
+        let held = send.send_request(get("/direct-held")).await.unwrap();
+        assert_eq!(held.status(), 200);
+        assert_eq!(open.get(), 1);
+        let (code, _, _) = read(send.send_request(get("/direct")).await.unwrap()).await;
+        assert_eq!(code, 503, "a request over the cap was served");
+        assert_eq!(claimer.claimed.load(Ordering::SeqCst), 4);
+        claimer.held.lock().unwrap().clear();
+        let (_, _, body) = read(held).await;
+        assert_eq!(body, "held");
+        tokio::time::timeout(Duration::from_secs(5), async {
+            while open.get() != 0 {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the place given back at the body's end");
+
+        // Over HTTP/1.1, `direct` is not asked: the router answers.
+        let (server, client) = tokio::io::duplex(64 << 10);
+        tokio::spawn(serve_connection(
+            server,
+            PeerCertificates::default(),
+            remote,
+            router,
+            limits,
+            slots,
+            stop,
+            Versions::Any,
+            Some(fast),
+            None,
+        ));
+        let (mut send, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(client))
+                .await
+                .unwrap();
+        tokio::spawn(conn);
+        let (code, _, _) = read(send.send_request(get("/direct")).await.unwrap()).await;
+        assert_eq!(code, 404);
+        assert_eq!(claimer.claimed.load(Ordering::SeqCst), 4);
+    }
+
     /// Pipelined requests: the fast path serves what it claims, and from the
     /// first request it does not claim on, hyper and the router serve the
     /// connection from that request's first byte (a claimable one included).
