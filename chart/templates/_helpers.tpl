@@ -244,6 +244,7 @@ console.extraArgs may add flags but never repeat one of these.
 - --access-max-concurrent-calls-per-caller={{ int64 $l.accessMaxConcurrentCallsPerCaller }}
 - --access-max-buffered-bytes={{ int64 $l.accessMaxBufferedBytes }}
 - --access-max-buffered-bytes-per-caller={{ int64 $l.accessMaxBufferedBytesPerCaller }}
+- --reserve-for-light-callers={{ int64 $l.reserveForLightCallers }}
 - --max-follows={{ int64 $l.maxFollows }}
 - --max-follows-per-caller={{ int64 $l.maxFollowsPerCaller }}
 - --max-watches={{ int64 $l.maxWatches }}

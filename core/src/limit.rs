@@ -22,6 +22,8 @@ pub struct Caps {
     open: Mutex<(usize, HashMap<String, usize>)>,
     /// Where places taken and refusals are counted, once [`Caps::counted_in`] is called.
     counters: OnceLock<CapCounters>,
+    /// The last places, kept for light callers ([`Caps::with_reserve`]).
+    reserve: OnceLock<Reserve>,
 }
 
 #[derive(Debug)]
@@ -29,6 +31,7 @@ struct CapCounters {
     in_use: Gauge,
     refused_total: Counter,
     refused_per_caller: Counter,
+    refused_reserve: Counter,
 }
 
 impl CapCounters {
@@ -53,7 +56,42 @@ impl CapCounters {
             in_use: metrics.cap_in_use.get_or_create(&labels).clone(),
             refused_total: refused("total"),
             refused_per_caller: refused("per_caller"),
+            refused_reserve: refused("reserve"),
         }
+    }
+}
+
+/// The flag that sets every cap's reserve for light callers.
+pub const RESERVE_FLAG: &str = "--reserve-for-light-callers";
+
+/// The last places of a cap, kept for light callers: a caller that would
+/// hold more than `light` with what it asks may not take any of the last
+/// `places`. So callers that each take their whole own share (several
+/// addresses or identities together) fill the cap only up to its reserve,
+/// and a caller that holds little is still served.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reserve {
+    /// Places (or bytes) at the end of the cap kept.
+    pub places: usize,
+    /// The most a caller may hold and still take them.
+    pub light: usize,
+}
+
+impl Reserve {
+    /// `percent` % of `max` kept for callers holding at most a sixteenth of
+    /// `max_per_caller` (at least one place).
+    pub fn share(max: usize, max_per_caller: usize, percent: u8) -> Self {
+        Self {
+            places: (max as u128 * u128::from(percent.min(100)) / 100) as usize,
+            light: (max_per_caller / 16).max(1),
+        }
+    }
+
+    /// Does the reserve refuse `more` to a caller holding `mine`, with
+    /// `used` of `max` taken?
+    pub fn refuses(&self, used: usize, mine: usize, more: usize, max: usize) -> bool {
+        used.saturating_add(more) > max.saturating_sub(self.places)
+            && mine.saturating_add(more) > self.light
     }
 }
 
@@ -84,6 +122,36 @@ pub enum CapReached {
         /// The flag that sets the bound.
         flag: &'static str,
     },
+    /// Only the reserve is left, and the caller holds too much to take it.
+    #[error(
+        "too many {what} (the last {places} of {max} are kept for callers holding at most {light}; {flag} sets it); retry later"
+    )]
+    Reserved {
+        /// What is counted, for the message ("open follows").
+        what: &'static str,
+        /// The places kept.
+        places: usize,
+        /// The bound on all callers together.
+        max: usize,
+        /// The most a caller may hold and take them.
+        light: usize,
+        /// The flag that sets the reserve.
+        flag: &'static str,
+    },
+}
+
+impl CapReached {
+    /// The refusal of a reserve's places to a caller holding more than it
+    /// allows.
+    fn reserved(what: &'static str, max: usize, r: Reserve) -> Self {
+        Self::Reserved {
+            what,
+            places: r.places,
+            max,
+            light: r.light,
+            flag: RESERVE_FLAG,
+        }
+    }
 }
 
 /// A place taken under [`Caps`]; dropping it frees the place.
@@ -112,7 +180,14 @@ impl Caps {
             per_caller_flag,
             open: Mutex::new((0, HashMap::new())),
             counters: OnceLock::new(),
+            reserve: OnceLock::new(),
         })
+    }
+
+    /// Keeps `reserve`'s places for light callers (none by default).
+    pub fn with_reserve(self: Arc<Self>, reserve: Reserve) -> Arc<Self> {
+        let _ = self.reserve.set(reserve);
+        self
     }
 
     /// Counts this cap's places in use, its bound and its refusals in
@@ -154,6 +229,14 @@ impl Caps {
                 max: self.max_total,
                 flag: self.total_flag,
             });
+        }
+        if let Some(r) = self.reserve.get()
+            && r.refuses(open.0, mine, 1, self.max_total)
+        {
+            if let Some(c) = self.counters.get() {
+                c.refused_reserve.inc();
+            }
+            return Err(CapReached::reserved(self.what, self.max_total, *r));
         }
         open.0 += 1;
         if let Some(c) = self.counters.get() {
@@ -204,6 +287,8 @@ pub struct ByteBudget {
     /// Bytes held in total, and by each caller holding any.
     used: Mutex<(usize, HashMap<String, usize>)>,
     counters: OnceLock<CapCounters>,
+    /// The last bytes, kept for light callers ([`ByteBudget::with_reserve`]).
+    reserve: OnceLock<Reserve>,
 }
 
 /// Bytes held under a [`ByteBudget`] by one caller; dropping it returns them.
@@ -233,7 +318,14 @@ impl ByteBudget {
             per_caller_flag,
             used: Mutex::new((0, HashMap::new())),
             counters: OnceLock::new(),
+            reserve: OnceLock::new(),
         })
+    }
+
+    /// Keeps `reserve`'s bytes for light callers (none by default).
+    pub fn with_reserve(self: Arc<Self>, reserve: Reserve) -> Arc<Self> {
+        let _ = self.reserve.set(reserve);
+        self
     }
 
     /// Counts the bytes held, the bound and the refusals in `metrics`, as
@@ -310,7 +402,11 @@ impl Held {
                 flag: budget.flag,
             })
         } else {
-            None
+            budget
+                .reserve
+                .get()
+                .filter(|r| r.refuses(used.0, mine, more, budget.max))
+                .map(|r| CapReached::reserved(budget.what, budget.max, *r))
         };
         if let Some(refusal) = refusal {
             drop(used);
@@ -318,6 +414,7 @@ impl Held {
                 match refusal {
                     CapReached::PerCaller { .. } => c.refused_per_caller.inc(),
                     CapReached::Total { .. } => c.refused_total.inc(),
+                    CapReached::Reserved { .. } => c.refused_reserve.inc(),
                 };
             }
             return Err(refusal);
@@ -382,6 +479,90 @@ mod tests {
         drop(a1);
         assert_eq!(caps.open(), 2);
         let _b2 = caps.acquire("bob").unwrap();
+    }
+
+    /// Callers that each take their whole share fill the cap only to its
+    /// reserve; a light caller takes the reserve's places, up to `light`
+    /// each; the refusal names the flag and is counted.
+    #[test]
+    fn heavy_callers_leave_the_reserve_to_light_ones() {
+        let metrics = Metrics::default();
+        let reserve = Reserve::share(100, 32, 25);
+        assert_eq!(
+            reserve,
+            Reserve {
+                places: 25,
+                light: 2
+            }
+        );
+        let caps = Caps::new("calls", 100, "--total", 32, "--per-caller")
+            .with_reserve(reserve)
+            .counted_in(&metrics, "console", "v1_calls");
+        let mut held = Vec::new();
+        for heavy in ["h1", "h2", "h3"] {
+            while let Ok(s) = caps.acquire(heavy) {
+                held.push(s);
+            }
+        }
+        // 75 places; h3 got only 11 of its 32.
+        assert_eq!(caps.open(), 75);
+        let e = caps.acquire("h3").unwrap_err();
+        assert!(
+            matches!(
+                e,
+                CapReached::Reserved {
+                    places: 25,
+                    light: 2,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().contains(RESERVE_FLAG), "{e}");
+        // A light caller's first places come from the reserve; its third does not.
+        let l1 = caps.acquire("light").unwrap();
+        let _l2 = caps.acquire("light").unwrap();
+        assert!(matches!(
+            caps.acquire("light"),
+            Err(CapReached::Reserved { .. })
+        ));
+        for n in 0..11 {
+            held.push(caps.acquire(&format!("other{n}")).unwrap());
+            held.push(caps.acquire(&format!("other{n}")).unwrap());
+        }
+        // 99 taken: the last place goes to a light caller, then the cap holds.
+        assert_eq!(caps.open(), 99);
+        assert!(matches!(
+            caps.acquire("h1"),
+            Err(CapReached::PerCaller { .. })
+        ));
+        let last = caps.acquire("late").unwrap();
+        assert!(matches!(
+            caps.acquire("later"),
+            Err(CapReached::Total { .. })
+        ));
+        drop((l1, last));
+        let refused = metrics
+            .cap_refusals
+            .get_or_create(&CapRefusalLabels {
+                listener: "console",
+                cap: "v1_calls",
+                scope: "reserve",
+            })
+            .get();
+        assert!(refused >= 2, "reserve refusals counted: {refused}");
+        // Bytes alike: 60 of 80 for heavy holders, the rest in light shares.
+        let budget = ByteBudget::new("bytes", 80, "--max", 40, "--per-caller")
+            .with_reserve(Reserve::share(80, 40, 25));
+        let mut a = budget.hold("a");
+        a.reserve_to(40).unwrap();
+        let mut b = budget.hold("b");
+        assert!(matches!(b.reserve_to(21), Err(CapReached::Reserved { .. })));
+        b.reserve_to(20).unwrap();
+        let mut c = budget.hold("c");
+        c.reserve_to(2).unwrap();
+        assert!(matches!(c.reserve_to(3), Err(CapReached::Reserved { .. })));
+        assert_eq!(budget.used(), 62);
     }
 
     #[test]

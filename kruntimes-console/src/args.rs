@@ -293,6 +293,17 @@ pub struct Args {
     #[arg(long, default_value_t = 16 << 20)]
     pub access_max_buffered_bytes_per_caller: usize,
 
+    /// Percent of each shared cap kept for light callers: the last places
+    /// of --max-connections and --max-open-requests (on the Console and
+    /// admin listeners; not on the aggregated API's), of
+    /// --access-max-concurrent-calls and of --access-max-buffered-bytes go
+    /// only to a caller (peer address, or user name for /v1) that holds at
+    /// most a sixteenth of its own cap with them, so that callers filling
+    /// their own caps from several addresses or names leave room for
+    /// others. 0 keeps nothing.
+    #[arg(long, default_value_t = 25, value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub reserve_for_light_callers: u8,
+
     /// Open log follows in total, on the aggregated API and on /api each;
     /// more get 429 with Retry-After.
     #[arg(long, default_value_t = 1024)]
@@ -408,12 +419,17 @@ impl Args {
         )
     }
 
-    /// The aggregated API listener's connection limits (its per-peer caps).
+    /// The aggregated API listener's connection limits (its per-peer caps,
+    /// and no reserve: every caller arrives through kube-apiserver's few
+    /// addresses, which the reserve would hold to part of the caps).
     pub fn apiserver_limits(&self) -> ConnLimits {
-        self.conn_limits(
-            self.apiserver_max_connections_per_peer,
-            self.apiserver_max_open_requests_per_peer,
-        )
+        ConnLimits {
+            reserve_percent: 0,
+            ..self.conn_limits(
+                self.apiserver_max_connections_per_peer,
+                self.apiserver_max_open_requests_per_peer,
+            )
+        }
     }
 
     /// The connection limits of a listener whose per-peer caps are
@@ -436,6 +452,7 @@ impl Args {
             drain_timeout,
             send_timeout: self.send_timeout.into(),
             linger_timeout: self.linger_timeout.into(),
+            reserve_percent: self.reserve_for_light_callers,
         }
     }
 
@@ -634,6 +651,7 @@ mod tests {
             "--connection-idle-timeout=3s",
             "--send-timeout=4s",
             "--linger-timeout=15s",
+            "--reserve-for-light-callers=16",
             "--http2-keepalive-interval=5s",
             "--http2-keepalive-timeout=6s",
             "--http2-max-concurrent-streams=7",
@@ -676,6 +694,7 @@ mod tests {
             (api.max_connections_per_peer, api.max_open_requests_per_peer),
             (10, 13)
         );
+        assert_eq!((console.reserve_percent, api.reserve_percent), (16, 0));
         let zero = parse(&[
             "kruntimes-console",
             "--apiserver-tls-cert=c.pem",

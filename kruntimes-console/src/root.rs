@@ -11,7 +11,7 @@ use axum::Router;
 use kruntimes_apiserver::logs::handler::LogApi;
 use kruntimes_core::auth::{AccessReview, Authenticator, RequestHeaderSource, TokenReviewer};
 use kruntimes_core::lifecycle::{Lifecycle, Phase};
-use kruntimes_core::limit::{ByteBudget, Caps};
+use kruntimes_core::limit::{ByteBudget, Caps, Reserve};
 use kruntimes_core::metrics::Metrics;
 use kruntimes_core::ready::Readiness;
 use kruntimes_core::tls::{ClientRoots, DynamicClientVerifier, ReloadingCert, server_config};
@@ -295,6 +295,11 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
                 args.access_max_concurrent_calls_per_caller,
                 "--access-max-concurrent-calls-per-caller",
             )
+            .with_reserve(Reserve::share(
+                args.access_max_concurrent_calls,
+                args.access_max_concurrent_calls_per_caller,
+                args.reserve_for_light_callers,
+            ))
             .counted_in(&metrics, "console", "v1_calls"),
             recheck,
         )
@@ -306,6 +311,11 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
                 args.access_max_buffered_bytes_per_caller,
                 runtime_access::BUFFERED_PER_CALLER_FLAG,
             )
+            .with_reserve(Reserve::share(
+                args.access_max_buffered_bytes,
+                args.access_max_buffered_bytes_per_caller,
+                args.reserve_for_light_callers,
+            ))
             .counted_in(&metrics, "console", "v1_buffered_bytes"),
         )
         .with_threads(console_threads.as_ref().map_or(0, Workers::len))

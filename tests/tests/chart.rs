@@ -509,6 +509,7 @@ fn deployment_runs_the_binary_with_its_flags_restricted_and_probed() {
         "--access-max-concurrent-calls-per-caller=64".to_owned(),
         "--access-max-buffered-bytes=67108864".to_owned(),
         "--access-max-buffered-bytes-per-caller=16777216".to_owned(),
+        "--reserve-for-light-callers=25".to_owned(),
         "--max-follows=1024".to_owned(),
         "--max-follows-per-caller=32".to_owned(),
         "--max-watches=512".to_owned(),

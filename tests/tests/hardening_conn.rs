@@ -497,6 +497,59 @@ async fn v1_calls_are_capped_per_caller_and_in_total() {
     assert_eq!(code, 200, "the place of a closed socket was not freed");
 }
 
+/// Callers that hold many calls leave the reserve's places to light ones:
+/// with 8 calls, 4 per caller and a quarter kept, a second heavy caller is
+/// refused at 6 places taken, naming the reserve's flag.
+#[tokio::test]
+async fn heavy_callers_leave_the_reserve_of_v1_calls() {
+    let (c, _dir) = v1_console(&[
+        "--access-max-concurrent-calls-per-caller=4",
+        "--access-max-concurrent-calls=8",
+        "--reserve-for-light-callers=25",
+    ]);
+    let fx = Fixtures::new("team-a").await;
+    let (fname, fuid) = fx.ready_run("function").await;
+    let (sname, suid) = fx.ready_run("session").await;
+    let invoke = invoke_path("team-a", &fname, &fuid);
+    let ops = ops_path("team-a", &sname, &suid);
+    let mut ready = false;
+    for _ in 0..60 {
+        if invoke_on(c.console_port, &invoke, "operator").code == 200
+            && ws_open(c.console_port, &ops, "operator").await.is_ok()
+        {
+            ready = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert!(ready, "the private Console never served both Runs");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut held = Vec::new();
+    for n in 0..4 {
+        held.push(
+            ws_open(c.console_port, &ops, "operator")
+                .await
+                .unwrap_or_else(|e| panic!("operator's socket {n}: {e:?}")),
+        );
+    }
+    for n in 0..2 {
+        held.push(
+            ws_open(c.console_port, &ops, "admin")
+                .await
+                .unwrap_or_else(|e| panic!("admin's socket {n}: {e:?}")),
+        );
+    }
+    // Six of eight taken: the last two are kept for callers holding one.
+    let Err((code, _)) = ws_open(c.console_port, &ops, "admin").await else {
+        panic!("a heavy caller took the reserve");
+    };
+    assert_eq!(code, 429);
+    let r = invoke_on(c.console_port, &invoke, "admin");
+    assert_eq!(r.code, 429, "{}", r.body);
+    assert!(r.body.contains("--reserve-for-light-callers"), "{}", r.body);
+    drop(held);
+}
+
 /// Item 2 of issue 28: invoke bodies are read whole before they are
 /// forwarded, so they are held under one process-wide budget. Two callers
 /// that each announce 600 KB and withhold most of it hold 1.2 MB of a
@@ -505,7 +558,11 @@ async fn v1_calls_are_capped_per_caller_and_in_total() {
 /// passes; once the withheld calls end, the large one passes again.
 #[tokio::test]
 async fn v1_bodies_held_in_memory_share_one_budget() {
-    let (c, _dir) = v1_console(&["--access-max-buffered-bytes=1500000"]);
+    // No reserve: this is the total's test.
+    let (c, _dir) = v1_console(&[
+        "--access-max-buffered-bytes=1500000",
+        "--reserve-for-light-callers=0",
+    ]);
     let fx = Fixtures::new("team-a").await;
     let (fname, fuid) = fx.ready_run("function").await;
     let invoke = invoke_path("team-a", &fname, &fuid);
@@ -626,6 +683,7 @@ async fn one_caller_holds_at_most_its_share_of_the_buffer_budget_frames_included
     let (c, _dir) = v1_console(&[
         "--access-max-buffered-bytes=3000000",
         "--access-max-buffered-bytes-per-caller=1300000",
+        "--reserve-for-light-callers=0",
     ]);
     let fx = Fixtures::new("team-a").await;
     let (fname, fuid) = fx.ready_run("function").await;

@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -34,6 +34,7 @@ use tower::ServiceExt;
 
 use crate::h1::{self, Parsed, RequestHead};
 use crate::workers::Workers;
+use kruntimes_core::limit::Reserve;
 use kruntimes_core::metrics::{ConnRefusalLabels, ListenerLabels, Metrics, RequestRefusalLabels};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
@@ -230,12 +231,16 @@ pub struct ConnLimits {
     /// connection: a response in flight keeps the idle timer off, and
     /// HTTP/2 pings are answered while it is stuck.
     pub send_timeout: Duration,
-    /// After an HTTP/1.1 connection served by the fast path closes while
-    /// its caller may still be sending (a refused body), how long what
-    /// still arrives is read and dropped: closed with unread bytes, the
-    /// socket would reset, and the caller's next write would fail before
-    /// it read the answer. Zero closes at once.
+    /// After a connection closes while its caller may still be sending (a
+    /// refused body), how long what still arrives is read and dropped:
+    /// closed with unread bytes, the socket would reset, and the caller's
+    /// next write would fail before it read the answer. Zero closes at once.
     pub linger_timeout: Duration,
+    /// The share (percent) of `max_connections` and of `max_open_requests`
+    /// kept for light peer addresses: an address that would hold more than
+    /// a sixteenth of its own cap is refused the last places, so addresses
+    /// that each fill their own cap leave room for others.
+    pub reserve_percent: u8,
 }
 
 impl Default for ConnLimits {
@@ -255,6 +260,7 @@ impl Default for ConnLimits {
             drain_timeout: Duration::from_secs(25),
             send_timeout: Duration::from_secs(60),
             linger_timeout: Duration::from_secs(2),
+            reserve_percent: 25,
         }
     }
 }
@@ -266,6 +272,9 @@ pub enum Refusal {
     Listener,
     /// The peer address holds `max_connections_per_peer`.
     Peer,
+    /// Only the reserve for light addresses is left, and the peer address
+    /// holds too many to take it.
+    Reserve,
 }
 
 impl Refusal {
@@ -273,6 +282,7 @@ impl Refusal {
         match self {
             Refusal::Listener => "max_connections",
             Refusal::Peer => "max_connections_per_peer",
+            Refusal::Reserve => "reserve_for_light_callers",
         }
     }
 }
@@ -282,6 +292,7 @@ impl Refusal {
 pub struct ConnGate {
     max: usize,
     max_per_peer: usize,
+    reserve: Reserve,
     open: Mutex<(usize, HashMap<IpAddr, PeerEntry>)>,
 }
 
@@ -302,18 +313,22 @@ pub struct ConnPermit {
 }
 
 impl ConnGate {
-    /// A gate for at most `max` connections, `max_per_peer` of them from one address.
-    pub fn new(max: usize, max_per_peer: usize) -> Arc<Self> {
+    /// A gate for at most `max` connections, `max_per_peer` of them from
+    /// one address, the last `reserve_percent` % of them for addresses
+    /// holding a sixteenth of `max_per_peer` or fewer.
+    pub fn new(max: usize, max_per_peer: usize, reserve_percent: u8) -> Arc<Self> {
         Arc::new(Self {
             max,
             max_per_peer,
+            reserve: Reserve::share(max, max_per_peer, reserve_percent),
             open: Mutex::new((0, HashMap::new())),
         })
     }
 
     /// Admits a connection from `peer`, or says which cap refuses it.
     pub fn admit(self: &Arc<Self>, peer: IpAddr) -> Result<ConnPermit, Refusal> {
-        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let open = &mut *guard;
         if open.0 >= self.max {
             return Err(Refusal::Listener);
         }
@@ -323,6 +338,13 @@ impl ConnGate {
         });
         if of_peer.connections >= self.max_per_peer {
             return Err(Refusal::Peer);
+        }
+        // A refusal leaves no empty entry: it needs connections held.
+        if self
+            .reserve
+            .refuses(open.0, of_peer.connections, 1, self.max)
+        {
+            return Err(Refusal::Reserve);
         }
         of_peer.connections += 1;
         let requests = of_peer.requests.clone();
@@ -360,6 +382,9 @@ impl Drop for ConnPermit {
 struct Activity {
     state: Mutex<ActivityState>,
     slots: RequestSlots,
+    /// A request was answered 101: the socket now belongs to the upgrade's
+    /// handler, and does not linger when hyper's connection ends.
+    upgraded: AtomicBool,
 }
 
 /// A listener's open requests and their caps, shared by its connections.
@@ -369,8 +394,10 @@ struct RequestCaps {
     open: Gauge,
     max: usize,
     max_per_peer: usize,
+    reserve: Reserve,
     refused_listener: Counter,
     refused_peer: Counter,
+    refused_reserve: Counter,
 }
 
 /// What one connection counts its requests against: its listener's caps
@@ -388,6 +415,9 @@ enum Crowded {
     Listener,
     /// The peer address holds `max_open_requests_per_peer`.
     Peer,
+    /// Only the reserve for light addresses is left, and the peer address
+    /// holds too many open requests to take it.
+    Reserve,
 }
 
 impl RequestSlots {
@@ -399,8 +429,10 @@ impl RequestSlots {
                 open: Gauge::default(),
                 max: usize::MAX,
                 max_per_peer: usize::MAX,
+                reserve: Reserve::default(),
                 refused_listener: Counter::default(),
                 refused_peer: Counter::default(),
+                refused_reserve: Counter::default(),
             }),
             of_peer: Arc::default(),
         }
@@ -410,16 +442,25 @@ impl RequestSlots {
     /// counts the refusal). Two atomic additions; no lock.
     fn take(&self) -> Result<(), Crowded> {
         let caps = &*self.caps;
-        if caps.open.inc() as usize >= caps.max {
+        let open = caps.open.inc() as usize;
+        if open >= caps.max {
             caps.open.dec();
             caps.refused_listener.inc();
             return Err(Crowded::Listener);
         }
-        if self.of_peer.fetch_add(1, Ordering::Relaxed) >= caps.max_per_peer {
+        let mine = self.of_peer.fetch_add(1, Ordering::Relaxed);
+        let refused = if mine >= caps.max_per_peer {
+            Some((Crowded::Peer, &caps.refused_peer))
+        } else if caps.reserve.refuses(open, mine, 1, caps.max) {
+            Some((Crowded::Reserve, &caps.refused_reserve))
+        } else {
+            None
+        };
+        if let Some((why, counter)) = refused {
             self.of_peer.fetch_sub(1, Ordering::Relaxed);
             caps.open.dec();
-            caps.refused_peer.inc();
-            return Err(Crowded::Peer);
+            counter.inc();
+            return Err(why);
         }
         Ok(())
     }
@@ -437,6 +478,7 @@ fn crowded(why: Crowded) -> http::Response<axum::body::Body> {
     let flag = match why {
         Crowded::Listener => "max-open-requests",
         Crowded::Peer => "max-open-requests-per-peer",
+        Crowded::Reserve => "reserve-for-light-callers",
     };
     let mut resp = http::Response::new(axum::body::Body::empty());
     *resp.status_mut() = kruntimes_core::failure::Reason::Unavailable.code();
@@ -511,6 +553,11 @@ impl InFlight {
         st.started += 1;
         drop(st);
         Ok(Self(activity.clone()))
+    }
+
+    /// Its answer is a 101: the connection's socket goes to the upgrade.
+    fn upgraded(&self) {
+        self.0.upgraded.store(true, Ordering::Relaxed);
     }
 }
 
@@ -700,7 +747,11 @@ async fn serve(
     workers: Option<Workers>,
     fast: Option<Arc<dyn FastPath>>,
 ) {
-    let gate = ConnGate::new(limits.max_connections, limits.max_connections_per_peer);
+    let gate = ConnGate::new(
+        limits.max_connections,
+        limits.max_connections_per_peer,
+        limits.reserve_percent,
+    );
     let refused = |reason| {
         metrics
             .requests_refused
@@ -717,8 +768,14 @@ async fn serve(
             .clone(),
         max: limits.max_open_requests,
         max_per_peer: limits.max_open_requests_per_peer,
+        reserve: Reserve::share(
+            limits.max_open_requests,
+            limits.max_open_requests_per_peer,
+            limits.reserve_percent,
+        ),
         refused_listener: refused("max_open_requests"),
         refused_peer: refused("max_open_requests_per_peer"),
+        refused_reserve: refused("reserve_for_light_callers"),
     });
     let (stop_tx, stop_rx) = watch::channel(false);
     // Every connection task holds a clone; `recv` answers `None` once all ended.
@@ -1137,6 +1194,7 @@ async fn serve_connection<S>(
             bodies: 0,
         }),
         slots,
+        upgraded: AtomicBool::new(false),
     });
     let tracked = activity.clone();
     // HTTP/2 requests the fast path serves directly; everything else, the router.
@@ -1160,6 +1218,9 @@ async fn serve_connection<S>(
                     }
                 };
                 let mut resp: http::Response<axum::body::Body> = fut.await?;
+                if resp.status() == http::StatusCode::SWITCHING_PROTOCOLS {
+                    flight.upgraded();
+                }
                 // A 204 or 1xx answer carries no Content-Length (RFC 9110
                 // §8.6); the router sets one from an empty body, which hyper
                 // drops over HTTP/1.1 but not over HTTP/2.
@@ -1231,7 +1292,10 @@ async fn serve_connection<S>(
     }
     // hyper has dropped the connection; its socket lingers on the second
     // handle, so a caller still sending reads the last answer, not a reset.
-    if let Some(handle) = handle {
+    // An upgraded socket lives on with the upgrade's handler: left alone.
+    if let Some(handle) = handle
+        && !activity.upgraded.load(Ordering::Relaxed)
+    {
         linger_after(handle, limits.linger_timeout).await;
     }
 }
@@ -1541,6 +1605,7 @@ mod tests {
                 "/fast",
                 axum::routing::post(|body: String| async move { format!("router {body}") }),
             )
+            .route("/upgrade", axum::routing::get(upgrade_later))
             .route(
                 "/refuse-router",
                 axum::routing::post(|| async {
@@ -1561,6 +1626,34 @@ mod tests {
             Some(Arc::new(Echo)),
         ));
         (addr, client)
+    }
+
+    /// Answers 101 and, once hyper's connection has ended, writes on the
+    /// upgraded socket, then echoes what it reads.
+    async fn upgrade_later(
+        mut req: http::Request<axum::body::Body>,
+    ) -> http::Response<axum::body::Body> {
+        let on = hyper::upgrade::on(&mut req);
+        tokio::spawn(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let Ok(up) = on.await else { return };
+            let mut io = hyper_util::rt::TokioIo::new(up);
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            if io.write_all(b"late hello").await.is_err() || io.flush().await.is_err() {
+                return;
+            }
+            let mut b = [0u8; 64];
+            if let Ok(n) = io.read(&mut b).await {
+                let _ = io.write_all(&b[..n]).await;
+                let _ = io.flush().await;
+            }
+        });
+        http::Response::builder()
+            .status(http::StatusCode::SWITCHING_PROTOCOLS)
+            .header("connection", "upgrade")
+            .header("upgrade", "test")
+            .body(axum::body::Body::empty())
+            .unwrap()
     }
 
     async fn connect(
@@ -1743,8 +1836,10 @@ mod tests {
                 open: Gauge::default(),
                 max: 1,
                 max_per_peer: usize::MAX,
+                reserve: Reserve::default(),
                 refused_listener: Counter::default(),
                 refused_peer: Counter::default(),
+                refused_reserve: Counter::default(),
             }),
             of_peer: Arc::default(),
         };
@@ -1842,6 +1937,39 @@ mod tests {
         let (code, _, _) = read(send.send_request(get("/direct")).await.unwrap()).await;
         assert_eq!(code, 404);
         assert_eq!(claimer.claimed.load(Ordering::SeqCst), 4);
+    }
+
+    /// An upgraded connection belongs to the upgrade's handler after hyper's
+    /// connection has ended: it neither lingers nor has its write side shut.
+    #[tokio::test]
+    async fn an_upgraded_connection_outlives_hypers_and_is_not_shut() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (addr, client) = fast_listener(ConnLimits::default()).await;
+        let mut io = connect(addr, client).await;
+        io.write_all(
+            b"GET /upgrade HTTP/1.1\r\nhost: x\r\nconnection: upgrade\r\nupgrade: test\r\n\r\n",
+        )
+        .await
+        .unwrap();
+        let mut got = Vec::new();
+        let mut b = [0u8; 1024];
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while !got.ends_with(b"late hello") {
+                let n = io.read(&mut b).await.unwrap();
+                assert!(n > 0, "closed after {:?}", String::from_utf8_lossy(&got));
+                got.extend_from_slice(&b[..n]);
+            }
+        })
+        .await
+        .expect("the upgraded socket's bytes in time");
+        assert!(got.starts_with(b"HTTP/1.1 101"), "{got:?}");
+        io.write_all(b"echo").await.unwrap();
+        io.flush().await.unwrap();
+        let n = tokio::time::timeout(Duration::from_secs(10), io.read(&mut b))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(&b[..n], b"echo");
     }
 
     /// Pipelined requests: the fast path serves what it claims, and from the
@@ -2454,7 +2582,7 @@ mod tests {
 
     #[test]
     fn gate_counts_per_listener_and_per_peer() {
-        let gate = ConnGate::new(3, 2);
+        let gate = ConnGate::new(3, 2, 0);
         let a: IpAddr = "10.0.0.1".parse().unwrap();
         let b: IpAddr = "10.0.0.2".parse().unwrap();
         let a1 = gate.admit(a).unwrap();
@@ -2466,6 +2594,63 @@ mod tests {
         assert_eq!(gate.open(), 2);
         let _b2 = gate.admit(b).unwrap();
         assert_eq!(gate.admit(a).unwrap_err(), Refusal::Listener);
+    }
+
+    /// Addresses that each fill their own cap leave the reserve (a
+    /// quarter) to addresses holding a sixteenth of theirs or fewer, for
+    /// connections and for open requests alike.
+    #[test]
+    fn heavy_addresses_leave_the_reserve_to_light_ones() {
+        let gate = ConnGate::new(64, 32, 25);
+        let heavy: Vec<IpAddr> = (1..=3)
+            .map(|i| format!("10.0.0.{i}").parse().unwrap())
+            .collect();
+        let mut held = Vec::new();
+        for a in &heavy {
+            while let Ok(p) = gate.admit(*a) {
+                held.push(p);
+            }
+        }
+        // 50 of 64: the first address 32, the second 16, the third the two
+        // a light address may take from the reserve.
+        assert_eq!(gate.open(), 50);
+        assert_eq!(gate.admit(heavy[1]).unwrap_err(), Refusal::Reserve);
+        let light: IpAddr = "10.0.1.1".parse().unwrap();
+        let _l1 = gate.admit(light).unwrap();
+        let _l2 = gate.admit(light).unwrap();
+        assert_eq!(gate.admit(light).unwrap_err(), Refusal::Reserve);
+        assert_eq!(gate.open(), 52);
+
+        let caps = Arc::new(RequestCaps {
+            open: Gauge::default(),
+            max: 64,
+            max_per_peer: 32,
+            reserve: Reserve::share(64, 32, 25),
+            refused_listener: Counter::default(),
+            refused_peer: Counter::default(),
+            refused_reserve: Counter::default(),
+        });
+        let peer = |_| RequestSlots {
+            caps: caps.clone(),
+            of_peer: Arc::default(),
+        };
+        let heavy: Vec<RequestSlots> = (0..3).map(peer).collect();
+        let mut taken = 0;
+        for p in &heavy {
+            while p.take().is_ok() {
+                taken += 1;
+            }
+        }
+        assert_eq!(taken, 50);
+        assert_eq!(heavy[1].take(), Err(Crowded::Reserve));
+        let light = peer(0);
+        assert_eq!(light.take(), Ok(()));
+        assert_eq!(light.take(), Ok(()));
+        assert_eq!(light.take(), Err(Crowded::Reserve));
+        assert_eq!(caps.open.get(), 52);
+        assert!(caps.refused_reserve.get() >= 3);
+        heavy[0].give_back();
+        assert_eq!(caps.open.get(), 51);
     }
 
     /// A body of known frames that tells its exact size and its end.
@@ -2544,6 +2729,7 @@ mod tests {
                     bodies: 0,
                 }),
                 slots: RequestSlots::unbounded(),
+                upgraded: AtomicBool::new(false),
             });
             let mut body = TrackedBody::new(
                 axum::body::Body::new(Frames(inner)),
