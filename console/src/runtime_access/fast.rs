@@ -54,6 +54,8 @@ pub struct InvokeFastPath {
     max_header_bytes: usize,
     /// The security headers, written as they are on every answer.
     security: Vec<u8>,
+    /// What an HTTP/2 invoke served directly needs (one reference a call).
+    direct: Arc<Direct>,
 }
 
 impl InvokeFastPath {
@@ -69,6 +71,12 @@ impl InvokeFastPath {
             field(&mut security, name, value.as_bytes());
         }
         let upstreams = access.upstreams.clone();
+        let direct = Arc::new(Direct {
+            console: console.clone(),
+            access: access.clone(),
+            observer: observer.clone(),
+            max_header_bytes,
+        });
         Self {
             console,
             access,
@@ -76,6 +84,7 @@ impl InvokeFastPath {
             observer,
             max_header_bytes,
             security,
+            direct,
         }
     }
 }
@@ -163,22 +172,14 @@ impl FastPath for InvokeFastPath {
 
     #[allow(clippy::result_large_err)] // as the trait's: the request moves back
     fn direct(&self, req: Request<Body>) -> Result<DirectAnswer, Request<Body>> {
-        let run = (req.method() == Method::POST
+        let claimed = req.method() == Method::POST
             && req.uri().query().is_none()
-            && !crate::origin::is_upgrade(req.headers()))
-        .then(|| invoke_path(req.uri().path()))
-        .flatten()
-        .map(|(ns, name, uid)| [ns.to_owned(), name.to_owned(), uid.to_owned()]);
-        let Some(run) = run else {
+            && !crate::origin::is_upgrade(req.headers())
+            && invoke_path(req.uri().path()).is_some();
+        if !claimed {
             return Err(req);
-        };
-        let direct = Direct {
-            run,
-            console: self.console.clone(),
-            access: self.access.clone(),
-            observer: self.observer.clone(),
-            max_header_bytes: self.max_header_bytes,
-        };
+        }
+        let direct = self.direct.clone();
         if trace::enabled() {
             use tracing::Instrument;
             let span = trace::server_span("POST", Some(INVOKE_ROUTE), req.headers());
@@ -195,8 +196,6 @@ impl FastPath for InvokeFastPath {
 /// Origin rule), written out for this one route in the router's order,
 /// around the router's own handler ([`invoke_call`]).
 struct Direct {
-    /// The Run the target names: namespace, name, UID.
-    run: [String; 3],
     console: Arc<ConsoleState>,
     access: Arc<AccessState>,
     observer: Arc<Observer>,
@@ -204,7 +203,11 @@ struct Direct {
 }
 
 impl Direct {
-    async fn serve(self, req: Request<Body>, span: Option<tracing::Span>) -> Response<Body> {
+    async fn serve(
+        self: Arc<Self>,
+        req: Request<Body>,
+        span: Option<tracing::Span>,
+    ) -> Response<Body> {
         let started = std::time::Instant::now();
         let id = request_id();
         let uri = access_logged().then(|| req.uri().clone());
@@ -239,7 +242,12 @@ impl Direct {
                 Ok(c) => c,
                 Err(e) => return refuse(req.into_body(), e).await,
             };
-        let [ns, name, uid] = &self.run;
+        // The Run the target names, read again from a copy of the target
+        // (its bytes are shared, not copied): `direct` claimed it.
+        let uri = req.uri().clone();
+        let Some((ns, name, uid)) = invoke_path(uri.path()) else {
+            return refuse(req.into_body(), ConsoleError::not_found("no such route")).await;
+        };
         invoke_call(&self.access, &caller, ns, name, uid, req).await
     }
 }

@@ -122,6 +122,18 @@ impl GatewayResolver {
         if let Some(hit) = self.cache.get(&key) {
             return usable(hit, ns, runtime);
         }
+        // The lookup's future is large and rarely needed: on the heap, so
+        // that every caller's future (and each move of it) stays small.
+        Box::pin(self.resolve(key, ns, runtime)).await
+    }
+
+    /// A gateway not remembered: its Service read and its name looked up.
+    async fn resolve(
+        &self,
+        key: String,
+        ns: &str,
+        runtime: &str,
+    ) -> Result<Arc<GatewayTarget>, GatewayError> {
         let name = format!("{runtime}-gateway");
         let api: Api<Service> = Api::namespaced(self.client.clone(), ns);
         let svc = api.get_opt(&name).await.map_err(|e| {

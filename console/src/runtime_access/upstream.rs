@@ -192,7 +192,9 @@ impl Upstreams {
         let timed_out = || ConsoleError::from(AccessFailure::GatewayTimeout);
         let mut up = match self.idle(target) {
             Some(up) => up,
-            None => match timer.run(deadline, self.connect(target)).await {
+            // A new connection's future (TCP, TLS) is large and the pooled
+            // path needs none: on the heap, so the exchange stays small.
+            None => match timer.run(deadline, Box::pin(self.connect(target))).await {
                 Some(Ok(up)) => up,
                 Some(Err(e)) => return Err(e.into()),
                 None => return Err(timed_out()),

@@ -127,6 +127,18 @@ impl AccessReview {
             self.metrics.access_review_cache_hits.inc();
             return Ok(hit);
         }
+        // The review's future is large and rarely needed: on the heap, so
+        // that every caller's future (and each move of it) stays small.
+        Box::pin(self.check_uncached(caller, attrs, key)).await
+    }
+
+    /// A question not answered by the hit path: from the cache, or reviewed.
+    async fn check_uncached(
+        &self,
+        caller: &Caller,
+        attrs: &ResourceAttributes,
+        key: [u8; 32],
+    ) -> Result<Decision, ReviewUnavailable> {
         // Concurrent identical questions share one SubjectAccessReview. A
         // decision lives for the TTL, never past the token's expiry.
         let review = async {

@@ -111,6 +111,17 @@ impl TokenReviewer {
             self.metrics.token_review_cache_hits.inc();
             return outcome(&hit, token);
         }
+        // The TokenReview's future is large and rarely needed: on the heap,
+        // so that every caller's future (and each move of it) stays small.
+        Box::pin(self.review_uncached(token, digest)).await
+    }
+
+    /// A token not answered by the hit path: from the cache, or reviewed.
+    async fn review_uncached(
+        &self,
+        token: BearerToken,
+        digest: [u8; 32],
+    ) -> Result<Caller, AuthError> {
         let expiry = token.jwt_expiry();
         if expiry.is_some_and(|exp| exp <= jiff::Timestamp::now().as_second()) {
             return Err(AuthError::InvalidToken);
