@@ -497,6 +497,9 @@ async fn forward_invoke(
             headers.append(k.clone(), v.clone());
         }
     }
+    // Each call's own: never indexed in HPACK (see `request_id_value`).
+    let mut inv = inv;
+    inv.set_sensitive(true);
     headers.insert(INVOCATION_ID, inv);
     let status = http::StatusCode::from_u16(head.status).map_err(|_| broke_off())?;
     let body = GatewayBody::new(

@@ -27,6 +27,16 @@ pub struct Observer {
     pub unmatched: &'static str,
 }
 
+/// The `X-Request-ID` field's value for `id`, marked never to be indexed:
+/// each answer has its own, so in an HTTP/2 connection's HPACK table it
+/// would only push out the fields every answer repeats (the security
+/// headers), which would then be sent in full again.
+pub fn request_id_value(id: &[u8; 16]) -> Option<HeaderValue> {
+    let mut v = HeaderValue::from_bytes(id).ok()?;
+    v.set_sensitive(true);
+    Some(v)
+}
+
 /// A new request ID: 16 hex digits, unique in the process (a start-time
 /// base plus a counter), written without allocating.
 pub fn request_id() -> [u8; 16] {
@@ -166,7 +176,7 @@ async fn observed(
     let mut resp = next.run(req).await;
     let elapsed = started.elapsed();
     let code = resp.status().as_u16();
-    if let Ok(v) = HeaderValue::from_bytes(&id) {
+    if let Some(v) = request_id_value(&id) {
         resp.headers_mut().insert("x-request-id", v);
     }
     if let Some(span) = span {
@@ -186,6 +196,16 @@ async fn observed(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each answer's own ID is never indexed (HPACK), so it cannot push
+    /// the fields every answer repeats out of an HTTP/2 connection's table.
+    #[test]
+    fn a_request_id_is_a_field_never_indexed() {
+        let id = request_id();
+        let v = request_id_value(&id).unwrap();
+        assert!(v.is_sensitive());
+        assert_eq!(v.as_bytes(), &id);
+    }
     use axum::Router;
     use axum::routing::get;
     use tower::ServiceExt;

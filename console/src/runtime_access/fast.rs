@@ -21,8 +21,8 @@ use axum::response::IntoResponse;
 use bytes::Buf;
 use http::Request;
 use http::Response;
-use http::{HeaderValue, Method, header};
-use kruntimes_core::observe::{Observer, access_logged, request_id};
+use http::{Method, header};
+use kruntimes_core::observe::{Observer, access_logged, request_id, request_id_value};
 use kruntimes_core::trace;
 use kruntimes_transport::h1::{self, BodyKind, RequestHead, field};
 use kruntimes_transport::serve::{DirectAnswer, FastConn, FastPath, PeerCertificates, read_into};
@@ -217,7 +217,7 @@ impl Direct {
         };
         crate::headers::secure(resp.headers_mut(), true);
         let code = resp.status().as_u16();
-        if let Ok(v) = HeaderValue::from_bytes(&id) {
+        if let Some(v) = request_id_value(&id) {
             resp.headers_mut().insert("x-request-id", v);
         }
         if let Some(span) = &span {
@@ -338,7 +338,7 @@ impl InvokeFastPath {
     ) -> bool {
         let mut resp = e.into_response();
         crate::headers::secure(resp.headers_mut(), true);
-        if let Ok(v) = HeaderValue::from_bytes(id) {
+        if let Some(v) = request_id_value(id) {
             resp.headers_mut().insert("x-request-id", v);
         }
         let (parts, body) = resp.into_parts();
