@@ -74,15 +74,17 @@ fn fields_of(headers: &HeaderMap) -> Vec<(String, Vec<u8>)> {
 }
 
 /// hyper's client posts a call over an in-memory pipe and reads `answer`,
-/// written in the given pieces, then the pipe closed.
+/// written in the given pieces, then the pipe closed. Nothing is spawned:
+/// the client's connection, the gateway and the call are driven here and
+/// dropped before it returns (a fuzz target's runtime lives on, and a task
+/// left on it would hold its pipe to the end of the process).
 pub async fn hyper_reads(answer: &[u8], cuts: &[usize]) -> Outcome {
     let (client, mut gateway) = tokio::io::duplex(256 << 10);
     let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(client))
         .await
         .expect("handshake");
-    tokio::spawn(conn);
     let pieces = split(answer, cuts);
-    let gateway = tokio::spawn(async move {
+    let gateway = async move {
         let mut head = Vec::new();
         let mut b = [0u8; 1024];
         // The request: its head and its two-byte body.
@@ -102,12 +104,12 @@ pub async fn hyper_reads(answer: &[u8], cuts: &[usize]) -> Outcome {
         let _ = gateway.shutdown().await;
         // Keep reading so the client never sees a reset instead of the end.
         while gateway.read(&mut b).await.unwrap_or(0) > 0 {}
-    });
+    };
     let req = http::Request::post("/invoke")
         .header("host", "gateway")
         .body(Full::new(Bytes::from_static(b"hi")))
         .expect("a request");
-    let out = async {
+    let call = async {
         let resp = send.send_request(req).await.map_err(|_| Refused::Hyper)?;
         let status = resp.status().as_u16();
         let http11 = resp.version() == http::Version::HTTP_11;
@@ -124,11 +126,20 @@ pub async fn hyper_reads(answer: &[u8], cuts: &[usize]) -> Outcome {
             body: body.to_bytes().to_vec(),
         })
     };
-    let out = tokio::time::timeout(Duration::from_secs(10), out)
+    let driven = async {
+        tokio::pin!(conn, gateway, call);
+        let (mut conn_done, mut gateway_done) = (false, false);
+        loop {
+            tokio::select! {
+                out = &mut call => break out,
+                _ = &mut conn, if !conn_done => conn_done = true,
+                () = &mut gateway, if !gateway_done => gateway_done = true,
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), driven)
         .await
-        .expect("hyper's client finished within 10 s");
-    gateway.abort();
-    out
+        .expect("hyper's client finished within 10 s")
 }
 
 /// The invoke paths' reading of the same pieces, as both feed it: what is
