@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 use kruntimes_dashboard::DashboardArgs;
 
 use kruntimes_core::flags::DurationArg;
+use kruntimes_core::limit::Reserve;
 use kruntimes_transport::serve::ConnLimits;
 
 /// The binary's other programs; without one it serves.
@@ -419,6 +420,23 @@ impl Args {
         )
     }
 
+    /// The reserve of the `/v1` byte budget: a light caller holds a
+    /// sixteenth of its share, and at least one largest body or message
+    /// with room for its frame header and output buffer, so that it can
+    /// still send one from the reserve.
+    pub fn buffer_reserve(&self) -> Reserve {
+        let mut r = Reserve::share(
+            self.access_max_buffered_bytes,
+            self.access_max_buffered_bytes_per_caller,
+            self.reserve_for_light_callers,
+        );
+        let largest = self
+            .access_max_request_bytes
+            .max(self.access_max_ws_message_bytes);
+        r.light = r.light.max(largest.saturating_add(64 << 10));
+        r
+    }
+
     /// The aggregated API listener's connection limits (its per-peer caps,
     /// and no reserve: every caller arrives through kube-apiserver's few
     /// addresses, which the reserve would hold to part of the caps).
@@ -695,6 +713,11 @@ mod tests {
             (10, 13)
         );
         assert_eq!((console.reserve_percent, api.reserve_percent), (16, 0));
+        // A light caller of the byte budget can still send one largest
+        // message or body (1 MiB) from the reserve.
+        let bytes = args.buffer_reserve();
+        assert_eq!(bytes.places, (64 << 20) * 16 / 100);
+        assert_eq!(bytes.light, (1 << 20) + (64 << 10));
         let zero = parse(&[
             "kruntimes-console",
             "--apiserver-tls-cert=c.pem",

@@ -311,11 +311,7 @@ pub async fn build(args: &Args) -> anyhow::Result<Built> {
                 args.access_max_buffered_bytes_per_caller,
                 runtime_access::BUFFERED_PER_CALLER_FLAG,
             )
-            .with_reserve(Reserve::share(
-                args.access_max_buffered_bytes,
-                args.access_max_buffered_bytes_per_caller,
-                args.reserve_for_light_callers,
-            ))
+            .with_reserve(args.buffer_reserve())
             .counted_in(&metrics, "console", "v1_buffered_bytes"),
         )
         .with_threads(console_threads.as_ref().map_or(0, Workers::len))

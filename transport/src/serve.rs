@@ -1050,7 +1050,7 @@ async fn serve_fast(
         if !keep || conn.stopping() {
             use tokio::io::AsyncWriteExt;
             let _ = tokio::time::timeout(Duration::from_secs(1), conn.io.shutdown()).await;
-            linger(conn.io.get_ref(), limits.linger_timeout).await;
+            Box::pin(linger(conn.io.get_ref(), limits.linger_timeout)).await;
             return;
         }
         deadline = Instant::now() + limits.idle_timeout;
@@ -1239,7 +1239,7 @@ async fn serve_connection<S>(
     // request. The idle timer in `drive` bounds a keep-alive gap and a
     // trickled header alike (a request is in flight only once its head is read).
     let max_buf = limits.max_header_bytes.max(8192);
-    match versions {
+    let ended_by_hyper = match versions {
         Versions::Http1Only => {
             // hyper's own HTTP/1 server: hyper-util's auto builder looks for
             // an HTTP/2 preface whatever `http1_only` says once upgrades are
@@ -1256,7 +1256,7 @@ async fn serve_connection<S>(
                 remote,
                 &mut stop,
             )
-            .await;
+            .await
         }
         Versions::Http2Only => {
             let mut h2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
@@ -1271,7 +1271,7 @@ async fn serve_connection<S>(
                 remote,
                 &mut stop,
             )
-            .await;
+            .await
         }
         Versions::Any => {
             let mut builder = Builder::new(TokioExecutor::new());
@@ -1287,16 +1287,19 @@ async fn serve_connection<S>(
                 remote,
                 &mut stop,
             )
-            .await;
+            .await
         }
-    }
+    };
     // hyper has dropped the connection; its socket lingers on the second
     // handle, so a caller still sending reads the last answer, not a reset.
-    // An upgraded socket lives on with the upgrade's handler: left alone.
+    // An upgraded socket lives on with the upgrade's handler: left alone;
+    // one the idle or send deadline closed has nobody sending. Boxed: the
+    // linger's buffers are not carried by every connection's task.
     if let Some(handle) = handle
+        && ended_by_hyper
         && !activity.upgraded.load(Ordering::Relaxed)
     {
-        linger_after(handle, limits.linger_timeout).await;
+        Box::pin(linger_after(handle, limits.linger_timeout)).await;
     }
 }
 
@@ -1336,6 +1339,9 @@ async fn linger_after(handle: std::net::TcpStream, timeout: Duration) {
 
 /// Drives a hyper connection until it ends, is idle past its deadline, or
 /// the listener stops (then it is shut down gracefully with `shutdown`).
+///
+/// True when hyper ended the connection itself (the caller may still be
+/// sending: it lingers), false when the idle or send deadline closed it.
 async fn drive<C, E>(
     mut conn: Pin<&mut C>,
     shutdown: fn(Pin<&mut C>),
@@ -1343,7 +1349,8 @@ async fn drive<C, E>(
     limits: &ConnLimits,
     remote: SocketAddr,
     stop: &mut watch::Receiver<bool>,
-) where
+) -> bool
+where
     C: Future<Output = Result<(), E>>,
     E: std::fmt::Display,
 {
@@ -1366,7 +1373,7 @@ async fn drive<C, E>(
                 if let Err(error) = res {
                     tracing::debug!(%error, %remote, "connection ended with an error");
                 }
-                return;
+                return true;
             }
             () = idle.as_mut() => {
                 let now = Instant::now();
@@ -1388,7 +1395,7 @@ async fn drive<C, E>(
                     && now.saturating_duration_since(since) >= limits.send_timeout
                 {
                     tracing::debug!(%remote, "closing a connection whose response is not being sent");
-                    return;
+                    return false;
                 }
                 let deadline = deadline.filter(|_| !closing);
                 if deadline.is_none_or(|d| d > now) {
@@ -1406,7 +1413,7 @@ async fn drive<C, E>(
                 shutdown(conn.as_mut());
                 // A peer that does not let go is dropped after a bounded wait.
                 let _ = tokio::time::timeout(Duration::from_secs(1), conn.as_mut()).await;
-                return;
+                return false;
             }
             () = stopped(stop), if !closing => {
                 closing = true;
