@@ -498,12 +498,14 @@ async fn v1_calls_are_capped_per_caller_and_in_total() {
 }
 
 /// Callers that hold many calls leave the reserve's places to light ones:
-/// with 8 calls, 4 per caller and a quarter kept, a second heavy caller is
-/// refused at 6 places taken, naming the reserve's flag.
+/// with 8 calls, 8 per caller and a quarter (2) kept for callers holding
+/// one, the operator is refused its seventh call, naming the reserve's
+/// flag, while the admin, holding none, still takes one of the kept places
+/// (and not a second).
 #[tokio::test]
 async fn heavy_callers_leave_the_reserve_of_v1_calls() {
     let (c, _dir) = v1_console(&[
-        "--access-max-concurrent-calls-per-caller=4",
+        "--access-max-concurrent-calls-per-caller=8",
         "--access-max-concurrent-calls=8",
         "--reserve-for-light-callers=25",
     ]);
@@ -525,25 +527,27 @@ async fn heavy_callers_leave_the_reserve_of_v1_calls() {
     assert!(ready, "the private Console never served both Runs");
     tokio::time::sleep(Duration::from_millis(500)).await;
     let mut held = Vec::new();
-    for n in 0..4 {
+    for n in 0..6 {
         held.push(
             ws_open(c.console_port, &ops, "operator")
                 .await
                 .unwrap_or_else(|e| panic!("operator's socket {n}: {e:?}")),
         );
     }
-    for n in 0..2 {
-        held.push(
-            ws_open(c.console_port, &ops, "admin")
-                .await
-                .unwrap_or_else(|e| panic!("admin's socket {n}: {e:?}")),
-        );
-    }
     // Six of eight taken: the last two are kept for callers holding one.
-    let Err((code, _)) = ws_open(c.console_port, &ops, "admin").await else {
+    let Err((code, _)) = ws_open(c.console_port, &ops, "operator").await else {
         panic!("a heavy caller took the reserve");
     };
     assert_eq!(code, 429);
+    let r = invoke_on(c.console_port, &invoke, "operator");
+    assert_eq!(r.code, 429, "{}", r.body);
+    assert!(r.body.contains("--reserve-for-light-callers"), "{}", r.body);
+    // A caller holding nothing takes a kept place, and only one.
+    held.push(
+        ws_open(c.console_port, &ops, "admin")
+            .await
+            .expect("a light caller's socket from the reserve"),
+    );
     let r = invoke_on(c.console_port, &invoke, "admin");
     assert_eq!(r.code, 429, "{}", r.body);
     assert!(r.body.contains("--reserve-for-light-callers"), "{}", r.body);
