@@ -117,6 +117,10 @@ struct QueueState {
     live: bool,
     /// The newest line dropped before going live.
     dropped: Option<Cursor>,
+    /// The newest line the history read, once live. The hub's read starts
+    /// further back and may still be on lines up to it: they were sent, so
+    /// they are not queued (nor counted against the bounds).
+    covered: Option<Cursor>,
 }
 
 /// What a follower gets next.
@@ -143,6 +147,9 @@ impl Queue {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if st.end.is_some() {
             return false;
+        }
+        if st.live && st.covered.is_some_and(|c| cursor <= c) {
+            return true;
         }
         let full = |st: &QueueState| {
             st.items.len() >= self.limits.records || st.bytes + line.len() > self.limits.bytes
@@ -178,8 +185,8 @@ impl Queue {
     }
 
     /// The history was sent up to `last`: from now on a full queue ends the
-    /// follower. `Err` with the final line when lines were dropped that the
-    /// history did not cover (a gap).
+    /// follower, and lines up to `last` are left out. `Err` with the final
+    /// line when lines were dropped that the history did not cover (a gap).
     pub fn go_live(&self, last: Option<Cursor>) -> Result<(), Bytes> {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         st.live = true;
@@ -188,6 +195,13 @@ impl Queue {
             st.bytes = 0;
             return Err(self.fell_behind());
         }
+        // What waits and the history sent would only be skipped, yet would
+        // hold the room the hub's next lines need.
+        if let Some(last) = last {
+            st.items.retain(|(c, _)| *c > last);
+            st.bytes = st.items.iter().map(|(_, l)| l.len()).sum();
+        }
+        st.covered = last;
         Ok(())
     }
 
@@ -631,5 +645,34 @@ mod tests {
         let end = q.go_live(Some(at(1))).unwrap_err();
         let v: serde_json::Value = serde_json::from_slice(&end).unwrap();
         assert_eq!(v["reason"], "FellBehind");
+    }
+
+    /// The hub's read starts seconds back and may still be reading lines
+    /// the (shorter) history already sent when the follower goes live with
+    /// a full queue: those lines are no backlog, and the follower must not
+    /// fall behind on them (it did, after its history, with nothing lost).
+    #[tokio::test]
+    async fn a_stream_still_behind_the_history_when_going_live_does_not_end_the_follower() {
+        let q = Queue::new(QueueLimits {
+            records: 2,
+            bytes: 1 << 20,
+        });
+        let line = Bytes::from_static(b"{}\n");
+        for seq in 0..3 {
+            assert!(q.push(at(seq), &line));
+        }
+        // The history read up to 6; the stream is at 2.
+        q.go_live(Some(at(6))).unwrap();
+        for seq in 3..=6 {
+            assert!(q.push(at(seq), &line), "{seq} was sent by the history");
+        }
+        assert!(q.push(at(7), &line));
+        assert!(q.push(at(8), &line));
+        assert!(matches!(q.next().await, Next::Record(c, _) if c == at(7)));
+        assert!(matches!(q.next().await, Next::Record(c, _) if c == at(8)));
+        // What is new still counts against the bound.
+        assert!(q.push(at(9), &line));
+        assert!(q.push(at(10), &line));
+        assert!(!q.push(at(11), &line), "a third new record overflows");
     }
 }
