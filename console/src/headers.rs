@@ -56,6 +56,11 @@ const fn field(i: usize) -> (HeaderName, HeaderValue) {
     )
 }
 
+/// Fields the Console adds to an answer: the security headers,
+/// `Cache-Control`, the request ID and the invocation ID (room reserved up
+/// front, so the map is not grown while they are added).
+pub const ADDED_FIELDS: usize = SECURITY_HEADERS.len() + 3;
+
 /// Sets the security headers, and `Cache-Control: no-store` on an API
 /// answer that set no cache policy.
 pub fn secure(h: &mut http::HeaderMap, api: bool) {

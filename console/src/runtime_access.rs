@@ -290,8 +290,12 @@ fn invocation_id(headers: &HeaderMap) -> Result<HeaderValue, ConsoleError> {
         }
         None => {
             use rand::Rng;
-            let id = format!("inv-{:032x}", rand::rng().random::<u128>());
-            HeaderValue::from_str(&id).map_err(|e| ConsoleError::internal(e.to_string()))
+            let n = rand::rng().random::<u128>();
+            let mut id = *b"inv-00000000000000000000000000000000";
+            for (i, b) in id[4..].iter_mut().enumerate() {
+                *b = b"0123456789abcdef"[((n >> (124 - 4 * i)) & 0xf) as usize];
+            }
+            HeaderValue::from_bytes(&id).map_err(|e| ConsoleError::internal(e.to_string()))
         }
     }
 }
@@ -389,6 +393,16 @@ pub(crate) struct AdmittedInvoke {
     pub held: Held,
 }
 
+/// The gateway's path of an invoke (built without the formatter: on every call).
+fn invoke_path(ns: &str, name: &str, uid: &str) -> String {
+    let parts = ["/v1/namespaces/", ns, "/runs/", name, "/", uid, "/invoke"];
+    let mut path = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+    for p in parts {
+        path.push_str(p);
+    }
+    path
+}
+
 pub(crate) async fn admit_invoke(
     state: &AccessState,
     caller: &RequestCredentials,
@@ -419,7 +433,7 @@ pub(crate) async fn admit_invoke(
         inv,
         target,
         slot,
-        path: format!("/v1/namespaces/{ns}/runs/{name}/{uid}/invoke"),
+        path: invoke_path(ns, name, uid),
         held,
     })
 }
@@ -491,7 +505,7 @@ async fn forward_invoke(
     // The gateway's fields, less what is never relayed; the body is
     // relayed as it is, with its length.
     let listed = connection_listed(&up.headers);
-    let mut headers = HeaderMap::with_capacity(up.headers.len() + 1);
+    let mut headers = HeaderMap::with_capacity(up.headers.len() + crate::headers::ADDED_FIELDS);
     for (k, v) in &up.headers {
         if (k == header::CONTENT_LENGTH && !framing.no_body) || !is_stripped(k, &listed) {
             headers.append(k.clone(), v.clone());
@@ -656,12 +670,20 @@ mod tests {
     #[test]
     fn invocation_ids() {
         let mut h = HeaderMap::new();
-        assert!(
-            invocation_id(&h)
-                .unwrap()
-                .to_str()
-                .unwrap()
-                .starts_with("inv-")
+        let made = |h: &HeaderMap| invocation_id(h).unwrap().to_str().unwrap().to_owned();
+        let (a, b) = (made(&h), made(&h));
+        for id in [&a, &b] {
+            let hex = id.strip_prefix("inv-").expect(id);
+            assert_eq!(hex.len(), 32, "{id}");
+            assert!(
+                hex.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')),
+                "{id}"
+            );
+        }
+        assert_ne!(a, b);
+        assert_eq!(
+            invoke_path("team-a", "fn", "u-1"),
+            "/v1/namespaces/team-a/runs/fn/u-1/invoke"
         );
         h.insert(INVOCATION_ID, "a".repeat(128).parse().unwrap());
         assert!(invocation_id(&h).is_ok());

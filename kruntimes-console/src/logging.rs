@@ -154,11 +154,12 @@ static WRITER: OnceLock<Arc<Shared>> = OnceLock::new();
 /// directly (it is written once per request; `tracing`'s JSON formatter cost
 /// a sixth of a proxied call). Public for `bench-logwriter`.
 pub fn access_json(a: &Access<'_>, out: &mut Vec<u8>) {
-    let ts = jiff::Timestamp::now();
-    let _ = write!(
-        out,
-        "{{\"timestamp\":\"{ts:.6}\",\"level\":\"INFO\",\"message\":\"request\",\"listener\":"
-    );
+    thread_local! {
+        static SECOND: std::cell::RefCell<Second> = const { std::cell::RefCell::new(Second::NONE) };
+    }
+    out.extend_from_slice(b"{\"timestamp\":\"");
+    SECOND.with_borrow_mut(|second| stamp(jiff::Timestamp::now(), second, out));
+    out.extend_from_slice(b"\",\"level\":\"INFO\",\"message\":\"request\",\"listener\":");
     let _ = serde_json::to_writer(&mut *out, a.listener);
     out.extend_from_slice(b",\"request_id\":");
     let _ = serde_json::to_writer(&mut *out, a.request_id);
@@ -166,11 +167,59 @@ pub fn access_json(a: &Access<'_>, out: &mut Vec<u8>) {
     let _ = serde_json::to_writer(&mut *out, a.method);
     out.extend_from_slice(b",\"path\":");
     let _ = serde_json::to_writer(&mut *out, a.path);
-    let _ = writeln!(
-        out,
-        ",\"code\":{},\"ms\":{},\"target\":\"kruntimes_core::observe\"}}",
-        a.code, a.ms
-    );
+    out.extend_from_slice(b",\"code\":");
+    out.extend_from_slice(itoa::Buffer::new().format(a.code).as_bytes());
+    out.extend_from_slice(b",\"ms\":");
+    // As `tracing`'s JSON lines write a number (a non-finite one as null).
+    let _ = serde_json::to_writer(&mut *out, &a.ms);
+    out.extend_from_slice(b",\"target\":\"kruntimes_core::observe\"}\n");
+}
+
+/// The date and time of one second, as RFC 3339 up to the seconds.
+struct Second {
+    secs: i64,
+    text: [u8; 20],
+}
+
+impl Second {
+    const NONE: Self = Self {
+        secs: i64::MIN,
+        text: [0; 20],
+    };
+}
+
+/// `ts` as `{ts:.6}` writes it (`2026-12-07T00:06:50.123456Z`), with the
+/// date and time formatted once per second: the formatter cost more than
+/// the rest of the access line.
+fn stamp(ts: jiff::Timestamp, second: &mut Second, out: &mut Vec<u8>) {
+    let secs = ts.as_second();
+    let micros = ts.subsec_microsecond();
+    // A time before 1970 has a negative fraction: left to the formatter.
+    if micros < 0 {
+        let _ = write!(out, "{ts:.6}");
+        return;
+    }
+    if second.secs != secs {
+        let whole = jiff::Timestamp::from_second(secs).unwrap_or(ts);
+        let text = format!("{whole:.0}");
+        // `YYYY-MM-DDTHH:MM:SSZ`; a year past 9999 is left to the formatter.
+        let Some(t) = text.as_bytes().get(..19).filter(|_| text.len() == 20) else {
+            let _ = write!(out, "{ts:.6}");
+            return;
+        };
+        second.text[..19].copy_from_slice(t);
+        second.text[19] = b'.';
+        second.secs = secs;
+    }
+    out.extend_from_slice(&second.text);
+    let mut frac = [b'0'; 6];
+    let mut n = micros as u32;
+    for d in frac.iter_mut().rev() {
+        *d = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+    out.extend_from_slice(&frac);
+    out.push(b'Z');
 }
 
 /// Writes one access record through the writer thread (the access log
@@ -285,6 +334,7 @@ mod tests {
 
     #[test]
     fn access_lines_are_json_like_the_other_lines() {
+        use serde_json::json;
         let mut out = Vec::new();
         access_json(
             &Access {
@@ -309,6 +359,63 @@ mod tests {
         let ts = v["timestamp"].as_str().unwrap();
         assert!(ts.parse::<jiff::Timestamp>().is_ok(), "{ts}");
         assert_eq!(v.as_object().unwrap().len(), 10);
+        // Every number stays JSON, an odd one too.
+        for (ms, want) in [
+            (3.0, json!(3.0)),
+            (1e-7, json!(1e-7)),
+            (12345.678, json!(12345.678)),
+            (f64::NAN, json!(null)),
+        ] {
+            let mut out = Vec::new();
+            let a = Access {
+                listener: "console",
+                request_id: "0",
+                method: "GET",
+                path: "/",
+                code: 503,
+                ms,
+            };
+            access_json(&a, &mut out);
+            let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+            assert_eq!((v["ms"].clone(), v["code"].clone()), (want, json!(503)));
+        }
+    }
+
+    #[test]
+    fn access_stamps_are_written_as_the_formatter_writes_them() {
+        let mut second = Second::NONE;
+        let base = jiff::Timestamp::now().as_second();
+        let mut cases: Vec<jiff::Timestamp> = [
+            (0, 0),
+            (0, 999_999_999),
+            (1, 1_000),
+            (1, 999),
+            (base, 0),
+            (base, 5_000),
+            (base, 123_456_789),
+            (base + 1, 999_999_000),
+            (253_402_207_200, 999_999_999),
+            (-1, 500_000_000),
+        ]
+        .into_iter()
+        .map(|(s, n)| jiff::Timestamp::new(s, n).unwrap())
+        .collect();
+        // A run through many seconds and fractions, as the cache sees them.
+        let mut rng = rand::rng();
+        use rand::Rng;
+        for _ in 0..2_000 {
+            let s = base + rng.random_range(-3..3);
+            cases.push(jiff::Timestamp::new(s, rng.random_range(0..1_000_000_000)).unwrap());
+        }
+        for ts in cases {
+            let mut out = Vec::new();
+            stamp(ts, &mut second, &mut out);
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                format!("{ts:.6}"),
+                "{ts:?}"
+            );
+        }
     }
 
     #[test]

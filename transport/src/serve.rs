@@ -1259,19 +1259,29 @@ async fn serve_connection<S>(
             .await
         }
         Versions::Http2Only => {
-            let mut h2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+            let streams = Streams::default();
+            let mut h2 = hyper::server::conn::http2::Builder::new(streams.clone());
             h2_settings!(h2, limits);
-            let conn = h2.serve_connection(io, svc);
+            let conn = WithStreams::new(h2.serve_connection(io, svc), streams);
             tokio::pin!(conn);
-            drive(
-                conn,
-                |c| c.graceful_shutdown(),
+            let ended = drive(
+                conn.as_mut(),
+                |c| {
+                    if let Some(c) = c.conn() {
+                        c.graceful_shutdown();
+                    }
+                },
                 &activity,
                 &limits,
                 remote,
                 &mut stop,
             )
-            .await
+            .await;
+            // The connection is over; streams still running (a response
+            // whose send now fails, a gateway call under way) end as they
+            // would in tasks of their own.
+            conn.finish().await;
+            ended
         }
         Versions::Any => {
             let mut builder = Builder::new(TokioExecutor::new());
@@ -1300,6 +1310,150 @@ async fn serve_connection<S>(
         && !activity.upgraded.load(Ordering::Relaxed)
     {
         Box::pin(linger_after(handle, limits.linger_timeout)).await;
+    }
+}
+
+/// The streams of one HTTP/2 connection, run inside the connection's own
+/// task rather than a task each: hyper hands every stream to this executor
+/// while the connection is polled, and [`WithStreams`] polls them next to
+/// the connection. Spawning, scheduling and waking a task per stream cost
+/// more than the stream's own work on a warm invoke.
+#[derive(Clone, Default)]
+struct Streams {
+    new: Arc<Mutex<Vec<StreamFuture>>>,
+}
+
+type StreamFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+impl<F> hyper::rt::Executor<F> for Streams
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    fn execute(&self, stream: F) {
+        // Only called while the connection is polled by `WithStreams`,
+        // which takes the new streams right after.
+        self.new
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Box::pin(stream));
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A hyper HTTP/2 connection with its streams ([`Streams`]): ready with
+    /// the connection's result; [`WithStreams::finish`] then drops the
+    /// connection and runs the streams still under way to their end.
+    struct WithStreams<C> {
+        #[pin]
+        conn: Option<C>,
+        streams: Streams,
+        running: futures::stream::FuturesUnordered<StreamFuture>,
+        woken: Arc<ConnWaker>,
+    }
+}
+
+/// The connection's own waker: it notes that the connection asked to be
+/// polled, so a wake-up meant for a stream (a gateway's answer) polls that
+/// stream alone, not the whole connection as well.
+#[derive(Default)]
+struct ConnWaker {
+    woken: AtomicBool,
+    task: futures::task::AtomicWaker,
+}
+
+impl futures::task::ArcWake for ConnWaker {
+    fn wake_by_ref(this: &Arc<Self>) {
+        this.woken.store(true, Ordering::Release);
+        this.task.wake();
+    }
+}
+
+impl<C> WithStreams<C> {
+    fn new(conn: C, streams: Streams) -> Self {
+        Self {
+            conn: Some(conn),
+            streams,
+            running: futures::stream::FuturesUnordered::new(),
+            woken: Arc::new(ConnWaker {
+                woken: AtomicBool::new(true),
+                task: futures::task::AtomicWaker::new(),
+            }),
+        }
+    }
+
+    /// The connection, until [`WithStreams::finish`].
+    fn conn(self: Pin<&mut Self>) -> Option<Pin<&mut C>> {
+        self.project().conn.as_pin_mut()
+    }
+
+    /// Takes the streams hyper handed over and polls every woken one;
+    /// true once none is left.
+    fn poll_streams(
+        streams: &Streams,
+        running: &mut futures::stream::FuturesUnordered<StreamFuture>,
+        cx: &mut std::task::Context<'_>,
+    ) -> bool {
+        use futures::Stream;
+        running.extend(
+            streams
+                .new
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .drain(..),
+        );
+        loop {
+            match Pin::new(&mut *running).poll_next(cx) {
+                std::task::Poll::Ready(Some(())) => {}
+                std::task::Poll::Ready(None) => return true,
+                std::task::Poll::Pending => return false,
+            }
+        }
+    }
+
+    /// Drops the connection, which tells its streams it is gone (a stream
+    /// that was waiting to send ends then), and runs the streams still
+    /// under way to their end.
+    async fn finish(mut self: Pin<&mut Self>) {
+        self.as_mut().project().conn.set(None);
+        std::future::poll_fn(|cx| {
+            let this = self.as_mut().project();
+            if Self::poll_streams(this.streams, this.running, cx) {
+                std::task::Poll::Ready(())
+            } else {
+                std::task::Poll::Pending
+            }
+        })
+        .await;
+    }
+}
+
+impl<C: Future> Future for WithStreams<C> {
+    type Output = C::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<C::Output> {
+        let this = self.project();
+        let Some(mut conn) = this.conn.as_pin_mut() else {
+            // Dropped by `finish`, after which this is never polled.
+            return std::task::Poll::Pending;
+        };
+        this.woken.task.register(cx.waker());
+        let mut res = std::task::Poll::Pending;
+        // The connection first (it hands over new streams), then the woken
+        // streams; a stream that queued its answer has woken the
+        // connection, which then sends it in the same turn.
+        for _ in 0..2 {
+            if this.woken.woken.swap(false, Ordering::AcqRel) {
+                let waker = futures::task::waker_ref(this.woken);
+                res = conn
+                    .as_mut()
+                    .poll(&mut std::task::Context::from_waker(&waker));
+                if res.is_ready() {
+                    break;
+                }
+            }
+            Self::poll_streams(this.streams, this.running, cx);
+        }
+        res
     }
 }
 
@@ -2105,7 +2259,12 @@ mod tests {
     #[tokio::test]
     async fn a_client_that_stops_reading_is_closed_after_the_send_timeout_http2() {
         use http_body_util::BodyExt;
-        let (addr, client) = endless_listener(b"h2").await;
+        let limits = ConnLimits {
+            send_timeout: Duration::from_millis(300),
+            ..ConnLimits::default()
+        };
+        let (addr, client, metrics) = holding_listener(limits).await;
+        let client = offering(&client, b"h2");
         let io = connect(addr, client).await;
         let (mut sender, conn) =
             hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(io))
@@ -2130,6 +2289,21 @@ mod tests {
         assert!(
             end.is_ok(),
             "still open after 10 s of reading ({read} bytes): never closed"
+        );
+        // On the Console's side too: the connection's task ends, the stream
+        // whose answer could not be sent with it (the request's place given
+        // back), though that stream never hears from its client again.
+        let ended = tokio::time::timeout(Duration::from_secs(10), async {
+            while open_requests(&metrics) != 0 || open_connections(&metrics) != 0 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        assert!(
+            ended.is_ok(),
+            "{} requests and {} connections still open",
+            open_requests(&metrics),
+            open_connections(&metrics)
         );
     }
 
@@ -2496,6 +2670,13 @@ mod tests {
                 listener: "test",
                 reason,
             })
+            .get()
+    }
+
+    fn open_connections(metrics: &Metrics) -> i64 {
+        metrics
+            .connections_open
+            .get_or_create(&ListenerLabels { listener: "test" })
             .get()
     }
 

@@ -27,6 +27,11 @@ fn only_plain_invoke_paths_are_taken() {
         "/v1/namespaces/a/runs/r/u/operations:ws",
         "/v1/namespaces/a/runs/r/u/x/invoke",
         "/api/namespaces/a/runs/r/u/invoke",
+        "/v1/namespaces/a/runs//u/invoke",
+        "/v1/namespaces/a/runs/r//invoke",
+        "/v1/namespaces/a/runs/r/\u{fc}/invoke",
+        "/v1/namespaces/a/runs/r/u/invoke\0",
+        "/v1/namespaces/a/runs/r/u",
     ] {
         assert_eq!(invoke_path(t), None, "{t}");
     }

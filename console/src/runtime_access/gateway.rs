@@ -118,7 +118,10 @@ impl GatewayResolver {
         ns: &str,
         runtime: &str,
     ) -> Result<Arc<GatewayTarget>, GatewayError> {
-        let key = format!("{ns}/{runtime}");
+        let mut key = String::with_capacity(ns.len() + 1 + runtime.len());
+        key.push_str(ns);
+        key.push('/');
+        key.push_str(runtime);
         if let Some(hit) = self.cache.get(&key) {
             return usable(hit, ns, runtime);
         }

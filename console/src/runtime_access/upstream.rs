@@ -348,9 +348,10 @@ pub fn write_request_head(
 
 /// A field whose value is a number (written without an allocation).
 pub fn field_num(out: &mut Vec<u8>, name: &str, n: u64) {
-    use std::io::Write as _;
     out.extend_from_slice(name.as_bytes());
-    let _ = write!(out, ": {n}\r\n");
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+    out.extend_from_slice(b"\r\n");
 }
 
 /// How an answer's body ends, decided from its head before any of it is
