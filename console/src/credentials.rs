@@ -61,13 +61,42 @@ pub async fn resolve(
     headers: &HeaderMap,
     peer: &PeerCertificates,
 ) -> Result<Option<Credentials>, ConsoleError> {
+    resolve_until(authn, sealer, headers, peer)
+        .await
+        .map(|(creds, _)| creds)
+}
+
+/// [`resolve`], and for credentials from a header token answered by the
+/// token cache, the cache's deadline for them: until then the same token
+/// may be taken for the same credentials.
+pub async fn resolve_until(
+    authn: &Authenticator,
+    sealer: &SessionSealer,
+    headers: &HeaderMap,
+    peer: &PeerCertificates,
+) -> Result<(Option<Credentials>, Option<std::time::Instant>), ConsoleError> {
     if let Some(token) = bearer_token(headers).map_err(auth_error)? {
-        let caller = authn.tokens().review(token).await.map_err(auth_error)?;
-        return Ok(Some(Credentials {
+        let (caller, until) = authn
+            .tokens()
+            .review_until(token)
+            .await
+            .map_err(auth_error)?;
+        let creds = Credentials {
             caller,
             source: Source::Header,
-        }));
+        };
+        return Ok((Some(creds), until));
     }
+    Ok((resolve_other(authn, sealer, headers, peer).await?, None))
+}
+
+/// The credentials of a request without a header token.
+async fn resolve_other(
+    authn: &Authenticator,
+    sealer: &SessionSealer,
+    headers: &HeaderMap,
+    peer: &PeerCertificates,
+) -> Result<Option<Credentials>, ConsoleError> {
     if let Some(caller) = authn.from_certificate(headers, peer).map_err(auth_error)? {
         return Ok(Some(Credentials {
             caller,

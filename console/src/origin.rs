@@ -13,7 +13,7 @@ use kruntimes_core::tls::PeerCertificates;
 
 use kruntimes_transport::h1;
 
-use crate::credentials::{Credentials, Source, resolve};
+use crate::credentials::{Credentials, Source, resolve_until};
 use crate::error::{ConsoleError, refuse};
 use crate::state::{ConsoleState, RequestCredentials};
 
@@ -86,13 +86,27 @@ pub async fn caller(
     uri: &http::Uri,
     peer: &PeerCertificates,
 ) -> Result<RequestCredentials, ConsoleError> {
-    let creds = resolve(&state.authn, &state.sealer, headers, peer).await?;
+    caller_until(state, method, headers, uri, peer)
+        .await
+        .map(|(c, _)| c)
+}
+
+/// [`caller`], and until when credentials from a header token may be
+/// taken again for the same token (the token cache's deadline for them).
+pub async fn caller_until(
+    state: &ConsoleState,
+    method: &Method,
+    headers: &HeaderMap,
+    uri: &http::Uri,
+    peer: &PeerCertificates,
+) -> Result<(RequestCredentials, Option<std::time::Instant>), ConsoleError> {
+    let (creds, until) = resolve_until(&state.authn, &state.sealer, headers, peer).await?;
     if let Some(c) = &creds
         && let Some(refusal) = cross_origin(c, method, headers, uri)
     {
         return Err(refusal);
     }
-    Ok(RequestCredentials(creds.map(Arc::new)))
+    Ok((RequestCredentials(creds.map(Arc::new)), until))
 }
 
 /// The Origin rule: credentials a browser attaches by itself (the cookie, a

@@ -8,6 +8,7 @@ pub mod failure;
 pub mod fast;
 pub mod frames;
 pub mod gateway;
+pub mod memo;
 pub mod policy;
 pub mod runs;
 #[cfg(test)]
@@ -35,10 +36,12 @@ use kruntimes_core::limit::{ByteBudget, CapReached, Caps, Held, Slot};
 use kruntimes_core::names::{is_dns1123_label, is_dns1123_subdomain};
 use kruntimes_core::routes::{self, Route};
 use kruntimes_core::trace;
-use kruntimes_transport::serve::Watchdog;
+use kruntimes_transport::serve::{ConnectionLocal, Watchdog};
 use rustls::ClientConfig;
+use std::time::Instant;
 
 use self::gateway::{GatewayResolver, GatewayTarget};
+use self::memo::CallerMemo;
 use self::policy::{
     INVOCATION_ID, MAX_INVOCATION_ID, answers_call, broke_off, connection_listed, is_stripped,
 };
@@ -225,12 +228,15 @@ fn run_attributes(ns: &str, name: &str, sub: &'static str) -> ResourceAttributes
 }
 
 /// Authenticates and authorizes a `/v1` call: `create` on `runs/<sub>`.
+/// With the connection's `memo`, a decision it kept is reused (until the
+/// access cache's deadline for it) and a new one from the cache is kept.
 async fn admit<'a>(
     state: &AccessState,
     caller: &'a RequestCredentials,
     ns: &str,
     name: &str,
     sub: &'static str,
+    memo: Option<&ConnectionLocal>,
 ) -> Result<&'a Arc<Credentials>, ConsoleError> {
     let Some(creds) = &caller.0 else {
         return Err(ConsoleError::unauthorized(
@@ -244,8 +250,31 @@ async fn admit<'a>(
             "this identity cannot be passed to the Runtime gateway as it was authenticated: {why}"
         )));
     }
-    let attrs = run_attributes(ns, name, sub);
-    match state.access.check(&creds.caller, &attrs).await {
+    let kept = memo.and_then(|m| {
+        m.with(|c: &mut CallerMemo| c.decision(creds, ns, name, sub, Instant::now()))
+    });
+    let decision = match kept {
+        Some(d) => {
+            state.access.reused();
+            Ok(d)
+        }
+        None => {
+            let attrs = run_attributes(ns, name, sub);
+            state
+                .access
+                .check_until(&creds.caller, &attrs)
+                .await
+                .map(|(d, until)| {
+                    if let (Some(m), Some(until)) = (memo, until) {
+                        m.with(|c: &mut CallerMemo| {
+                            c.keep_decision(creds, ns, name, sub, d.clone(), until)
+                        });
+                    }
+                    d
+                })
+        }
+    };
+    match decision {
         Ok(Decision::Allowed) => Ok(creds),
         Ok(Decision::Denied(_)) => {
             let mut a = AccessRequest::new("create", "kruntimes.io", "runs", ns, Some(name));
@@ -352,7 +381,8 @@ pub(crate) async fn invoke_call(
     let (parts, body) = req.into_parts();
     // Everything that can refuse the call is decided from the headers, before
     // any of the body is read; a refusal drains only a little of it.
-    let admitted = match admit_invoke(state, caller, ns, name, uid, &parts.headers).await {
+    let memo = parts.extensions.get::<ConnectionLocal>();
+    let admitted = match admit_invoke(state, caller, ns, name, uid, &parts.headers, memo).await {
         Ok(a) => a,
         Err(e) => {
             let announced = content_length(&parts.headers);
@@ -410,6 +440,7 @@ pub(crate) async fn admit_invoke(
     name: &str,
     uid: &str,
     headers: &HeaderMap,
+    memo: Option<&ConnectionLocal>,
 ) -> Result<AdmittedInvoke, ConsoleError> {
     let max = state.bounds.max_request_bytes;
     if content_length(headers).is_some_and(|len| len > max) {
@@ -417,7 +448,9 @@ pub(crate) async fn admit_invoke(
     }
     check_path(ns, name, uid)?;
     let inv = invocation_id(headers)?;
-    let creds = admit(state, caller, ns, name, "invoke").await?.clone();
+    let creds = admit(state, caller, ns, name, "invoke", memo)
+        .await?
+        .clone();
     let slot = take_slot(state, &creds.caller)?;
     let run = state.runs.resolve(ns, name, uid, Mode::Function)?;
     let target = state.gateways.target(ns, &run.spec.runtime).await?;
@@ -543,7 +576,7 @@ async fn operations(
     if let Err(e) = check_path(&ns, &name, &uid) {
         return e.into_response();
     }
-    let identity = match admit(&state, &caller, &ns, &name, "operations").await {
+    let identity = match admit(&state, &caller, &ns, &name, "operations", None).await {
         Ok(creds) => creds.caller.clone(),
         Err(e) => return e.into_response(),
     };

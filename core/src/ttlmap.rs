@@ -44,9 +44,18 @@ impl<K: Hash + Eq, V: Clone> TtlMap<K, V> {
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
+        self.get_until(key).map(|(v, _)| v)
+    }
+
+    /// The value and its deadline, if present and the deadline has not passed.
+    pub fn get_until<Q>(&self, key: &Q) -> Option<(V, Instant)>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         let shard = self.shard(key).read().unwrap_or_else(|e| e.into_inner());
         let (v, deadline) = shard.get(key)?;
-        (Instant::now() < *deadline).then(|| v.clone())
+        (Instant::now() < *deadline).then(|| (v.clone(), *deadline))
     }
 
     /// Keeps `value` until `deadline`. A full shard first drops its expired

@@ -992,6 +992,113 @@ async fn revoked_socket(ws: &mut Ws, within: Duration) -> (Option<Value>, Option
     }
 }
 
+/// One invoke over an existing HTTP/2 connection with `token`: its status.
+async fn h2_invoke(
+    send: &mut hyper::client::conn::http2::SendRequest<http_body_util::Full<bytes::Bytes>>,
+    port: u16,
+    path: &str,
+    token: &str,
+) -> u16 {
+    use http_body_util::BodyExt;
+    let req = http::Request::post(format!("https://localhost:{port}{path}"))
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/json")
+        .body(http_body_util::Full::new(bytes::Bytes::from_static(b"{}")))
+        .unwrap();
+    let resp = tokio::time::timeout(Duration::from_secs(30), send.send_request(req))
+        .await
+        .expect("an HTTP/2 answer within 30 s")
+        .expect("an HTTP/2 answer");
+    let code = resp.status().as_u16();
+    let _ = resp.into_body().collect().await;
+    code
+}
+
+/// Calls every 100 ms over `send` until one answers `want`, within
+/// `within`; then the next calls must answer it too. The calls made.
+async fn h2_until(
+    send: &mut hyper::client::conn::http2::SendRequest<http_body_util::Full<bytes::Bytes>>,
+    port: u16,
+    path: &str,
+    token: &str,
+    want: u16,
+    within: Duration,
+) -> usize {
+    let deadline = Instant::now() + within;
+    let mut calls = 0;
+    loop {
+        calls += 1;
+        let code = h2_invoke(send, port, path, token).await;
+        if code == want {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no {want} within {within:?} ({calls} calls, the last {code})"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for _ in 0..3 {
+        assert_eq!(h2_invoke(send, port, path, token).await, want);
+    }
+    calls
+}
+
+/// An HTTP/2 connection keeps what it learned of its caller (the token's
+/// credentials, the last access decision), never past the caches' own
+/// deadlines: on one connection, a removed permission and then a deleted
+/// ServiceAccount are refused within the caches' TTLs, and a second
+/// caller's token on the same connection is its own.
+#[tokio::test]
+async fn one_http2_connection_sees_revocations_within_the_cache_ttls() {
+    let (c, _dir) = v1_console(&[
+        "--authorization-cache-ttl=2s",
+        "--authentication-cache-ttl=2s",
+    ]);
+    let fx = Fixtures::new("team-a").await;
+    let admin = fx.client.clone();
+    let (fname, fuid) = fx.ready_run("function").await;
+    let path = invoke_path("team-a", &fname, &fuid);
+    let port = c.console_port;
+    let tls = tls_connect(port, b"h2").await.unwrap();
+    let (mut send, conn) =
+        hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .handshake(hyper_util::rt::TokioIo::new(tls))
+            .await
+            .unwrap();
+    let conn = tokio::spawn(conn);
+    // A TTL of 2 s each: what the caches decided is gone within one.
+    let within = Duration::from_secs(2) + MARGIN;
+
+    // Authorization: allowed (once RBAC has it), then the RoleBinding goes.
+    let (_sa, binding, token) = robot(&admin).await;
+    h2_until(&mut send, port, &path, &token, 200, Duration::from_secs(30)).await;
+    delete_in_team_a::<RoleBinding>(&admin, &binding).await;
+    h2_until(&mut send, port, &path, &token, 403, within).await;
+
+    // Another caller on the same connection, then its ServiceAccount goes;
+    // the first caller is still refused in between.
+    let (sa2, _binding2, token2) = robot(&admin).await;
+    h2_until(
+        &mut send,
+        port,
+        &path,
+        &token2,
+        200,
+        Duration::from_secs(30),
+    )
+    .await;
+    assert_eq!(h2_invoke(&mut send, port, &path, &token).await, 403);
+    assert_eq!(h2_invoke(&mut send, port, &path, &token2).await, 200);
+    delete_in_team_a::<ServiceAccount>(&admin, &sa2).await;
+    // kube-apiserver keeps its own yes to a token for 10 s (its token
+    // authenticator's cache) before the Console's 2 s begin to matter.
+    let apiserver = Duration::from_secs(10);
+    h2_until(&mut send, port, &path, &token2, 401, apiserver + within).await;
+    drop(send);
+    conn.abort();
+}
+
 #[tokio::test]
 async fn open_streams_end_when_access_is_revoked() {
     let (c, _dir) = v1_console(&[

@@ -45,6 +45,28 @@ pub use kruntimes_core::tls::PeerCertificates;
 #[derive(Clone, Copy, Debug)]
 pub struct RemoteAddr(pub SocketAddr);
 
+/// State of one connection's own, the same for every request it carries
+/// (each request has it as an extension): what a handler keeps for the
+/// connection's next requests. Empty at first; gone with the connection.
+#[derive(Clone, Default)]
+pub struct ConnectionLocal(Arc<Mutex<Option<Box<dyn std::any::Any + Send>>>>);
+
+impl ConnectionLocal {
+    /// Runs `f` on the connection's `T` (a new one when it held none, or
+    /// held another type).
+    pub fn with<T: Default + Send + 'static, R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if !slot.as_ref().is_some_and(|b| b.is::<T>()) {
+            *slot = Some(Box::new(T::default()));
+        }
+        let t = slot
+            .as_mut()
+            .and_then(|b| b.downcast_mut::<T>())
+            .expect("the slot holds a T");
+        f(t)
+    }
+}
+
 /// A server-side TLS connection.
 pub type ServerTls = crate::tls_stream::ServerStream<TcpStream>;
 
@@ -1199,10 +1221,12 @@ async fn serve_connection<S>(
     let tracked = activity.clone();
     // HTTP/2 requests the fast path serves directly; everything else, the router.
     let svc = Dispatch { direct, router };
+    let local = ConnectionLocal::default();
     let svc = svc
         .map_request(move |mut req: http::Request<hyper::body::Incoming>| {
             req.extensions_mut().insert(peer.clone());
             req.extensions_mut().insert(RemoteAddr(remote));
+            req.extensions_mut().insert(local.clone());
             req.map(axum::body::Body::new)
         })
         .map_future(move |fut: DispatchFuture| {

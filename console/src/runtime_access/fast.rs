@@ -25,10 +25,13 @@ use http::{Method, header};
 use kruntimes_core::observe::{Observer, access_logged, request_id, request_id_value};
 use kruntimes_core::trace;
 use kruntimes_transport::h1::{self, BodyKind, RequestHead, field};
-use kruntimes_transport::serve::{DirectAnswer, FastConn, FastPath, PeerCertificates, read_into};
+use kruntimes_transport::serve::{
+    ConnectionLocal, DirectAnswer, FastConn, FastPath, PeerCertificates, read_into,
+};
 use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
 
+use super::memo::CallerMemo;
 use super::policy::{INVOCATION_ID, answers_call, connection_listed, is_stripped};
 use super::upstream::{
     AnswerBody, Framing, Piece, Upstream, Upstreams, field_num, framing, write_request_head,
@@ -36,8 +39,8 @@ use super::upstream::{
 use super::{AccessFailure, AccessState, AdmittedInvoke, INVOKE_ROUTE, admit_invoke, invoke_call};
 use crate::error::{ConsoleError, REFUSAL_DRAIN_BYTES, refuse};
 use crate::headers::{SECURITY_HEADERS, header_bytes, is_security_header, oversized};
-use crate::origin::caller;
-use crate::state::ConsoleState;
+use crate::origin::{caller, caller_until, cross_origin};
+use crate::state::{ConsoleState, RequestCredentials};
 
 /// The largest write buffer a connection keeps between calls.
 const KEPT_OUT_BYTES: usize = 64 << 10;
@@ -241,11 +244,33 @@ impl Direct {
             .get::<PeerCertificates>()
             .cloned()
             .unwrap_or_default();
-        let caller =
-            match caller(&self.console, req.method(), req.headers(), req.uri(), &peer).await {
-                Ok(c) => c,
-                Err(e) => return refuse(req.into_body(), e).await,
-            };
+        // The connection's memo answers a header token it has seen, until
+        // the token cache's deadline for it.
+        let memo = req.extensions().get::<ConnectionLocal>();
+        let kept = memo.and_then(|m| {
+            m.with(|c: &mut CallerMemo| c.credentials(req.headers(), std::time::Instant::now()))
+        });
+        let caller = match kept {
+            Some(creds) => {
+                self.console.authn.tokens().reused();
+                match cross_origin(&creds, req.method(), req.headers(), req.uri()) {
+                    Some(e) => return refuse(req.into_body(), e).await,
+                    None => RequestCredentials(Some(creds)),
+                }
+            }
+            None => {
+                let method = req.method();
+                match caller_until(&self.console, method, req.headers(), req.uri(), &peer).await {
+                    Ok((c, until)) => {
+                        if let (Some(m), Some(creds), Some(until)) = (memo, &c.0, until) {
+                            m.with(|k: &mut CallerMemo| k.keep_credentials(creds, until));
+                        }
+                        c
+                    }
+                    Err(e) => return refuse(req.into_body(), e).await,
+                }
+            }
+        };
         // The Run the target names, read again from a copy of the target
         // (its bytes are shared, not copied): `direct` claimed it.
         let uri = req.uri().clone();
@@ -318,7 +343,7 @@ impl InvokeFastPath {
             &conn.peer,
         )
         .await?;
-        admit_invoke(&self.access, &caller, ns, name, uid, &conn.headers).await
+        admit_invoke(&self.access, &caller, ns, name, uid, &conn.headers, None).await
     }
 
     /// Counts the call and writes its access line: after the answer is

@@ -118,18 +118,36 @@ impl AccessReview {
         caller: &Caller,
         attrs: &ResourceAttributes,
     ) -> Result<Decision, ReviewUnavailable> {
+        self.check_until(caller, attrs).await.map(|(d, _)| d)
+    }
+
+    /// [`AccessReview::check`], and the cache's deadline for the decision
+    /// when it came from the cache: it may be reused until then, never later.
+    pub async fn check_until(
+        &self,
+        caller: &Caller,
+        attrs: &ResourceAttributes,
+    ) -> Result<(Decision, Option<Instant>), ReviewUnavailable> {
         // As Kubernetes' delegated authorizer does, members of system:masters are always allowed.
         if caller.in_group("system:masters") {
-            return Ok(Decision::Allowed);
+            return Ok((Decision::Allowed, None));
         }
         let key = cache_key(caller, attrs);
-        if let Some(hit) = self.hits.get(&key) {
+        if let Some((hit, until)) = self.hits.get_until(&key) {
             self.metrics.access_review_cache_hits.inc();
-            return Ok(hit);
+            return Ok((hit, Some(until)));
         }
         // The review's future is large and rarely needed: on the heap, so
         // that every caller's future (and each move of it) stays small.
-        Box::pin(self.check_uncached(caller, attrs, key)).await
+        Box::pin(self.check_uncached(caller, attrs, key))
+            .await
+            .map(|d| (d, None))
+    }
+
+    /// Counts a decision reused from an earlier [`AccessReview::check_until`]
+    /// as the cache hit it stands for.
+    pub fn reused(&self) {
+        self.metrics.access_review_cache_hits.inc();
     }
 
     /// A question not answered by the hit path: from the cache, or reviewed.

@@ -106,14 +106,32 @@ impl TokenReviewer {
 
     /// The caller this token belongs to.
     pub async fn review(&self, token: BearerToken) -> Result<Caller, AuthError> {
+        self.review_until(token).await.map(|(caller, _)| caller)
+    }
+
+    /// [`TokenReviewer::review`], and the cache's deadline for the answer
+    /// when it came from the cache: it may be reused until then, never
+    /// later (a revoked token is refused once it passes).
+    pub async fn review_until(
+        &self,
+        token: BearerToken,
+    ) -> Result<(Caller, Option<Instant>), AuthError> {
         let digest = token.digest();
-        if let Some(hit) = self.hits.get(&digest) {
+        if let Some((hit, until)) = self.hits.get_until(&digest) {
             self.metrics.token_review_cache_hits.inc();
-            return outcome(&hit, token);
+            return outcome(&hit, token).map(|caller| (caller, Some(until)));
         }
         // The TokenReview's future is large and rarely needed: on the heap,
         // so that every caller's future (and each move of it) stays small.
-        Box::pin(self.review_uncached(token, digest)).await
+        Box::pin(self.review_uncached(token, digest))
+            .await
+            .map(|caller| (caller, None))
+    }
+
+    /// Counts an answer reused from an earlier [`TokenReviewer::review_until`]
+    /// as the cache hit it stands for.
+    pub fn reused(&self) {
+        self.metrics.token_review_cache_hits.inc();
     }
 
     /// A token not answered by the hit path: from the cache, or reviewed.
