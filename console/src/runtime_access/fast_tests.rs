@@ -37,6 +37,66 @@ fn only_plain_invoke_paths_are_taken() {
     }
 }
 
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+    /// The byte-wise split takes exactly the targets the plain reading of
+    /// the route takes (its first form, on `str`): targets in the route's
+    /// shape, with each piece right or a near miss.
+    #[test]
+    fn invoke_paths_are_split_as_the_plain_reading_splits_them(
+        // Right pieces are drawn more often than near misses, so that
+        // the targets taken are many too.
+        prefix in proptest::sample::select(vec![
+            "/v1/namespaces/", "/v1/namespaces/", "/v1/namespaces/", "/v1/namespace/",
+            "/api/namespaces/", "",
+        ]),
+        segments in proptest::collection::vec(
+            proptest::sample::select(vec![
+                "team-a", "r.1", "u_2~", "6f1c-2b", "A.Z", "team-a", "r.1", "u_2~", "", "%2D",
+                "\u{fc}", "a b", "x?y", "\0",
+            ]),
+            3,
+        ),
+        runs in proptest::sample::select(vec!["runs", "runs", "runs", "run", "Runs"]),
+        invoke in proptest::sample::select(vec![
+            "invoke", "invoke", "invoke", "invoke/", "operations:ws", "invoke?x=1",
+        ]),
+        extra in proptest::sample::select(vec!["", "", "", "/", "/x", "//"]),
+    ) {
+        let target = format!(
+            "{prefix}{}/{runs}/{}/{}/{invoke}{extra}",
+            segments[0], segments[1], segments[2]
+        );
+        proptest::prop_assert_eq!(invoke_path(&target), plain_reading(&target), "{:?}", target);
+    }
+}
+
+/// The route read on `str`, as the fast path first did.
+fn plain_reading(target: &str) -> Option<(&str, &str, &str)> {
+    let rest = target.strip_prefix("/v1/namespaces/")?;
+    let mut parts = rest.split('/');
+    let (ns, runs, name, uid, invoke) = (
+        parts.next()?,
+        parts.next()?,
+        parts.next()?,
+        parts.next()?,
+        parts.next()?,
+    );
+    let plain = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'))
+    };
+    (parts.next().is_none()
+        && runs == "runs"
+        && invoke == "invoke"
+        && plain(ns)
+        && plain(name)
+        && plain(uid))
+    .then_some((ns, name, uid))
+}
+
 /// A Console listener with the fast path, calling a scripted gateway.
 struct Console {
     addr: std::net::SocketAddr,
