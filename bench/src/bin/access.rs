@@ -59,7 +59,8 @@ struct Args {
     /// CPU placement: `shared` leaves every process on every core; `split`
     /// gives the Console core 1 and puts the gateway and this client on core
     /// 0, as if the Console ran on its own node share (both paths then have
-    /// exactly one core for client and gateway).
+    /// exactly one core for client and gateway); for the nginx comparison,
+    /// nginx shares core 1 with the Console and `wrk`/`h2load` run on core 0.
     #[arg(long, default_value = "shared")]
     cpus: String,
     /// Parts to run: invoke, ws, sockets, nginx (the Console against nginx
@@ -839,9 +840,35 @@ async fn main() -> Result<()> {
         .collect();
     if !wanted.is_empty() {
         let nginx = start_nginx(&env)?;
-        for protocol in wanted {
-            against_nginx(&args, &env, &nginx, &fn_uid, protocol).await?;
+        // With `--cpus split` both proxies share core 1, and the gateway
+        // and the load generator (a child of this process, which inherits
+        // its placement) core 0.
+        let split = args.cpus == "split";
+        if split {
+            place(&args, &env)?;
+            for pid in nginx.pids()? {
+                pin(pid, "1")?;
+            }
+            println!(
+                "\nnginx comparison placement: proxies on core 1; gateway and load generator on core 0"
+            );
         }
+        let result = async {
+            for protocol in wanted {
+                against_nginx(&args, &env, &nginx, &fn_uid, protocol).await?;
+            }
+            anyhow::Ok(())
+        }
+        .await;
+        if split {
+            for pid in [env.pid("console")?, env.pid("gateway")?, std::process::id()]
+                .into_iter()
+                .chain(nginx.pids()?)
+            {
+                pin(pid, "0-1")?;
+            }
+        }
+        result?;
     }
     Ok(())
 }
