@@ -321,9 +321,7 @@ fn invocation_id(headers: &HeaderMap) -> Result<HeaderValue, ConsoleError> {
             use rand::Rng;
             let n = rand::rng().random::<u128>();
             let mut id = *b"inv-00000000000000000000000000000000";
-            for (i, b) in id[4..].iter_mut().enumerate() {
-                *b = b"0123456789abcdef"[((n >> (124 - 4 * i)) & 0xf) as usize];
-            }
+            kruntimes_core::observe::lower_hex(n, &mut id[4..]);
             HeaderValue::from_bytes(&id).map_err(|e| ConsoleError::internal(e.to_string()))
         }
     }
@@ -424,7 +422,7 @@ pub(crate) struct AdmittedInvoke {
 }
 
 /// The gateway's path of an invoke (built without the formatter: on every call).
-fn invoke_path(ns: &str, name: &str, uid: &str) -> String {
+fn gateway_path(ns: &str, name: &str, uid: &str) -> String {
     let parts = ["/v1/namespaces/", ns, "/runs/", name, "/", uid, "/invoke"];
     let mut path = String::with_capacity(parts.iter().map(|p| p.len()).sum());
     for p in parts {
@@ -466,7 +464,7 @@ pub(crate) async fn admit_invoke(
         inv,
         target,
         slot,
-        path: invoke_path(ns, name, uid),
+        path: gateway_path(ns, name, uid),
         held,
     })
 }
@@ -715,7 +713,7 @@ mod tests {
         }
         assert_ne!(a, b);
         assert_eq!(
-            invoke_path("team-a", "fn", "u-1"),
+            gateway_path("team-a", "fn", "u-1"),
             "/v1/namespaces/team-a/runs/fn/u-1/invoke"
         );
         h.insert(INVOCATION_ID, "a".repeat(128).parse().unwrap());

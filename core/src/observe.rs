@@ -50,10 +50,19 @@ pub fn request_id() -> [u8; 16] {
     });
     let n = base.wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed));
     let mut out = [0u8; 16];
-    for (i, b) in out.iter_mut().enumerate() {
-        *b = b"0123456789abcdef"[((n >> (60 - 4 * i)) & 0xf) as usize];
-    }
+    lower_hex(u128::from(n), &mut out);
     out
+}
+
+/// Writes the low `4 × out.len()` bits of `n` into `out` as lower-case hex
+/// digits, most significant first (no allocation, no formatter: the IDs of
+/// every request and call). At most 32 digits.
+pub fn lower_hex(n: u128, out: &mut [u8]) {
+    debug_assert!(out.len() <= 32);
+    let last = out.len().saturating_sub(1);
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = b"0123456789abcdef"[((n >> (4 * (last - i))) & 0xf) as usize];
+    }
 }
 
 /// One finished request, as the access log records it.
@@ -307,6 +316,28 @@ mod tests {
                 "kruntimes_console_http_requests_total{listener=\"console\",route=\"unmatched\",code=\"404\"} 2",
             ]
         );
+    }
+
+    #[test]
+    fn hex_digits_are_the_formatters() {
+        for n in [
+            0u128,
+            1,
+            0xabc,
+            u64::MAX as u128,
+            u128::MAX,
+            0x0123_4567_89ab_cdef_fedc_ba98_7654_3210,
+        ] {
+            let mut full = [0u8; 32];
+            lower_hex(n, &mut full);
+            assert_eq!(std::str::from_utf8(&full).unwrap(), format!("{n:032x}"));
+            let mut low = [0u8; 16];
+            lower_hex(n, &mut low);
+            assert_eq!(
+                std::str::from_utf8(&low).unwrap(),
+                format!("{:016x}", n as u64)
+            );
+        }
     }
 
     #[test]
