@@ -126,6 +126,16 @@ impl Authenticator {
 
 /// The bearer token of an `Authorization` header, if any.
 pub fn bearer_token(headers: &HeaderMap) -> Result<Option<BearerToken>, AuthError> {
+    match bearer_text(headers)? {
+        Some(token) => BearerToken::new(token).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The token text of the `Authorization` field as [`bearer_token`] reads
+/// it, borrowed and not yet checked for a token's shape: for comparing
+/// with a token already checked, without copying it.
+pub fn bearer_text(headers: &HeaderMap) -> Result<Option<&str>, AuthError> {
     let Some(value) = headers.get(http::header::AUTHORIZATION) else {
         return Ok(None);
     };
@@ -143,5 +153,5 @@ pub fn bearer_token(headers: &HeaderMap) -> Result<Option<BearerToken>, AuthErro
             "only the Bearer scheme is accepted",
         ));
     }
-    BearerToken::new(token.trim()).map(Some)
+    Ok(Some(token.trim()))
 }

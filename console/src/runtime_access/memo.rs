@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use http::HeaderMap;
 use kruntimes_core::auth::access::Decision;
-use kruntimes_core::auth::bearer_token;
+use kruntimes_core::auth::bearer_text;
 
 use crate::credentials::{Credentials, Source};
 
@@ -43,8 +43,9 @@ impl CallerMemo {
             return None;
         }
         let kept = creds.caller.token.as_ref()?;
-        let token = bearer_token(headers).ok()??;
-        same(token.expose().as_bytes(), kept.expose().as_bytes()).then(|| creds.clone())
+        // Equal to a token already checked, the text is a valid token too.
+        let token = bearer_text(headers).ok()??;
+        same(token.as_bytes(), kept.expose().as_bytes()).then(|| creds.clone())
     }
 
     /// Keeps credentials that a header token resolved to, until `until`.
