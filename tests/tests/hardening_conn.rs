@@ -60,7 +60,6 @@ async fn h2_post(
     user: &str,
     body: Vec<u8>,
 ) -> (u16, Option<String>, String) {
-    use http_body_util::BodyExt;
     let tls = tls_connect(port, b"h2").await.unwrap();
     let (mut send, conn) =
         hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
@@ -68,10 +67,27 @@ async fn h2_post(
             .await
             .unwrap();
     let conn = tokio::spawn(conn);
+    let bearer = kruntimes_tests::curl::bearer(user);
+    let answer = h2_send(&mut send, port, path, &bearer, body.into()).await;
+    drop(send);
+    conn.abort();
+    answer
+}
+
+/// POSTs `body` (JSON) with `authorization` on an open HTTP/2 connection:
+/// (status, Retry-After, body).
+async fn h2_send(
+    send: &mut hyper::client::conn::http2::SendRequest<http_body_util::Full<bytes::Bytes>>,
+    port: u16,
+    path: &str,
+    authorization: &str,
+    body: bytes::Bytes,
+) -> (u16, Option<String>, String) {
+    use http_body_util::BodyExt;
     let req = http::Request::post(format!("https://localhost:{port}{path}"))
-        .header("authorization", kruntimes_tests::curl::bearer(user))
+        .header("authorization", authorization)
         .header("content-type", "application/json")
-        .body(http_body_util::Full::new(bytes::Bytes::from(body)))
+        .body(http_body_util::Full::new(body))
         .unwrap();
     let resp = tokio::time::timeout(Duration::from_secs(30), send.send_request(req))
         .await
@@ -88,8 +104,6 @@ async fn h2_post(
         .expect("the answer's body within 30 s")
         .map(|b| String::from_utf8_lossy(&b.to_bytes()).into_owned())
         .unwrap_or_else(|e| format!("(the answer's body failed: {e})"));
-    drop(send);
-    conn.abort();
     (code, retry_after, body)
 }
 
@@ -999,19 +1013,10 @@ async fn h2_invoke(
     path: &str,
     token: &str,
 ) -> u16 {
-    use http_body_util::BodyExt;
-    let req = http::Request::post(format!("https://localhost:{port}{path}"))
-        .header("authorization", format!("Bearer {token}"))
-        .header("content-type", "application/json")
-        .body(http_body_util::Full::new(bytes::Bytes::from_static(b"{}")))
-        .unwrap();
-    let resp = tokio::time::timeout(Duration::from_secs(30), send.send_request(req))
+    let bearer = format!("Bearer {token}");
+    h2_send(send, port, path, &bearer, bytes::Bytes::from_static(b"{}"))
         .await
-        .expect("an HTTP/2 answer within 30 s")
-        .expect("an HTTP/2 answer");
-    let code = resp.status().as_u16();
-    let _ = resp.into_body().collect().await;
-    code
+        .0
 }
 
 /// Calls every 100 ms over `send` until one answers `want`, within
