@@ -1608,6 +1608,9 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
     }
 }
 
+#[doc(hidden)]
+pub mod http2_exchange;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2001,122 +2004,51 @@ mod tests {
         }
     }
 
+    /// Client programs drawn at random (the fuzz target
+    /// `http2_connection` draws them from its input): see
+    /// [`http2_exchange`] for what must hold whatever a client sends.
+    /// `H2_PROGRAM_SEED` replays a run, `H2_PROGRAM_CASES` sets its length.
+    #[tokio::test(start_paused = true)]
+    async fn any_http2_program_ends_its_connection_and_gives_every_place_back() {
+        use rand::{Rng, SeedableRng};
+        let seed: u64 = std::env::var("H2_PROGRAM_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| rand::rng().random());
+        let cases: usize = std::env::var("H2_PROGRAM_CASES")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(300);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let (mut clean, mut answered) = (0, 0);
+        for case in 0..cases {
+            let len = rng.random_range(0..160);
+            let mut input: Vec<u8> = (0..len).map(|_| rng.random()).collect();
+            // Half of them well-formed (mode bit 2).
+            if let Some(mode) = input.first_mut() {
+                *mode = (*mode & !4) | if case % 2 == 0 { 4 } else { 0 };
+            }
+            let program = http2_exchange::decode(&input);
+            if let Err(broken) = http2_exchange::run(&program).await {
+                panic!("case {case} (H2_PROGRAM_SEED={seed}): {broken}\n{input:02x?}\n{program:?}");
+            }
+            clean += usize::from(program.is_clean());
+            answered += program.answered_streams();
+        }
+        // The draw reaches the well-formed programs whose answers count.
+        if cases >= 100 {
+            assert!(
+                clean > 0 && answered > 0,
+                "{clean} clean programs, {answered} answers checked"
+            );
+        }
+    }
+
     /// The connection's service over an in-memory pipe: HTTP/2 requests
     /// `direct` claims are answered there, with the connection's remote
     /// address; others, and every HTTP/1.1 request, go to the router; a 204
     /// loses its `Content-Length`; a direct answer holds a request place
     /// until its body ends, and one over the cap is refused 503.
-    #[tokio::test]
-    async fn any_http2_bytes_end_the_connection_and_give_every_place_back() {
-        use rand::{Rng, SeedableRng};
-        let seed: u64 = std::env::var("H2_BYTES_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| rand::rng().random());
-        let cases: usize = std::env::var("H2_BYTES_CASES")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(300);
-        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-        // A frame: length, type, flags, stream, payload.
-        fn frame(out: &mut Vec<u8>, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
-            out.extend_from_slice(&(payload.len() as u32).to_be_bytes()[1..]);
-            out.extend_from_slice(&[kind, flags]);
-            out.extend_from_slice(&stream.to_be_bytes());
-            out.extend_from_slice(payload);
-        }
-        // GET / (HPACK: :method GET, :path /, :scheme https, :authority x).
-        const GET: &[u8] = &[0x82, 0x84, 0x87, 0x41, 0x01, b'x'];
-        for case in 0..cases {
-            let mut input = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
-            frame(&mut input, 4, 0, 0, &[]);
-            for i in 0..rng.random_range(0..8u32) {
-                let stream = 2 * i + 1;
-                match rng.random_range(0..4) {
-                    // A whole request, its stream ended.
-                    0 => frame(&mut input, 1, 0x5, stream, GET),
-                    // A request whose body never comes.
-                    1 => frame(&mut input, 1, 0x4, stream, GET),
-                    // A frame of any type, flags, stream and payload.
-                    2 => {
-                        let len = rng.random_range(0..64);
-                        let payload: Vec<u8> = (0..len).map(|_| rng.random()).collect();
-                        let (kind, flags) = (rng.random_range(0..11), rng.random());
-                        frame(&mut input, kind, flags, rng.random_range(0..8), &payload);
-                    }
-                    // Bytes that are no frame.
-                    _ => input.extend((0..rng.random_range(0..32)).map(|_| rng.random::<u8>())),
-                }
-            }
-            // A flipped byte past the preface, sometimes.
-            if rng.random_bool(0.3) {
-                let at = rng.random_range(24..input.len().max(25));
-                if let Some(b) = input.get_mut(at) {
-                    *b ^= 1 << rng.random_range(0..8);
-                }
-            }
-            let slots = RequestSlots {
-                caps: Arc::new(RequestCaps {
-                    open: Gauge::default(),
-                    max: 4,
-                    max_per_peer: usize::MAX,
-                    reserve: Reserve::default(),
-                    refused_listener: Counter::default(),
-                    refused_peer: Counter::default(),
-                    refused_reserve: Counter::default(),
-                }),
-                of_peer: Arc::default(),
-            };
-            let open = slots.caps.open.clone();
-            let router = Router::new().route("/", axum::routing::get(|| async { "router" }));
-            let (_stop_tx, stop) = watch::channel(false);
-            let (server, mut client) = tokio::io::duplex(64 << 10);
-            let served = tokio::spawn(serve_connection(
-                server,
-                PeerCertificates::default(),
-                "192.0.2.7:4000".parse().unwrap(),
-                router,
-                ConnLimits::default(),
-                slots,
-                stop,
-                Versions::Http2Only,
-                None,
-                None,
-            ));
-            // Written in pieces of any size, then the client closes.
-            use tokio::io::{AsyncReadExt, AsyncWriteExt};
-            let mut rest = &input[..];
-            while !rest.is_empty() {
-                let n = rng.random_range(1..=rest.len());
-                if client.write_all(&rest[..n]).await.is_err() {
-                    break;
-                }
-                rest = &rest[n..];
-                // The connection reads each piece as it comes.
-                tokio::task::yield_now().await;
-            }
-            let _ = client.shutdown().await;
-            let drained = async {
-                let mut buf = [0u8; 4096];
-                while matches!(client.read(&mut buf).await, Ok(n) if n > 0) {}
-            };
-            let ended = tokio::time::timeout(Duration::from_secs(10), async {
-                drained.await;
-                served.await
-            })
-            .await;
-            assert!(
-                matches!(ended, Ok(Ok(()))),
-                "case {case} (H2_BYTES_SEED={seed}): the connection did not end: {ended:?} {input:02x?}"
-            );
-            assert_eq!(
-                open.get(),
-                0,
-                "case {case} (H2_BYTES_SEED={seed}): a request place kept: {input:02x?}"
-            );
-        }
-    }
-
     #[tokio::test]
     async fn the_connection_service_hands_http2_requests_to_direct_or_the_router() {
         use http_body_util::BodyExt;
