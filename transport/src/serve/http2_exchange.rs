@@ -393,10 +393,10 @@ fn router(running: &Running) -> Router {
             "/echo",
             axum::routing::any(move |body: Body| async move {
                 let _g = echo.enter();
-                match read_all(body).await {
-                    Some(n) => (http::StatusCode::OK, n.to_string()),
-                    None => (http::StatusCode::BAD_REQUEST, String::new()),
-                }
+                // Its length, or that it was not read whole.
+                read_all(body)
+                    .await
+                    .map_or_else(|| "unread".to_owned(), |n| n.to_string())
             }),
         )
         .route(
@@ -450,10 +450,11 @@ impl FastPath for Direct {
                     tokio::time::sleep(Duration::from_millis(1)).await;
                     pieces(3, 100)
                 }
-                Route::DirectEcho => match read_all(req.into_body()).await {
-                    Some(n) => Body::from(n.to_string()),
-                    None => Body::empty(),
-                },
+                Route::DirectEcho => Body::from(
+                    read_all(req.into_body())
+                        .await
+                        .map_or_else(|| "unread".to_owned(), |n| n.to_string()),
+                ),
                 _ => Body::from("direct"),
             };
             http::Response::new(guarded(body, g))
