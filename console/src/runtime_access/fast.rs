@@ -553,14 +553,18 @@ impl InvokeFastPath {
         };
         out.extend_from_slice(b"\r\n");
         let body = AnswerBody::new(&framing, max);
-        let relayed = relay(conn, &mut up, body, chunks, deadline).await;
+        let read = relay(conn, &mut up, body, chunks, deadline).await;
+        // The gateway's answer is read to its end: its connection is back
+        // in the pool before the caller has the answer's last bytes, so a
+        // call the caller sends once it has them finds it there.
+        if read && reusable && up.buf.is_empty() {
+            self.upstreams.put(&target, up);
+        }
+        let relayed = read && flush_out(conn, deadline).await;
         drop(slot);
         self.record(head, status, took, id);
         if !relayed {
             return Err(Failed::Abort);
-        }
-        if reusable && up.buf.is_empty() {
-            self.upstreams.put(&target, up);
         }
         Ok(!close)
     }
@@ -603,8 +607,10 @@ async fn flush_out(conn: &mut FastConn, deadline: Instant) -> bool {
 
 /// Relays an answer's body after the head in `conn.out`, as it is read
 /// (written out before each wait for more, in parts of at most about
-/// 16 KiB), as chunks when `chunks`; false when the answer or the caller
-/// broke off.
+/// 16 KiB), as chunks when `chunks`; true once the answer is read to its
+/// end, with its last part left in `conn.out` for the caller to send after
+/// it has put the gateway's connection back; false when the answer or the
+/// caller broke off.
 async fn relay(
     conn: &mut FastConn,
     up: &mut Upstream,
@@ -632,7 +638,8 @@ async fn relay(
                 if chunks {
                     conn.out.extend_from_slice(b"0\r\n\r\n");
                 }
-                return flush_out(conn, deadline).await;
+                // The caller's flush sends what is left.
+                return true;
             }
             Ok(Piece::More) => {}
             Err(_) => return false,
