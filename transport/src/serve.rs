@@ -446,10 +446,16 @@ impl RequestSlots {
     /// Slots under caps that never refuse (unit tests of the body tracking).
     #[cfg(test)]
     fn unbounded() -> Self {
+        Self::at_most(usize::MAX)
+    }
+
+    /// Slots of one connection alone under a cap of `max` open requests,
+    /// no reserve and no cap per peer (tests and the fuzz harness).
+    fn at_most(max: usize) -> Self {
         Self {
             caps: Arc::new(RequestCaps {
                 open: Gauge::default(),
-                max: usize::MAX,
+                max,
                 max_per_peer: usize::MAX,
                 reserve: Reserve::default(),
                 refused_listener: Counter::default(),
@@ -2059,18 +2065,7 @@ mod tests {
         let router = Router::new().route("/", axum::routing::get(|| async { "router" }));
         let remote: SocketAddr = "192.0.2.7:4000".parse().unwrap();
         let limits = ConnLimits::default();
-        let slots = RequestSlots {
-            caps: Arc::new(RequestCaps {
-                open: Gauge::default(),
-                max: 1,
-                max_per_peer: usize::MAX,
-                reserve: Reserve::default(),
-                refused_listener: Counter::default(),
-                refused_peer: Counter::default(),
-                refused_reserve: Counter::default(),
-            }),
-            of_peer: Arc::default(),
-        };
+        let slots = RequestSlots::at_most(1);
         let open = slots.caps.open.clone();
         let (_stop_tx, stop) = watch::channel(false);
         let (server, client) = tokio::io::duplex(64 << 10);

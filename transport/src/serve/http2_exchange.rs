@@ -28,17 +28,14 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::gauge::Gauge;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 
 use super::{
-    ConnLimits, DirectAnswer, FastConn, FastPath, PeerCertificates, RequestCaps, RequestSlots,
-    Versions, serve_connection,
+    ConnLimits, DirectAnswer, FastConn, FastPath, PeerCertificates, RequestSlots, Versions,
+    serve_connection,
 };
 use crate::h1::RequestHead;
-use kruntimes_core::limit::Reserve;
 
 /// Most requests (streams) a program opens.
 const MAX_STREAMS: u32 = 16;
@@ -499,19 +496,8 @@ fn answered(out: &[u8], ended: &[u32]) -> bool {
 /// Runs the program against one connection; `Err` tells which property
 /// broke.
 pub async fn run(program: &Program) -> Result<(), String> {
-    let slots = RequestSlots {
-        caps: Arc::new(RequestCaps {
-            open: Gauge::default(),
-            // Fewer than the streams a program opens: some are refused 503.
-            max: 4,
-            max_per_peer: usize::MAX,
-            reserve: Reserve::default(),
-            refused_listener: Counter::default(),
-            refused_peer: Counter::default(),
-            refused_reserve: Counter::default(),
-        }),
-        of_peer: Arc::default(),
-    };
+    // Fewer places than the streams a program opens: some are refused 503.
+    let slots = RequestSlots::at_most(4);
     let open = slots.caps.open.clone();
     let running = Running::default();
     let (stop_tx, stop) = watch::channel(false);
