@@ -459,38 +459,57 @@ impl FastPath for Direct {
     }
 }
 
-/// The frames the server wrote, as (type, flags, stream); an error when
-/// they are not a sequence of well-formed frames. The last may be cut
-/// short: the connection can end in the middle of a write.
-fn frames(out: &[u8]) -> Result<Vec<(u8, u8, u32)>, String> {
-    let mut seen = Vec::new();
-    let mut rest = out;
-    while rest.len() >= 9 {
-        let len = u32::from_be_bytes([0, rest[0], rest[1], rest[2]]) as usize;
-        // The client never raises SETTINGS_MAX_FRAME_SIZE.
-        if len > 16_384 {
-            return Err(format!("a frame of {len} bytes after {seen:?}"));
-        }
-        let (kind, flags) = (rest[3], rest[4]);
-        let stream = u32::from_be_bytes([rest[5], rest[6], rest[7], rest[8]]);
-        if seen.is_empty() && (kind, stream) != (4, 0) {
-            return Err(format!(
-                "the server began with frame type {kind} on {stream}"
-            ));
-        }
-        seen.push((kind, flags, stream));
-        rest = &rest[(9 + len).min(rest.len())..];
-    }
-    Ok(seen)
+/// What the server wrote, read into frames once, as it comes.
+#[derive(Default)]
+struct Written {
+    bytes: Vec<u8>,
+    /// Bytes read into `frames` so far.
+    read: usize,
+    /// The frames, as (type, flags, stream).
+    frames: Vec<(u8, u8, u32)>,
+    /// The first way they are not a sequence of well-formed frames.
+    fault: Option<String>,
 }
 
-/// Whether the server answered (sent headers on) every stream in `ended`.
-fn answered(out: &[u8], ended: &[u32]) -> bool {
-    frames(out).is_ok_and(|f| {
-        ended
-            .iter()
-            .all(|id| f.iter().any(|&(kind, _, s)| kind == 1 && s == *id))
-    })
+impl Written {
+    /// Takes more of what the server wrote; each ping (not an
+    /// acknowledgement) goes to `pings`. A frame cut short at the end is
+    /// left for more (the connection can end in the middle of a write).
+    fn take(&mut self, more: &[u8], pings: &tokio::sync::mpsc::UnboundedSender<Vec<u8>>) {
+        self.bytes.extend_from_slice(more);
+        while self.fault.is_none()
+            && let Some(head) = self.bytes.get(self.read..self.read + 9)
+        {
+            let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+            let (kind, flags) = (head[3], head[4]);
+            let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]);
+            // The client never raises SETTINGS_MAX_FRAME_SIZE.
+            if len > 16_384 {
+                self.fault = Some(format!("a frame of {len} bytes after {:?}", self.frames));
+            } else if self.frames.is_empty() && (kind, stream) != (4, 0) {
+                self.fault = Some(format!(
+                    "the server began with frame type {kind} on {stream}"
+                ));
+            }
+            let Some(payload) = self.bytes.get(self.read + 9..self.read + 9 + len) else {
+                break;
+            };
+            if kind == 6 && flags & 1 == 0 {
+                let _ = pings.send(payload.to_vec());
+            }
+            self.frames.push((kind, flags, stream));
+            self.read += 9 + len;
+        }
+    }
+
+    /// Whether the server answered (sent headers on) every stream in `ended`.
+    fn answered(&self, ended: &[u32]) -> bool {
+        ended.iter().all(|id| {
+            self.frames
+                .iter()
+                .any(|&(kind, _, s)| kind == 1 && s == *id)
+        })
+    }
 }
 
 /// Runs the program against one connection; `Err` tells which property
@@ -522,14 +541,15 @@ pub async fn run(program: &Program) -> Result<(), String> {
     let (mut rd, mut wr) = tokio::io::split(client);
     // The client reads all the time, so the server is never held by it;
     // the server's pings go to the writer to be answered.
-    let got = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let written = Arc::new(std::sync::Mutex::new(Written::default()));
+    let more = Arc::new(tokio::sync::Notify::new());
     let (ping_tx, mut pings) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
     let slow = program.slow_reader;
     let reader = tokio::spawn({
-        let got = got.clone();
+        let (written, more) = (written.clone(), more.clone());
         async move {
             let mut buf = vec![0u8; 16 << 10];
-            let (mut turn, mut seen) = (0usize, 0usize);
+            let mut turn = 0usize;
             loop {
                 turn += 1;
                 let want = if slow { turn % 64 + 1 } else { buf.len() };
@@ -537,21 +557,11 @@ pub async fn run(program: &Program) -> Result<(), String> {
                     Ok(0) | Err(_) => return,
                     Ok(n) => n,
                 };
-                {
-                    let mut got = got.lock().expect("not poisoned");
-                    got.extend_from_slice(&buf[..n]);
-                    // Whole frames not looked at yet.
-                    while let Some(head) = got.get(seen..seen + 9) {
-                        let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
-                        let Some(payload) = got.get(seen + 9..seen + 9 + len) else {
-                            break;
-                        };
-                        if head[3] == 6 && head[4] & 1 == 0 {
-                            let _ = ping_tx.send(payload.to_vec());
-                        }
-                        seen += 9 + len;
-                    }
-                }
+                written
+                    .lock()
+                    .expect("not poisoned")
+                    .take(&buf[..n], &ping_tx);
+                more.notify_one();
                 if slow {
                     tokio::task::yield_now().await;
                 }
@@ -583,16 +593,20 @@ pub async fn run(program: &Program) -> Result<(), String> {
     if program.clean {
         // Every request the client ended is answered before it closes.
         let waited = tokio::time::timeout(WAIT, async {
-            while !answered(&got.lock().expect("not poisoned"), &program.ended) {
-                tokio::time::sleep(Duration::from_millis(1)).await;
+            while !written
+                .lock()
+                .expect("not poisoned")
+                .answered(&program.ended)
+            {
+                more.notified().await;
             }
         })
         .await;
         if waited.is_err() {
-            let f = frames(&got.lock().expect("not poisoned"));
+            let w = written.lock().expect("not poisoned");
             return Err(format!(
-                "streams {:?} not all answered within {WAIT:?}; the server wrote {f:?}",
-                program.ended
+                "streams {:?} not all answered within {WAIT:?}; the server wrote {:?} {:?}",
+                program.ended, w.frames, w.fault
             ));
         }
     }
@@ -633,5 +647,8 @@ pub async fn run(program: &Program) -> Result<(), String> {
     if left != 0 {
         return Err(format!("{left} handlers still running"));
     }
-    frames(&got.lock().expect("not poisoned")).map(drop)
+    match written.lock().expect("not poisoned").fault.take() {
+        Some(fault) => Err(fault),
+        None => Ok(()),
+    }
 }
