@@ -606,11 +606,11 @@ async fn flush_out(conn: &mut FastConn, deadline: Instant) -> bool {
 }
 
 /// Relays an answer's body after the head in `conn.out`, as it is read
-/// (written out before each wait for more, in parts of at most about
-/// 16 KiB), as chunks when `chunks`; true once the answer is read to its
-/// end, with its last part left in `conn.out` for the caller to send after
-/// it has put the gateway's connection back; false when the answer or the
-/// caller broke off.
+/// (written out before each wait for more, and whenever about 16 KiB are
+/// waiting), as chunks when `chunks`; true once the answer is read to its
+/// end, with its last part (up to 16 KiB and one read) left in `conn.out`
+/// for the caller to send after it has put the gateway's connection back;
+/// false when the answer or the caller broke off.
 async fn relay(
     conn: &mut FastConn,
     up: &mut Upstream,
@@ -629,7 +629,11 @@ async fn relay(
                 if chunks {
                     conn.out.extend_from_slice(b"\r\n");
                 }
-                if conn.out.len() >= 16 << 10 && !flush_out(conn, deadline).await {
+                // The part that ends the body stays for the caller's flush,
+                // however large: written here, it could reach the caller
+                // before the gateway's connection is back in the pool.
+                if conn.out.len() >= 16 << 10 && !body.is_done() && !flush_out(conn, deadline).await
+                {
                     return false;
                 }
                 continue;
