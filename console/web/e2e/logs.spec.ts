@@ -73,13 +73,21 @@ test('logs: a line deep link names its cursor and shows the same record after ne
   await login(page, env.viewer, 'viewer');
   const logs = await openLogs(page, 'build-running');
   await eventually('a few lines', async () => (await logs.locator('.log-line').count()) >= 4);
-  const line = logs.locator('.log-line').nth(1);
-  const message = await line.locator('.msg').innerText();
-  await line.locator('.ln').click();
+  // While it follows, the list moves up a row with every new line, and the
+  // rows rendered with it: a line near the bottom is picked (its cursor and
+  // text read at once) and clicked by its cursor, wherever it has moved.
+  const rows = logs.locator('.log-line');
+  const picked = await rows.nth((await rows.count()) - 2).evaluate((el) => ({
+    cursor: el.querySelector('.ln')?.getAttribute('data-cursor') ?? '',
+    message: (el.querySelector('.msg') as HTMLElement).innerText,
+  }));
+  const message = picked.message;
+  assert(CURSOR.test(picked.cursor), `the picked line's cursor ${JSON.stringify(picked.cursor)} is not a cursor`);
+  await logs.locator(`.log-line .ln[data-cursor="${picked.cursor}"]`).click();
   await eventually('a #L<cursor> fragment', () => /#L\d+\.\d{9}-\d+$/.test(page.url()));
   const link = page.url();
   const cursor = decodeURIComponent(new URL(link).hash.slice(2));
-  assert(CURSOR.test(cursor), `the fragment ${new URL(link).hash} is not a cursor`);
+  assert(cursor === picked.cursor, `the fragment ${new URL(link).hash} names another line than the one clicked (${picked.cursor})`);
   // Six more lines are written (one a second) before the link is opened again.
   const before = await logs.locator('.log-state').first().innerText();
   await page.waitForTimeout(6500);
