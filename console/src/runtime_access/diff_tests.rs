@@ -1030,11 +1030,10 @@ async fn invokes_are_answered_alike_on_the_fast_path_and_the_router_over_both_ve
 }
 
 /// Every path keeps its gateway connection for the next call after an
-/// answer whose end is certain: a length (a body, none, or one over the
-/// 16 KiB the fast path writes out before it has read further), chunks
-/// with trailers, a 204. Calls follow one another, so one connection
-/// carries them all; a path that dropped it, or put it back only after the
-/// caller had the answer's end, would make the gateway accept another.
+/// answer whose end is certain: a length (a body, none, or one of 48 KiB,
+/// relayed in several parts), chunks with trailers, a 204. Calls follow
+/// one another, so one connection carries them all; a path that dropped
+/// it would make the gateway accept another.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_path_reuses_its_gateway_connection_after_a_framed_answer() {
     let c = consoles().await;
@@ -1043,7 +1042,7 @@ async fn every_path_reuses_its_gateway_connection_after_a_framed_answer() {
         ("a length", |inv| {
             with_length("HTTP/1.1 200 OK", inv, &[], b"{\"ok\":true}")
         }),
-        // More than the fast path writes out before it has read the end.
+        // Relayed in several parts.
         ("a length of 48 KiB", |inv| {
             with_length("HTTP/1.1 200 OK", inv, &[], &[b'x'; 48 << 10])
         }),

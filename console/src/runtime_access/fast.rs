@@ -629,9 +629,11 @@ async fn relay(
                 if chunks {
                     conn.out.extend_from_slice(b"\r\n");
                 }
-                // The part that ends the body stays for the caller's flush,
-                // however large: written here, it could reach the caller
-                // before the gateway's connection is back in the pool.
+                // A bound on what waits, for a read that brought much (reads
+                // are a few KiB). The part that ends the body stays for the
+                // caller's flush whatever its size (at most 16 KiB and this
+                // read): written here, it could reach the caller before the
+                // gateway's connection is back in the pool.
                 if conn.out.len() >= 16 << 10 && !body.is_done() && !flush_out(conn, deadline).await
                 {
                     return false;

@@ -407,6 +407,60 @@ async fn a_chunked_answer_in_random_pieces_is_relayed_and_its_connection_reused(
     assert!(!c.gw.has_new_connection().await);
 }
 
+/// Answers of 48 KiB, with a length or in chunks, arriving whole or in
+/// pieces of many sizes: each is relayed whole, and its connection carries
+/// the next call. (Reads of the gateway's connection are a few KiB, so the
+/// relay writes out before each read; the 16 KiB bound on what waits is
+/// not reached here.)
+#[tokio::test]
+async fn answers_over_16_kib_in_pieces_are_relayed_whole_and_reused() {
+    let c = console().await;
+    let mut caller = c.caller().await;
+    let body: Vec<u8> = (0..(48u32 << 10)).map(|i| (i % 251) as u8).collect();
+    let mut g = None;
+    let splits = [
+        Split::Whole,
+        Split::Every(1000),
+        Split::Every(6000),
+        Split::Every(16 << 10),
+        Split::Random(7),
+    ];
+    let mut call = 0;
+    for split in splits {
+        for chunks in [false, true] {
+            call += 1;
+            let inv = format!("inv-{call}");
+            caller.send(&invoke(&inv, b"")).await;
+            let g = match &mut g {
+                Some(g) => g,
+                None => g.insert(c.gw.accept().await),
+            };
+            let bytes = if chunks {
+                let mut a = answer(
+                    "HTTP/1.1 200 OK",
+                    Some(&inv),
+                    &[("transfer-encoding", "chunked")],
+                    b"",
+                );
+                a.extend(chunked(&body, 7000));
+                a
+            } else {
+                ok(&inv, &body)
+            };
+            serve_one(g, &inv, &bytes, split).await;
+            let a = caller.answer().await.unwrap();
+            let what = format!("{split:?}, chunks {chunks}");
+            assert_eq!((a.status, a.chunked), (200, chunks), "{what}");
+            assert_eq!(a.body, body, "{what}");
+            assert_eq!(c.pooled().await, 1, "{what}");
+        }
+    }
+    assert!(
+        !c.gw.has_new_connection().await,
+        "a second connection was opened"
+    );
+}
+
 /// Length and chunked answers written one byte at a time are relayed whole.
 #[tokio::test]
 async fn answers_written_one_byte_at_a_time_are_relayed() {
