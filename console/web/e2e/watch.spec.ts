@@ -49,17 +49,28 @@ test('watch: a kubectl patch shows on the Run list and the Run page within a sec
 
     // Dropped (the browser stops every request in flight, as a lost network
     // does): the page says so, reconnects by itself, and resumes (the next patch arrives).
-    const seen: (string | null)[] = [];
-    const poll = setInterval(async () => {
-      try {
-        seen.push(await page.locator('.live-badge').first().getAttribute('data-live'));
-      } catch {
-        /* the page is busy */
-      }
-    }, 20);
+    // Every change of the badge is recorded in the page as it happens (a
+    // state shorter than any polling interval is still seen).
+    await page.evaluate(() => {
+      const w = window as unknown as { liveSeen: string[] };
+      w.liveSeen = [];
+      const note = () => {
+        const v = document.querySelector('.live-badge')?.getAttribute('data-live');
+        if (v && w.liveSeen[w.liveSeen.length - 1] !== v) w.liveSeen.push(v);
+      };
+      new MutationObserver(note).observe(document.body, { subtree: true, childList: true, attributes: true, attributeFilter: ['data-live'] });
+    });
     await page.evaluate(() => window.stop());
-    await eventually('live again', async () => seen.includes('reconnecting') && (await page.locator('.live-badge').first().getAttribute('data-live')) === 'live', 15_000);
-    clearInterval(poll);
+    await eventually(
+      'live again',
+      async () => {
+        const seen = await page.evaluate(() => (window as unknown as { liveSeen: string[] }).liveSeen);
+        const now = await page.locator('.live-badge').first().getAttribute('data-live');
+        if (!(seen.includes('reconnecting') && now === 'live')) throw new Error(`states seen: ${seen.join(' → ') || 'none'}; now ${now}`);
+        return true;
+      },
+      15_000,
+    );
     patchStatus(name, { phase: 'Succeeded', message: 'done after the reconnect', completionTime: new Date().toISOString() });
     const resumedMs = await within('the update after the reconnect', 1000, () => page.getByText('done after the reconnect').isVisible());
     console.log(`     list ${listMs} ms, detail ${detailMs} ms, after reconnect ${resumedMs} ms`);
