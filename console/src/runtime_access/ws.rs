@@ -169,7 +169,7 @@ async fn handshake(
     let mut req = Vec::with_capacity(512);
     req.extend_from_slice(format!("GET {path} HTTP/1.1\r\n").as_bytes());
     let field = h1::field;
-    field(&mut req, "host", target.authority().as_bytes());
+    super::upstream::host_field(&mut req, target);
     field(&mut req, "connection", b"Upgrade");
     field(&mut req, "upgrade", b"websocket");
     field(&mut req, "sec-websocket-version", b"13");
