@@ -461,6 +461,84 @@ async fn answers_over_16_kib_in_pieces_are_relayed_whole_and_reused() {
     );
 }
 
+/// Any answer in any pieces, drawn from a seed: a length or chunks of any
+/// size (around the 4 KiB of a read and the 16 KiB bound on what waits
+/// most often), written in pieces of any size up to 20,000 bytes, whole,
+/// or a few bytes at a time. Each is relayed byte for byte with its framing,
+/// and one gateway connection carries every call. `RELAY_CASES` (default
+/// 40) and `RELAY_SEED` (default 20261207) choose the calls.
+#[tokio::test]
+async fn any_answer_in_any_pieces_is_relayed_whole_and_reused() {
+    use rand::{Rng, SeedableRng};
+    let env = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let cases = env("RELAY_CASES", 40);
+    let seed = env("RELAY_SEED", 20261207);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let c = console().await;
+    let mut caller = c.caller().await;
+    let mut g = None;
+    for call in 0..cases {
+        let around = |rng: &mut rand::rngs::StdRng, at: usize| at + rng.random_range(0..3) - 1;
+        let len = match rng.random_range(0..6) {
+            0 => rng.random_range(0..4),
+            1 => around(&mut rng, 4096),
+            2 => around(&mut rng, 16 << 10),
+            3 => around(&mut rng, 32 << 10),
+            _ => rng.random_range(0..70_000),
+        };
+        let body: Vec<u8> = (0..len).map(|_| rng.random()).collect();
+        let chunks = rng.random_bool(0.5);
+        let chunk_size = match rng.random_range(0..3) {
+            0 => rng.random_range(1..64),
+            1 => around(&mut rng, 16 << 10),
+            _ => rng.random_range(1..40_000),
+        };
+        let split = match rng.random_range(0..4) {
+            0 => Split::Whole,
+            1 => Split::Every(rng.random_range(1..20_000)),
+            2 => Split::UpTo(rng.random(), 20_000),
+            // A few bytes at a time makes thousands of records: short bodies only.
+            _ if len < 4096 => Split::Random(rng.random()),
+            _ => Split::UpTo(rng.random(), 3000),
+        };
+        let inv = format!("inv-{call}");
+        caller.send(&invoke(&inv, b"")).await;
+        let g = match &mut g {
+            Some(g) => g,
+            None => g.insert(c.gw.accept().await),
+        };
+        let bytes = if chunks {
+            let mut a = answer(
+                "HTTP/1.1 200 OK",
+                Some(&inv),
+                &[("transfer-encoding", "chunked")],
+                b"",
+            );
+            a.extend(chunked(&body, chunk_size));
+            a
+        } else {
+            ok(&inv, &body)
+        };
+        serve_one(g, &inv, &bytes, split).await;
+        let a = caller.answer().await.unwrap();
+        let what = format!(
+            "seed {seed}, call {call}: {len} bytes, chunks {chunks} ({chunk_size}), {split:?}"
+        );
+        assert_eq!((a.status, a.chunked), (200, chunks), "{what}");
+        assert!(a.body == body, "{what}: {} bytes relayed", a.body.len());
+        assert_eq!(c.pooled().await, 1, "{what}");
+    }
+    assert!(
+        !c.gw.has_new_connection().await,
+        "a second gateway connection was opened"
+    );
+}
+
 /// Length and chunked answers written one byte at a time are relayed whole.
 #[tokio::test]
 async fn answers_written_one_byte_at_a_time_are_relayed() {

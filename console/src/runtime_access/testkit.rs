@@ -183,6 +183,8 @@ pub enum Split {
     Every(usize),
     /// Pieces of 1 to 16 bytes, from this seed.
     Random(u64),
+    /// Pieces of 1 to `max` bytes (the second), from this seed (the first).
+    UpTo(u64, usize),
 }
 
 impl Split {
@@ -190,20 +192,22 @@ impl Split {
         let mut out = Vec::new();
         let mut left = len;
         let mut seed = match self {
-            Split::Random(s) => s | 1,
+            Split::Random(s) | Split::UpTo(s, _) => s | 1,
             _ => 0,
+        };
+        let mut next = move || {
+            // xorshift64
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
         };
         while left > 0 {
             let n = match self {
                 Split::Whole => left,
                 Split::Every(n) => n.max(1),
-                Split::Random(_) => {
-                    // xorshift64
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
-                    (seed % 16) as usize + 1
-                }
+                Split::Random(_) => (next() % 16) as usize + 1,
+                Split::UpTo(_, max) => (next() % max.max(1) as u64) as usize + 1,
             };
             let n = n.min(left);
             out.push(n);
