@@ -45,19 +45,15 @@ def us(values):
     )
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--proxy", required=True, help="the proxy thread's command, or its start")
-    p.add_argument("--client", default="h2load", help="the client's command")
-    p.add_argument("--gateway", default="tokio-rt-worker", help="the gateway's threads' command")
-    p.add_argument("--calls", type=float, help="calls made while recording (for per-call figures)")
-    a = p.parse_args()
+def legs_of(lines, proxy, client, gateway):
+    """The proxy's time on a CPU per burst, its wake-up latencies and the
+    legs of every call whose legs were all seen (seconds)."""
 
     def is_proxy(comm):
-        return comm.startswith(a.proxy)
+        return comm.startswith(proxy)
 
     switches, wakeups = [], []
-    for line in sys.stdin:
+    for line in lines:
         m = LINE.match(line)
         if not m:
             continue
@@ -70,7 +66,7 @@ def main():
         elif event == "sched:sched_wakeup":
             w = WAKEUP.search(rest)
             # The gateway waking its own threads is not a step of the call.
-            if w and not comm.startswith(a.gateway):
+            if w and not (comm.startswith(gateway) and w.group(1).startswith(gateway)):
                 wakeups.append((t, w.group(1), w.group(2)))
 
     # The proxy's bursts (from running after a sleep to the next sleep, a
@@ -91,14 +87,9 @@ def main():
             awake.setdefault(next_pid, t)
             if next_pid in woken:
                 latency.append(t - woken.pop(next_pid))
-    if a.calls:
-        print(
-            "%s: %.2f bursts and %.1f us on a CPU per call; wake-up to running %s"
-            % (a.proxy, len(oncpu) / a.calls, 1e6 * sum(oncpu) / a.calls, us(latency))
-        )
 
-    to_gateway = [t for t, comm, _ in wakeups if comm == a.gateway]
-    to_client = [t for t, comm, _ in wakeups if comm == a.client]
+    to_gateway = [t for t, comm, _ in wakeups if comm == gateway]
+    to_client = [t for t, comm, _ in wakeups if comm == client]
 
     def first(times, start, end):
         i = bisect.bisect_left(times, start)
@@ -122,6 +113,66 @@ def main():
             legs["out"].append(y[2] - y[1])
             legs["client"].append(z[1] - y[2])
             legs["call"].append(z[1] - x[1])
+    return oncpu, latency, legs
+
+
+def self_test():
+    """Three calls of a made-up trace, every time known: in 20 us, gateway
+    50 us, out 15 us, client 100 us, the proxy woken 5 us after its wake-up."""
+    lines = []
+
+    def ev(t_us, comm, event, rest):
+        lines.append("%16s %6d [%03d] %.6f: %s: %s" % (comm, 1, 0, t_us / 1e6, event, rest))
+
+    def switch(t, prev, prev_pid, state, nxt, next_pid):
+        ev(t, prev, "sched:sched_switch",
+           "prev_comm=%s prev_pid=%d prev_prio=120 prev_state=%s ==> next_comm=%s next_pid=%d next_prio=120"
+           % (prev, prev_pid, state, nxt, next_pid))
+
+    def wakeup(t, by, comm, pid):
+        ev(t, by, "sched:sched_wakeup", "comm=%s pid=%d prio=120 target_cpu=000" % (comm, pid))
+
+    t = 1000.0
+    for _ in range(3):
+        wakeup(t - 5, "h2load", "proxy-conn-0", 7)       # the request
+        switch(t, "swapper/0", 0, "R", "proxy-conn-0", 7)
+        wakeup(t + 20, "proxy-conn-0", "tokio-rt-worker", 9)
+        wakeup(t + 21, "tokio-rt-worker", "tokio-rt-worker", 10)  # the gateway's own: ignored
+        switch(t + 25, "proxy-conn-0", 7, "S", "swapper/0", 0)
+        wakeup(t + 65, "tokio-rt-worker", "proxy-conn-0", 7)      # the answer
+        switch(t + 70, "swapper/0", 0, "R", "proxy-conn-0", 7)
+        wakeup(t + 85, "proxy-conn-0", "h2load", 11)
+        switch(t + 90, "proxy-conn-0", 7, "S", "swapper/0", 0)
+        t += 20 + 50 + 15 + 100
+    oncpu, latency, legs = legs_of(lines, "proxy-conn", "h2load", "tokio-rt-worker")
+    us_of = lambda xs: [round(x * 1e6, 3) for x in xs]
+    assert us_of(oncpu) == [25.0, 20.0] * 3, oncpu
+    assert us_of(latency) == [5.0] * 6, latency
+    want = {"in": 20.0, "gateway": 50.0, "out": 15.0, "client": 100.0, "call": 185.0}
+    for name, value in want.items():
+        assert us_of(legs[name]) == [value] * 2, (name, legs[name])
+    print("call_legs.py: self-test passed")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--proxy", help="the proxy thread's command, or its start")
+    p.add_argument("--client", default="h2load", help="the client's command")
+    p.add_argument("--gateway", default="tokio-rt-worker", help="the gateway's threads' command")
+    p.add_argument("--calls", type=float, help="calls made while recording (for per-call figures)")
+    p.add_argument("--self-test", action="store_true", help="check the cutting on a made-up trace")
+    a = p.parse_args()
+    if a.self_test:
+        self_test()
+        return
+    if not a.proxy:
+        p.error("--proxy is required")
+    oncpu, latency, legs = legs_of(sys.stdin, a.proxy, a.client, a.gateway)
+    if a.calls:
+        print(
+            "%s: %.2f bursts and %.1f us on a CPU per call; wake-up to running %s"
+            % (a.proxy, len(oncpu) / a.calls, 1e6 * sum(oncpu) / a.calls, us(latency))
+        )
     for name, values in legs.items():
         print("%-8s %s" % (name, us(values)))
 
