@@ -320,6 +320,22 @@ fn ok(inv: &str, body: &[u8]) -> Vec<u8> {
     )
 }
 
+/// A 200 answer to `inv` carrying `body`: with its length, or in chunks of
+/// `chunk` bytes.
+fn ok_framed(inv: &str, body: &[u8], chunk: Option<usize>) -> Vec<u8> {
+    let Some(size) = chunk else {
+        return ok(inv, body);
+    };
+    let mut a = answer(
+        "HTTP/1.1 200 OK",
+        Some(inv),
+        &[("transfer-encoding", "chunked")],
+        b"",
+    );
+    a.extend(chunked(body, size));
+    a
+}
+
 /// The gateway reads one request on `g`, checks its invocation ID, and
 /// answers with `bytes` in the pieces `split` makes.
 async fn serve_one(g: &mut Script, inv: &str, bytes: &[u8], split: Split) -> Vec<u8> {
@@ -435,18 +451,7 @@ async fn answers_over_16_kib_in_pieces_are_relayed_whole_and_reused() {
                 Some(g) => g,
                 None => g.insert(c.gw.accept().await),
             };
-            let bytes = if chunks {
-                let mut a = answer(
-                    "HTTP/1.1 200 OK",
-                    Some(&inv),
-                    &[("transfer-encoding", "chunked")],
-                    b"",
-                );
-                a.extend(chunked(&body, 7000));
-                a
-            } else {
-                ok(&inv, &body)
-            };
+            let bytes = ok_framed(&inv, &body, chunks.then_some(7000));
             serve_one(g, &inv, &bytes, split).await;
             let a = caller.answer().await.unwrap();
             let what = format!("{split:?}, chunks {chunks}");
@@ -512,18 +517,7 @@ async fn any_answer_in_any_pieces_is_relayed_whole_and_reused() {
             Some(g) => g,
             None => g.insert(c.gw.accept().await),
         };
-        let bytes = if chunks {
-            let mut a = answer(
-                "HTTP/1.1 200 OK",
-                Some(&inv),
-                &[("transfer-encoding", "chunked")],
-                b"",
-            );
-            a.extend(chunked(&body, chunk_size));
-            a
-        } else {
-            ok(&inv, &body)
-        };
+        let bytes = ok_framed(&inv, &body, chunks.then_some(chunk_size));
         serve_one(g, &inv, &bytes, split).await;
         let a = caller.answer().await.unwrap();
         let what = format!(
