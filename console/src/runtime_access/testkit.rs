@@ -191,9 +191,11 @@ impl Split {
     fn pieces(self, len: usize) -> Vec<usize> {
         let mut out = Vec::new();
         let mut left = len;
-        let mut seed = match self {
-            Split::Random(s) | Split::UpTo(s, _) => s | 1,
-            _ => 0,
+        // `Random` is `UpTo` with pieces of at most 16 bytes.
+        let (mut seed, max) = match self {
+            Split::Random(s) => (s | 1, 16),
+            Split::UpTo(s, max) => (s | 1, max.max(1) as u64),
+            _ => (0, 1),
         };
         let mut next = move || {
             // xorshift64
@@ -206,8 +208,7 @@ impl Split {
             let n = match self {
                 Split::Whole => left,
                 Split::Every(n) => n.max(1),
-                Split::Random(_) => (next() % 16) as usize + 1,
-                Split::UpTo(_, max) => (next() % max.max(1) as u64) as usize + 1,
+                Split::Random(_) | Split::UpTo(..) => (next() % max) as usize + 1,
             };
             let n = n.min(left);
             out.push(n);
