@@ -1,8 +1,12 @@
 //! The peer of the `/v1` benchmark: nginx (Debian `nginx-light`) as the
 //! reverse proxy an operator would otherwise put in front of a Runtime
 //! gateway — TLS from clients, mutually authenticated TLS to the gateway over
-//! kept-alive upstream connections, a JSON access log, a fixed
-//! `X-Remote-User` and no authentication at all. It offers HTTP/2 and
+//! kept-alive upstream connections, a JSON access log, and no
+//! authentication at all. It sends the gateway what the Console sends for
+//! the benchmark's caller: that caller's identity fields (fixed in the
+//! configuration), an invocation ID (the caller's, else one it makes), the
+//! caller's `Authorization` dropped; so the gateway does the same work behind
+//! both, and both callers get the same answer body. It offers HTTP/2 and
 //! HTTP/1.1 (ALPN), as the Console does: `wrk` speaks HTTP/1.1, `h2load`
 //! HTTP/2.
 
@@ -29,6 +33,98 @@ pub struct NginxConfig<'a> {
     pub client_key: &'a Path,
     /// Worker processes (the Console runs as many tokio workers as CPUs).
     pub workers: usize,
+    /// The identity sent to the gateway: the one the Console forwards for
+    /// the benchmark's token.
+    pub identity: &'a Identity,
+}
+
+/// A caller's identity as the API server reports it (`SelfSubjectReview`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub user: String,
+    pub uid: Option<String>,
+    pub groups: Vec<String>,
+    /// `extra`, by key.
+    pub extra: Vec<(String, Vec<String>)>,
+}
+
+impl Identity {
+    /// The identity in `kubectl auth whoami -o json`'s output.
+    pub fn from_whoami(json: &[u8]) -> Result<Self> {
+        let v: serde_json::Value = serde_json::from_slice(json).context("whoami: not JSON")?;
+        let info = &v["status"]["userInfo"];
+        let user = info["username"]
+            .as_str()
+            .context("whoami: no status.userInfo.username")?
+            .to_owned();
+        let uid = info["uid"].as_str().map(str::to_owned);
+        let strings = |v: &serde_json::Value| -> Vec<String> {
+            v.as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|s| s.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let extra = info["extra"]
+            .as_object()
+            .map(|m| m.iter().map(|(k, v)| (k.clone(), strings(v))).collect())
+            .unwrap_or_default();
+        Ok(Self {
+            user,
+            uid,
+            groups: strings(&info["groups"]),
+            extra,
+        })
+    }
+
+    /// The identity as the Console sends it to the gateway: `X-Remote-*`
+    /// fields, an extra's key percent-encoded as kube-apiserver's front
+    /// proxy does.
+    pub fn fields(&self) -> Vec<(String, String)> {
+        let mut fields = vec![("X-Remote-User".to_owned(), self.user.clone())];
+        fields.extend(
+            self.uid
+                .iter()
+                .map(|u| ("X-Remote-Uid".to_owned(), u.clone())),
+        );
+        fields.extend(
+            self.groups
+                .iter()
+                .map(|g| ("X-Remote-Group".to_owned(), g.clone())),
+        );
+        for (key, values) in &self.extra {
+            let mut name = "X-Remote-Extra-".to_owned();
+            for b in key.bytes() {
+                match b {
+                    b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => name.push(b as char),
+                    _ => name.push_str(&format!("%{b:02x}")),
+                }
+            }
+            fields.extend(values.iter().map(|v| (name.clone(), v.clone())));
+        }
+        fields
+    }
+
+    /// `proxy_set_header` lines for [`Identity::fields`]; a value nginx
+    /// would read as syntax is refused.
+    fn directives(&self) -> Result<String> {
+        let mut out = String::new();
+        for (name, value) in self.fields() {
+            ensure!(
+                !value.is_empty()
+                    && value
+                        .bytes()
+                        .all(|b| b.is_ascii_graphic() && !b"\"';$\\{}".contains(&b)),
+                "{name} {value:?}: not a value this configuration can carry"
+            );
+            out.push_str(&format!(
+                "            proxy_set_header {name} \"{value}\";\n"
+            ));
+        }
+        Ok(out)
+    }
 }
 
 /// A running nginx; stopped (and waited for) on drop.
@@ -57,6 +153,10 @@ http {{
     log_format json escape=json '{{"time":"$time_iso8601","request_id":"$request_id","method":"$request_method","path":"$uri","code":$status,"ms":$request_time}}';
     access_log {d}/access.log json;
     map $http_upgrade $connection_upgrade {{ default upgrade; '' ''; }}
+    map $http_x_kruntime_invocation_id $invocation_id {{
+        default $http_x_kruntime_invocation_id;
+        '' inv-$request_id;
+    }}
     upstream gateway {{
         server {upstream};
         keepalive 128;
@@ -71,8 +171,9 @@ http {{
             proxy_http_version 1.1;
             proxy_set_header Connection $connection_upgrade;
             proxy_set_header Upgrade $http_upgrade;
-            proxy_set_header X-Remote-User bench-operator;
-            proxy_set_header X-Remote-Group system:authenticated;
+            proxy_set_header Host {name}:{upstream_port};
+            proxy_set_header Authorization "";
+{identity}            proxy_set_header X-Kruntime-Invocation-ID $invocation_id;
             proxy_ssl_certificate {ccert};
             proxy_ssl_certificate_key {ckey};
             proxy_ssl_trusted_certificate {ca};
@@ -94,6 +195,8 @@ http {{
             ckey = c.client_key.display(),
             ca = c.upstream_ca.display(),
             name = c.upstream_name,
+            upstream_port = c.upstream.rsplit_once(':').map_or("443", |(_, p)| p),
+            identity = c.identity.directives()?,
         );
         let path = c.dir.join("nginx.conf");
         std::fs::write(&path, conf)?;
@@ -381,5 +484,49 @@ time for request:      120us     12.50ms       1.50ms       0.10ms    90.00%
         assert_eq!(p.errors, 7);
         assert_eq!(millis("120us"), Some(0.12));
         assert_eq!(millis("2.00s"), Some(2000.0));
+    }
+
+    #[test]
+    fn the_identity_is_read_from_whoami_and_written_as_fields() {
+        let json = br#"{"kind":"SelfSubjectReview","status":{"userInfo":{
+            "username":"operator","uid":"uid-operator",
+            "groups":["testenv:users","system:authenticated"],
+            "extra":{"example.org/Team":["a"]}}}}"#;
+        let id = Identity::from_whoami(json).unwrap();
+        let lines = |fields: &[&str]| -> String {
+            fields
+                .iter()
+                .map(|f| format!("            proxy_set_header {f};\n"))
+                .collect()
+        };
+        assert_eq!(
+            id.directives().unwrap(),
+            lines(&[
+                r#"X-Remote-User "operator""#,
+                r#"X-Remote-Uid "uid-operator""#,
+                r#"X-Remote-Group "testenv:users""#,
+                r#"X-Remote-Group "system:authenticated""#,
+                r#"X-Remote-Extra-example.org%2f%54eam "a""#,
+            ])
+        );
+        let no_uid = Identity {
+            uid: None,
+            groups: vec![],
+            extra: vec![],
+            ..id.clone()
+        };
+        assert_eq!(
+            no_uid.directives().unwrap(),
+            lines(&[r#"X-Remote-User "operator""#])
+        );
+        assert!(Identity::from_whoami(br#"{"status":{}}"#).is_err());
+        // A value nginx would read as syntax is refused, not written.
+        for bad in ["a\"b", "a;b", "$x", "a b", "a\\b", "{x}", ""] {
+            let id = Identity {
+                user: bad.into(),
+                ..id.clone()
+            };
+            assert!(id.directives().is_err(), "{bad:?}");
+        }
     }
 }

@@ -14,7 +14,7 @@ use futures::{SinkExt, StreamExt};
 use kruntimes_bench::envfile::BenchEnv;
 use kruntimes_bench::fixtures::Fixtures;
 use kruntimes_bench::keepalive::{Conn, TlsClient};
-use kruntimes_bench::nginx::{Nginx, NginxConfig, WrkPass, h2load, wrk};
+use kruntimes_bench::nginx::{Identity, Nginx, NginxConfig, WrkPass, h2load, wrk};
 use kruntimes_bench::procfs::{self, mib};
 use kruntimes_bench::{metrics, stats};
 use kube::Api;
@@ -540,7 +540,9 @@ async fn against_nginx(
         ("Authorization", bearer.as_str()),
         ("Content-Type", "application/json"),
     ];
-    let nginx_headers = [("Content-Type", "application/json")];
+    // The same request to both: nginx drops the token, as the Console does
+    // once it has read it.
+    let nginx_headers = console_headers;
     let console_pids = [env.pid("console")?];
     let nginx_pids = nginx.pids()?;
     let gateway = env.pid("gateway")?;
@@ -629,6 +631,22 @@ fn nginx_listen(env: &BenchEnv) -> Result<String> {
     ))
 }
 
+/// The identity the Console forwards for the benchmark's token, as the API
+/// server reports it: the direct path and nginx send the gateway the same.
+fn operator(env: &BenchEnv) -> Result<Identity> {
+    let whoami = env
+        .kubectl(env.var("TESTENV_TOKEN_OPERATOR")?)?
+        .args(["auth", "whoami", "-o", "json"])
+        .output()
+        .context("kubectl auth whoami")?;
+    ensure!(
+        whoami.status.success(),
+        "kubectl auth whoami: {}",
+        String::from_utf8_lossy(&whoami.stderr)
+    );
+    Identity::from_whoami(&whoami.stdout)
+}
+
 fn start_nginx(env: &BenchEnv) -> Result<Nginx> {
     let state = env.state()?;
     let pki = state.join("pki");
@@ -636,6 +654,7 @@ fn start_nginx(env: &BenchEnv) -> Result<Nginx> {
     let upstream = gw.trim_start_matches("https://").to_owned();
     let listen = nginx_listen(env)?;
     let workers = std::thread::available_parallelism().map_or(2, usize::from);
+    let identity = operator(env)?;
     Nginx::start(&NginxConfig {
         dir: &state.join("bench-nginx"),
         listen: &listen,
@@ -647,6 +666,7 @@ fn start_nginx(env: &BenchEnv) -> Result<Nginx> {
         client_cert: &pki.join("console.crt"),
         client_key: &pki.join("console.key"),
         workers,
+        identity: &identity,
     })
 }
 
@@ -772,11 +792,11 @@ async fn main() -> Result<()> {
             &pki.join("gateway-ca.crt"),
             Some((&pki.join("console.crt"), &pki.join("console.key"))),
         )?,
-        headers: vec![
-            ("X-Remote-User".into(), "bench-operator".into()),
-            ("X-Remote-Group".into(), "system:authenticated".into()),
-            ("Content-Type".into(), "application/json".into()),
-        ],
+        headers: operator(&env)?
+            .fields()
+            .into_iter()
+            .chain([("Content-Type".into(), "application/json".into())])
+            .collect(),
     };
     // The Console's Run cache follows a watch: wait until it sees both Runs Ready.
     let invoke_path = format!("/v1/namespaces/{NS}/runs/{FUNCTION_RUN}/{fn_uid}/invoke");
