@@ -130,7 +130,8 @@ impl Jaeger {
         format!("http://127.0.0.1:{}{path}", self.query)
     }
 
-    /// The trace `id` once `done` holds for its spans; fails after 30 s.
+    /// The trace `id` once it holds the request's span and `done` holds for
+    /// its spans; fails after 30 s.
     fn trace(&self, id: &str, done: impl Fn(&Trace) -> bool) -> (Trace, String) {
         let deadline = Instant::now() + Duration::from_secs(30);
         let mut last: String;
@@ -141,7 +142,14 @@ impl Jaeger {
                 && let Some(t) = v["data"].get(0)
             {
                 let t = Trace(t.clone());
-                if done(&t) {
+                // The request's own span ends last (after its answer's body)
+                // and may be exported in a later batch than its children:
+                // a trace is read once it holds it too.
+                let served = t
+                    .spans()
+                    .iter()
+                    .any(|s| tag(s, "span.kind").and_then(Value::as_str) == Some("server"));
+                if served && done(&t) {
                     return (t, body);
                 }
             }
