@@ -45,7 +45,7 @@ pub struct Identity {
     pub uid: Option<String>,
     pub groups: Vec<String>,
     /// `extra`, by key.
-    pub extra: Vec<(String, Vec<String>)>,
+    pub extra: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl Identity {
@@ -79,31 +79,22 @@ impl Identity {
         })
     }
 
-    /// The identity as the Console sends it to the gateway: `X-Remote-*`
-    /// fields, an extra's key percent-encoded as kube-apiserver's front
-    /// proxy does.
+    /// The identity as the Console sends it to the gateway: its own
+    /// `identity_fields`, so the two cannot drift apart.
     pub fn fields(&self) -> Vec<(String, String)> {
-        let mut fields = vec![("X-Remote-User".to_owned(), self.user.clone())];
-        fields.extend(
-            self.uid
-                .iter()
-                .map(|u| ("X-Remote-Uid".to_owned(), u.clone())),
-        );
-        fields.extend(
-            self.groups
-                .iter()
-                .map(|g| ("X-Remote-Group".to_owned(), g.clone())),
-        );
-        for (key, values) in &self.extra {
-            let mut name = "X-Remote-Extra-".to_owned();
-            for b in key.bytes() {
-                match b {
-                    b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => name.push(b as char),
-                    _ => name.push_str(&format!("%{b:02x}")),
-                }
-            }
-            fields.extend(values.iter().map(|v| (name.clone(), v.clone())));
-        }
+        let caller = kruntimes_core::auth::Caller {
+            user: self.user.clone(),
+            uid: self.uid.clone(),
+            groups: self.groups.clone(),
+            extra: self.extra.clone(),
+            method: kruntimes_core::auth::AuthMethod::BearerToken,
+            token: None,
+            expires_at: None,
+        };
+        let mut fields = Vec::new();
+        kruntimes_console_http::runtime_access::policy::identity_fields(&caller, |n, v| {
+            fields.push((n.to_owned(), v.to_owned()));
+        });
         fields
     }
 
@@ -502,22 +493,22 @@ time for request:      120us     12.50ms       1.50ms       0.10ms    90.00%
         assert_eq!(
             id.directives().unwrap(),
             lines(&[
-                r#"X-Remote-User "operator""#,
-                r#"X-Remote-Uid "uid-operator""#,
-                r#"X-Remote-Group "testenv:users""#,
-                r#"X-Remote-Group "system:authenticated""#,
-                r#"X-Remote-Extra-example.org%2f%54eam "a""#,
+                r#"x-remote-user "operator""#,
+                r#"x-remote-uid "uid-operator""#,
+                r#"x-remote-group "testenv:users""#,
+                r#"x-remote-group "system:authenticated""#,
+                r#"x-remote-extra-example.org%2f%54eam "a""#,
             ])
         );
         let no_uid = Identity {
             uid: None,
             groups: vec![],
-            extra: vec![],
+            extra: Default::default(),
             ..id.clone()
         };
         assert_eq!(
             no_uid.directives().unwrap(),
-            lines(&[r#"X-Remote-User "operator""#])
+            lines(&[r#"x-remote-user "operator""#])
         );
         assert!(Identity::from_whoami(br#"{"status":{}}"#).is_err());
         // A value nginx would read as syntax is refused, not written.

@@ -647,14 +647,13 @@ fn operator(env: &BenchEnv) -> Result<Identity> {
     Identity::from_whoami(&whoami.stdout)
 }
 
-fn start_nginx(env: &BenchEnv) -> Result<Nginx> {
+fn start_nginx(env: &BenchEnv, identity: &Identity) -> Result<Nginx> {
     let state = env.state()?;
     let pki = state.join("pki");
     let gw = env.var("TESTENV_GATEWAY")?;
     let upstream = gw.trim_start_matches("https://").to_owned();
     let listen = nginx_listen(env)?;
     let workers = std::thread::available_parallelism().map_or(2, usize::from);
-    let identity = operator(env)?;
     Nginx::start(&NginxConfig {
         dir: &state.join("bench-nginx"),
         listen: &listen,
@@ -666,7 +665,7 @@ fn start_nginx(env: &BenchEnv) -> Result<Nginx> {
         client_cert: &pki.join("console.crt"),
         client_key: &pki.join("console.key"),
         workers,
-        identity: &identity,
+        identity,
     })
 }
 
@@ -773,6 +772,8 @@ async fn main() -> Result<()> {
     let state = env.state()?;
     let pki = state.join("pki");
     let token = env.var("TESTENV_TOKEN_OPERATOR")?;
+    // Asked once: the direct path and nginx send the gateway this identity.
+    let identity = operator(&env)?;
     let console = Side {
         name: "Console",
         client: TlsClient::new(
@@ -792,7 +793,7 @@ async fn main() -> Result<()> {
             &pki.join("gateway-ca.crt"),
             Some((&pki.join("console.crt"), &pki.join("console.key"))),
         )?,
-        headers: operator(&env)?
+        headers: identity
             .fields()
             .into_iter()
             .chain([("Content-Type".into(), "application/json".into())])
@@ -831,7 +832,7 @@ async fn main() -> Result<()> {
             .only
             .iter()
             .any(|o| o == "nginx")
-            .then(|| start_nginx(&env))
+            .then(|| start_nginx(&env, &identity))
             .transpose()?;
         let via_nginx = match &nginx {
             Some(_) => Some(Side {
@@ -859,7 +860,7 @@ async fn main() -> Result<()> {
         .map(|(_, p)| p)
         .collect();
     if !wanted.is_empty() {
-        let nginx = start_nginx(&env)?;
+        let nginx = start_nginx(&env, &identity)?;
         // With `--cpus split` both proxies share core 1, and the gateway
         // and the load generator (a child of this process, which inherits
         // its placement) core 0.
