@@ -145,11 +145,7 @@ impl Jaeger {
                 // The request's own span ends last (after its answer's body)
                 // and may be exported in a later batch than its children:
                 // a trace is read once it holds it too.
-                let served = t
-                    .spans()
-                    .iter()
-                    .any(|s| tag(s, "span.kind").and_then(Value::as_str) == Some("server"));
-                if served && done(&t) {
+                if !server_spans(&t).is_empty() && done(&t) {
                     return (t, body);
                 }
             }
@@ -239,13 +235,17 @@ fn caller_ids() -> (String, String) {
     (format!("{}{}", digest(&n), digest(&n)), digest(&n))
 }
 
-/// The request span: the server span whose parent is the caller's span.
-fn request_span<'a>(t: &'a Trace, route: &str, caller_span: &str) -> &'a Value {
-    let spans: Vec<&Value> = t
-        .spans()
+/// The trace's server spans: a request's own.
+fn server_spans(t: &Trace) -> Vec<&Value> {
+    t.spans()
         .iter()
         .filter(|s| tag(s, "span.kind").and_then(Value::as_str) == Some("server"))
-        .collect();
+        .collect()
+}
+
+/// The request span: the server span whose parent is the caller's span.
+fn request_span<'a>(t: &'a Trace, route: &str, caller_span: &str) -> &'a Value {
+    let spans = server_spans(t);
     assert_eq!(spans.len(), 1, "one request span: {:#}", t.0);
     let s = spans[0];
     assert_eq!(
