@@ -154,6 +154,9 @@ http {{
     }}
     server {{
         listen {listen} ssl http2;
+        # nginx 1.22 (Debian 12) leaves TLS 1.3 out by default, on both
+        # sides; the Console and its gateway client negotiate TLS 1.3.
+        ssl_protocols TLSv1.2 TLSv1.3;
         ssl_certificate {cert};
         ssl_certificate_key {key};
         keepalive_requests 1000000;
@@ -165,6 +168,7 @@ http {{
             proxy_set_header Host {name}:{upstream_port};
             proxy_set_header Authorization "";
 {identity}            proxy_set_header X-Kruntime-Invocation-ID $invocation_id;
+            proxy_ssl_protocols TLSv1.2 TLSv1.3;
             proxy_ssl_certificate {ccert};
             proxy_ssl_certificate_key {ckey};
             proxy_ssl_trusted_certificate {ca};
@@ -267,7 +271,7 @@ pub fn which(cmd: &str) -> Result<()> {
 }
 
 /// One `wrk` pass's result.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct WrkPass {
     pub requests: u64,
     pub seconds: f64,
@@ -275,6 +279,9 @@ pub struct WrkPass {
     pub p99_ms: f64,
     /// Connect, read, write, timeout errors and non-2xx answers.
     pub errors: u64,
+    /// The TLS version and cipher the client negotiated, when it says
+    /// (`h2load` does, `wrk` does not).
+    pub tls: Option<String>,
 }
 
 /// Runs `wrk` for `seconds` with `conns` keep-alive connections POSTing
@@ -347,6 +354,7 @@ end
         p50_ms: f[2] as f64 / 1e3,
         p99_ms: f[3] as f64 / 1e3,
         errors: f[4],
+        tls: None,
     })
 }
 
@@ -440,7 +448,40 @@ fn parse_h2load(out: &str) -> Result<WrkPass> {
         p50_ms: times[2],
         p99_ms: times[1],
         errors: (done - succeeded) + (succeeded - ok.min(succeeded)),
+        // "TLS Protocol: TLSv1.3" and "Cipher: TLS_AES_128_GCM_SHA256"
+        tls: line("TLS Protocol: ")
+            .and_then(|v| Ok(format!("{} {}", v.trim(), line("Cipher: ")?.trim())))
+            .ok(),
     })
+}
+
+/// The TLS version and cipher an OpenSSL client with its defaults (as
+/// `wrk`'s) negotiates with `addr` (`127.0.0.1:PORT`): `TLSv1.3
+/// TLS_AES_256_GCM_SHA384`.
+pub fn tls_probe(addr: &str) -> Result<String> {
+    which("openssl")?;
+    ensure!(
+        addr.starts_with("127.0.0.1:"),
+        "the probe only talks to 127.0.0.1, not {addr}"
+    );
+    let out = Command::new("timeout")
+        .args(["10", "openssl", "s_client", "-connect", addr])
+        .args(["-alpn", "http/1.1"])
+        .stdin(Stdio::null())
+        .output()
+        .context("running openssl s_client")?;
+    parse_s_client(&String::from_utf8_lossy(&out.stdout))
+        .with_context(|| format!("openssl s_client -connect {addr}"))
+}
+
+/// `New, TLSv1.3, Cipher is TLS_AES_256_GCM_SHA384` → `TLSv1.3 TLS_AES_256_GCM_SHA384`.
+fn parse_s_client(out: &str) -> Result<String> {
+    out.lines()
+        .find_map(|l| {
+            let (version, cipher) = l.strip_prefix("New, ")?.split_once(", Cipher is ")?;
+            Some(format!("{version} {}", cipher.trim()))
+        })
+        .context("no \"New, ..., Cipher is ...\" line: no TLS session")
 }
 
 /// h2load's durations: `12us`, `1.50ms`, `2.00s`.
@@ -468,6 +509,17 @@ traffic: 1.2MB
 time for request:      120us     12.50ms       1.50ms       0.10ms    90.00%
 ";
         let p = parse_h2load(out).unwrap();
+        assert_eq!(p.tls, None);
+        let with_tls = format!(
+            "TLS Protocol: TLSv1.3\nCipher: TLS_AES_128_GCM_SHA256\nServer Temp Key: X25519 253 bits\n{out}"
+        );
+        let q = parse_h2load(&with_tls).unwrap();
+        assert_eq!(q.tls.as_deref(), Some("TLSv1.3 TLS_AES_128_GCM_SHA256"));
+        assert_eq!(
+            parse_s_client("---\nNew, TLSv1.2, Cipher is ECDHE-RSA-AES128-GCM-SHA256\n").unwrap(),
+            "TLSv1.2 ECDHE-RSA-AES128-GCM-SHA256"
+        );
+        assert!(parse_s_client("no peer certificate available\n").is_err());
         assert_eq!(p.requests, 9876);
         assert_eq!(p.seconds, 8.0);
         assert_eq!(p.p50_ms, 1.5);

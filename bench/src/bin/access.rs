@@ -14,7 +14,7 @@ use futures::{SinkExt, StreamExt};
 use kruntimes_bench::envfile::BenchEnv;
 use kruntimes_bench::fixtures::Fixtures;
 use kruntimes_bench::keepalive::{Conn, TlsClient};
-use kruntimes_bench::nginx::{Identity, Nginx, NginxConfig, WrkPass, h2load, wrk};
+use kruntimes_bench::nginx::{Identity, Nginx, NginxConfig, WrkPass, h2load, tls_probe, wrk};
 use kruntimes_bench::procfs::{self, mib};
 use kruntimes_bench::{metrics, stats};
 use kube::Api;
@@ -207,6 +207,40 @@ async fn set_function_time(env: &BenchEnv, ms: u64) -> Result<()> {
         .context("running curl")?;
     ensure!(status.success(), "POST {url} failed");
     Ok(())
+}
+
+/// Empties the fake gateway's log of recorded requests.
+fn clear_gateway_requests(env: &BenchEnv) -> Result<()> {
+    let url = format!("{}/requests", env.var("TESTENV_GATEWAY_CONTROL")?);
+    let status = std::process::Command::new("curl")
+        .args(["-sf", "-o", "/dev/null", "-X", "DELETE", &url])
+        .status()
+        .context("running curl")?;
+    ensure!(status.success(), "DELETE {url} failed");
+    Ok(())
+}
+
+/// The TLS versions of the connections the fake gateway's recorded
+/// requests came on.
+fn gateway_tls_versions(env: &BenchEnv) -> Result<std::collections::BTreeSet<String>> {
+    let url = format!("{}/requests", env.var("TESTENV_GATEWAY_CONTROL")?);
+    let out = std::process::Command::new("curl")
+        .args(["-sf", &url])
+        .output()
+        .context("running curl")?;
+    ensure!(out.status.success(), "GET {url} failed");
+    let records: Vec<serde_json::Value> =
+        serde_json::from_slice(&out.stdout).with_context(|| format!("GET {url}"))?;
+    ensure!(!records.is_empty(), "the gateway recorded no request");
+    records
+        .iter()
+        .map(|r| {
+            r["tlsVersion"]
+                .as_str()
+                .map(str::to_owned)
+                .with_context(|| format!("a recorded request without tlsVersion: {r}"))
+        })
+        .collect()
 }
 
 /// Pins every thread of `pid` to `cpus` (a `taskset` list).
@@ -546,16 +580,56 @@ async fn against_nginx(
     let console_pids = [env.pid("console")?];
     let nginx_pids = nginx.pids()?;
     let gateway = env.pid("gateway")?;
+    // Both proxies must speak the same TLS on both legs, or the comparison
+    // weighs the protocol versions, not the proxies.
+    let console_addr = console_url
+        .trim_start_matches("https://")
+        .split_once('/')
+        .map_or(console_url.as_str(), |(a, _)| a)
+        .to_owned();
+    let front = [tls_probe(&console_addr)?, tls_probe(&nginx_listen(env)?)?];
+    ensure!(
+        front[0] == front[1],
+        "callers negotiate {} with the Console and {} with nginx",
+        front[0],
+        front[1]
+    );
     for &conns in &args.wrk_concurrency {
-        // Warm-up: connections, caches, the upstream keep-alive pools.
-        protocol.pass(&dir, &console_url, &console_headers, conns, 2)?;
-        protocol.pass(&dir, &nginx_url, &nginx_headers, conns, 2)?;
+        // Warm-up: connections, caches, the upstream keep-alive pools; and
+        // the TLS version each proxy's upstream connections negotiated, as
+        // the gateway saw it.
+        clear_gateway_requests(env)?;
+        let console_warm = protocol.pass(&dir, &console_url, &console_headers, conns, 2)?;
+        let console_back = gateway_tls_versions(env)?;
+        clear_gateway_requests(env)?;
+        let nginx_warm = protocol.pass(&dir, &nginx_url, &nginx_headers, conns, 2)?;
+        let nginx_back = gateway_tls_versions(env)?;
+        ensure!(
+            console_back == nginx_back && console_back.len() == 1,
+            "the gateway saw TLS {console_back:?} from the Console and {nginx_back:?} from nginx"
+        );
+        ensure!(
+            console_warm.tls == nginx_warm.tls,
+            "{}: the client negotiated {:?} with the Console and {:?} with nginx",
+            protocol.name(),
+            console_warm.tls,
+            nginx_warm.tls
+        );
         let load = procfs::load_average();
         println!(
             "\nnginx comparison, {}, c={conns}, {} s per pass, {} passes alternating (load {load})",
             protocol.name(),
             args.wrk_seconds,
             args.passes
+        );
+        println!(
+            "TLS: OpenSSL client → proxy {}; {}proxy → gateway {}",
+            front[0],
+            console_warm
+                .tls
+                .as_ref()
+                .map_or(String::new(), |t| format!("h2load → proxy {t}; ")),
+            console_back.iter().next().map_or("", String::as_str),
         );
         let latency = match protocol {
             Protocol::Http1 => "p50 ms | p99 ms",

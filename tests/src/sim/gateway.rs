@@ -179,7 +179,8 @@ async fn record_and_apply_mode(
         headers: header_pairs(&parts.headers),
         body_length: 0,
         client_cn: peer.as_ref().and_then(|p| p.client_cn.clone()),
-        remote_addr: peer.map(|p| p.remote.to_string()),
+        remote_addr: peer.as_ref().map(|p| p.remote.to_string()),
+        tls_version: peer.and_then(|p| p.tls_version),
     };
     if gateway.mode().mode == Mode::EarlyTooLarge && !parts.headers.contains_key(header::UPGRADE) {
         // The body is never read: the connection closes with it unread.

@@ -82,6 +82,8 @@ pub struct RecordedRequest {
     #[serde(rename = "clientCN")]
     pub client_cn: Option<String>,
     pub remote_addr: Option<String>,
+    /// The TLS version of the connection the request came on (`TLSv1_3`).
+    pub tls_version: Option<String>,
 }
 
 /// Counters reported by `GET /stats`.

@@ -238,6 +238,8 @@ async fn invoke_echoes_identity_and_body_and_is_recorded() {
     assert_eq!(requests[0]["method"], "POST");
     assert_eq!(requests[0]["authority"], "localhost");
     assert_eq!(requests[0]["version"], "HTTP/1.1");
+    // The test client's rustls negotiates TLS 1.3, as the Console's does.
+    assert_eq!(requests[0]["tlsVersion"], "TLSv1_3");
     assert!(
         requests[0]["headers"]
             .as_array()

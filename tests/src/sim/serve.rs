@@ -23,6 +23,8 @@ pub struct PeerInfo {
     pub remote: SocketAddr,
     /// Common Name of the verified client certificate, when one was presented.
     pub client_cn: Option<String>,
+    /// The TLS version the connection negotiated (`TLSv1_3`).
+    pub tls_version: Option<String>,
 }
 
 /// Bytes a handler leaves to be written on its connection before the next
@@ -163,7 +165,16 @@ pub async fn serve_tls(
                 .peer_certificates()
                 .and_then(|certs| certs.first())
                 .and_then(common_name);
-            let peer = PeerInfo { remote, client_cn };
+            let tls_version = stream
+                .get_ref()
+                .1
+                .protocol_version()
+                .map(|v| format!("{v:?}"));
+            let peer = PeerInfo {
+                remote,
+                client_cn,
+                tls_version,
+            };
             let injector = Injector::default();
             let stream = Injecting {
                 inner: stream,
