@@ -59,6 +59,28 @@ pub fn cpu_seconds(pid: u32) -> Result<f64> {
 }
 
 /// The 1, 5 and 15 minute load averages, as `/proc/loadavg` gives them.
+/// How idle cores wait: the cpuidle driver and governor and, with the
+/// `haltpoll` driver, how long an idle core polls before it halts
+/// (`guest_halt_poll_ns`; the kernel's default is 200000, 0 halts at
+/// once). A wake-up sent to a halted virtual CPU waits for the host to run
+/// it again, which sets the pace of one call at a time.
+pub fn idle_config() -> String {
+    let read = |p: &str| std::fs::read_to_string(p).map(|s| s.trim().to_owned());
+    let base = "/sys/devices/system/cpu/cpuidle";
+    let (Ok(driver), Ok(governor)) = (
+        read(&format!("{base}/current_driver")),
+        read(&format!("{base}/current_governor")),
+    ) else {
+        return "cpuidle not available".into();
+    };
+    match read("/sys/module/haltpoll/parameters/guest_halt_poll_ns") {
+        Ok(ns) if driver == "haltpoll" => {
+            format!("cpuidle {driver}, governor {governor}, guest_halt_poll_ns {ns}")
+        }
+        _ => format!("cpuidle {driver}, governor {governor}"),
+    }
+}
+
 pub fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .unwrap_or_default()

@@ -893,10 +893,11 @@ async fn main() -> Result<()> {
     let sides = [console, direct];
     let m = procfs::memory(env.pid("console")?)?;
     println!(
-        "Console before: VmRSS {} MiB, VmHWM {} MiB (load {})",
+        "Console before: VmRSS {} MiB, VmHWM {} MiB (load {}); idle cores: {}",
         mib(m.rss_kib),
         mib(m.hwm_kib),
-        procfs::load_average()
+        procfs::load_average(),
+        procfs::idle_config()
     );
     if args.only.iter().any(|o| o == "invoke") {
         invoke(&args, &env, &sides, &fn_uid).await?;
