@@ -58,7 +58,6 @@ pub fn cpu_seconds(pid: u32) -> Result<f64> {
     Ok((ticks(11) + ticks(12)) as f64 / 100.0)
 }
 
-/// The 1, 5 and 15 minute load averages, as `/proc/loadavg` gives them.
 /// How idle cores wait: the cpuidle driver and governor and, with the
 /// `haltpoll` driver, how long an idle core polls before it halts
 /// (`guest_halt_poll_ns`; the kernel's default is 200000, 0 halts at
@@ -81,6 +80,7 @@ pub fn idle_config() -> String {
     }
 }
 
+/// The 1, 5 and 15 minute load averages, as `/proc/loadavg` gives them.
 pub fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .unwrap_or_default()
