@@ -1321,6 +1321,35 @@ fn tls_rotation_without_a_restart(ctx: &Ctx, side: &RuntimeSide, pods: &[Value])
 
 // ---------------------------------------------------------------- helm test
 
+/// What the check looks at, from the host: the APIService's conditions,
+/// the release's Pods and the Service's endpoints (for a failed `helm test`).
+fn installation_state(c: &Cluster) -> String {
+    let get = |args: &[&str]| {
+        let out = Command::new("kubectl")
+            .env("KUBECONFIG", c.var("KUBECONFIG"))
+            .args(args)
+            .output()
+            .expect("kubectl");
+        format!(
+            "$ kubectl {}\n{}{}",
+            args.join(" "),
+            text(&out.stdout),
+            text(&out.stderr)
+        )
+    };
+    [
+        get(&[
+            "get",
+            "apiservice",
+            APISERVICE,
+            "-o",
+            "jsonpath={.status.conditions}",
+        ]),
+        get(&["-n", NS, "get", "pods,endpointslices", "-o", "wide"]),
+    ]
+    .join("\n")
+}
+
 /// `kruntimes-console check` from the host against the cluster.
 fn console_check(c: &Cluster, timeout: &str) -> Output {
     Command::new(kruntimes_tests::env::bin_dir().join("kruntimes-console"))
@@ -1340,10 +1369,17 @@ fn console_check(c: &Cluster, timeout: &str) -> Output {
 /// APIService, discovery and both endpoints.
 fn helm_test_and_check_from_the_host(ctx: &Ctx) {
     let c = ctx.c;
-    let out = c.helm_ok(&["test", RELEASE, "-n", NS, "--timeout", "3m"]);
+    // `--logs`: the check's own lines (what it waited for) come with the
+    // answer, passed or failed.
+    let test = c.helm(&["test", RELEASE, "-n", NS, "--timeout", "3m", "--logs"]);
+    let out = text(&test.stdout);
     assert!(
-        out.contains("TEST SUITE:     kruntimes-console-test\n") && !out.contains("Failed"),
-        "{out}"
+        test.status.success()
+            && out.contains("TEST SUITE:     kruntimes-console-test\n")
+            && !out.contains("Phase:          Failed"),
+        "helm test failed: {out}{}\n{}",
+        text(&test.stderr),
+        installation_state(c)
     );
     let out = console_check(c, "60s");
     let report = text(&out.stdout);
