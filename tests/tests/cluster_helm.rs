@@ -1322,7 +1322,8 @@ fn tls_rotation_without_a_restart(ctx: &Ctx, side: &RuntimeSide, pods: &[Value])
 // ---------------------------------------------------------------- helm test
 
 /// What the check looks at, from the host: the APIService's conditions,
-/// the release's Pods and the Service's endpoints (for a failed `helm test`).
+/// the release's Pods and the Service's endpoints; and the check Pod's own
+/// lines, what it waited for (for a failed `helm test`).
 fn installation_state(c: &Cluster) -> String {
     let get = |args: &[&str]| {
         let out = Command::new("kubectl")
@@ -1346,6 +1347,7 @@ fn installation_state(c: &Cluster) -> String {
             "jsonpath={.status.conditions}",
         ]),
         get(&["-n", NS, "get", "pods,endpointslices", "-o", "wide"]),
+        get(&["-n", NS, "logs", "pod/kruntimes-console-test"]),
     ]
     .join("\n")
 }
@@ -1369,9 +1371,10 @@ fn console_check(c: &Cluster, timeout: &str) -> Output {
 /// APIService, discovery and both endpoints.
 fn helm_test_and_check_from_the_host(ctx: &Ctx) {
     let c = ctx.c;
-    // `--logs`: the check's own lines (what it waited for) come with the
-    // answer, passed or failed.
-    let test = c.helm(&["test", RELEASE, "-n", NS, "--timeout", "3m", "--logs"]);
+    // Not `--logs`: a passed check's Pod is deleted at once (its hook's
+    // delete policy) and helm then fails to read its logs. A failed one is
+    // kept, and `installation_state` reads its lines.
+    let test = c.helm(&["test", RELEASE, "-n", NS, "--timeout", "3m"]);
     let out = text(&test.stdout);
     assert!(
         test.status.success()
