@@ -184,6 +184,25 @@ async fn invoke_pass(
     })
 }
 
+/// One call to the fake gateway's control API (`curl`); the answer's body.
+fn gateway_control(
+    env: &BenchEnv,
+    method: &str,
+    path: &str,
+    body: Option<&serde_json::Value>,
+) -> Result<Vec<u8>> {
+    let url = format!("{}{path}", env.var("TESTENV_GATEWAY_CONTROL")?);
+    let mut cmd = std::process::Command::new("curl");
+    cmd.args(["-sf", "-X", method]);
+    if let Some(body) = body {
+        cmd.args(["-H", "Content-Type: application/json", "--data"])
+            .arg(body.to_string());
+    }
+    let out = cmd.arg(&url).output().context("running curl")?;
+    ensure!(out.status.success(), "{method} {url} failed");
+    Ok(out.stdout)
+}
+
 /// Tells the fake gateway to answer invokes after `ms` (0: at once).
 async fn set_function_time(env: &BenchEnv, ms: u64) -> Result<()> {
     let body = if ms == 0 {
@@ -191,46 +210,20 @@ async fn set_function_time(env: &BenchEnv, ms: u64) -> Result<()> {
     } else {
         json!({"mode": "slow", "delayMs": ms})
     };
-    let url = format!("{}/mode", env.var("TESTENV_GATEWAY_CONTROL")?);
-    let status = std::process::Command::new("curl")
-        .args([
-            "-sf",
-            "-o",
-            "/dev/null",
-            "-X",
-            "POST",
-            "-H",
-            "Content-Type: application/json",
-        ])
-        .args(["--data", &body.to_string(), &url])
-        .status()
-        .context("running curl")?;
-    ensure!(status.success(), "POST {url} failed");
-    Ok(())
+    gateway_control(env, "POST", "/mode", Some(&body)).map(drop)
 }
 
 /// Empties the fake gateway's log of recorded requests.
 fn clear_gateway_requests(env: &BenchEnv) -> Result<()> {
-    let url = format!("{}/requests", env.var("TESTENV_GATEWAY_CONTROL")?);
-    let status = std::process::Command::new("curl")
-        .args(["-sf", "-o", "/dev/null", "-X", "DELETE", &url])
-        .status()
-        .context("running curl")?;
-    ensure!(status.success(), "DELETE {url} failed");
-    Ok(())
+    gateway_control(env, "DELETE", "/requests", None).map(drop)
 }
 
 /// The TLS versions of the connections the fake gateway's recorded
 /// requests came on.
 fn gateway_tls_versions(env: &BenchEnv) -> Result<std::collections::BTreeSet<String>> {
-    let url = format!("{}/requests", env.var("TESTENV_GATEWAY_CONTROL")?);
-    let out = std::process::Command::new("curl")
-        .args(["-sf", &url])
-        .output()
-        .context("running curl")?;
-    ensure!(out.status.success(), "GET {url} failed");
+    let out = gateway_control(env, "GET", "/requests", None)?;
     let records: Vec<serde_json::Value> =
-        serde_json::from_slice(&out.stdout).with_context(|| format!("GET {url}"))?;
+        serde_json::from_slice(&out).context("GET /requests of the gateway")?;
     ensure!(!records.is_empty(), "the gateway recorded no request");
     records
         .iter()
